@@ -1,0 +1,210 @@
+// Package provisioner defines what the host controller needs from a provisioning engine. The Ironic
+// implementation drives a real Ironic; the fixture implementation keeps hosts in memory for tests
+// and benchmarks. The interface is split by concern so each piece can be read (and faked) alone.
+//
+// Every method derives what to do from the engine's own observed state, so calling it again after an
+// operator restart neither repeats finished work nor loses work in progress.
+package provisioner
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+)
+
+// Sentinel errors. Methods return them (possibly wrapped) for conditions that are not host errors.
+var (
+	// ErrUnavailable means the engine cannot be reached or is not ready; the host keeps its state and
+	// the controller waits, saying so in status.
+	ErrUnavailable = errors.New("provisioner is not available")
+	// ErrNeedsRegistration means the engine no longer knows the host (for example Ironic lost its
+	// database); the controller registers it again (and adopts it when it was provisioned).
+	ErrNeedsRegistration = errors.New("host is not registered with the provisioner")
+	// ErrNeedsPreprovisioningImage means the operation needs the host's PreprovisioningImage and it
+	// is not ready yet.
+	ErrNeedsPreprovisioningImage = errors.New("waiting for the preprovisioning image")
+)
+
+// Result says how an operation stands: done, still working (ask again after RequeueAfter), or failed
+// with a message that is safe to show in status (stable, no credentials, no request IDs).
+type Result struct {
+	Busy         bool
+	RequeueAfter time.Duration
+	ErrorMessage string
+}
+
+// Done is a finished operation.
+func Done() Result { return Result{} }
+
+// Working is an operation still in progress.
+func Working(after time.Duration) Result { return Result{Busy: true, RequeueAfter: after} }
+
+// Failed is an operation that failed; msg goes to status.errorMessage.
+func Failed(msg string) Result { return Result{ErrorMessage: msg} }
+
+// Failed reports whether the operation failed.
+func (r Result) Failed() bool { return r.ErrorMessage != "" }
+
+// Credentials are the BMC user name and password. String never shows them.
+type Credentials struct {
+	Username string
+	Password string
+}
+
+// String redacts the credentials so they cannot reach a log by accident.
+func (Credentials) String() string { return "<redacted>" }
+
+// GoString redacts the credentials for %#v as well.
+func (c Credentials) GoString() string { return c.String() }
+
+// PreprovisioningImage is a ready image from the host's PreprovisioningImage status.
+type PreprovisioningImage struct {
+	ImageURL          string
+	KernelURL         string
+	ExtraKernelParams string
+	Format            metal3.ImageFormat
+}
+
+// Host is the provisioner's view of one BareMetalHost, built by the controller for each call.
+type Host struct {
+	Namespace string
+	Name      string
+	// NodeID is status.provisioning.ID: the engine's identifier, empty before the first registration.
+	NodeID            string
+	State             metal3.ProvisioningState
+	OperationalStatus metal3.OperationalStatus
+
+	BMCAddress                     string
+	BMCCredentials                 Credentials
+	DisableCertificateVerification bool
+	BootMACAddress                 string
+	BootMode                       metal3.BootMode
+	Architecture                   string
+	DisablePowerOff                bool
+	InspectionMode                 metal3.InspectionMode
+	AutomatedCleaningMode          metal3.AutomatedCleaningMode
+
+	// PreprovisioningImage is set when an image builder is enabled and the host's image is ready.
+	PreprovisioningImage *PreprovisioningImage
+	// PreprovisioningNetworkData is the content of spec.preprovisioningNetworkDataName, used when no
+	// image builder is enabled.
+	PreprovisioningNetworkData string
+}
+
+// HostConfig is the cloud-init style data written to the config drive.
+type HostConfig struct {
+	UserData    string
+	NetworkData string
+	MetaData    string
+}
+
+// RegisterOptions tune Register.
+type RegisterOptions struct {
+	// CredentialsChanged: the BMC Secret changed since the last successful registration.
+	CredentialsChanged bool
+	// RestartOnFailure: the last attempt failed; start over instead of reporting the old failure.
+	RestartOnFailure bool
+}
+
+// PrepareData is what the preparing state applies through manual cleaning.
+type PrepareData struct {
+	TargetRAIDConfig *metal3.RAIDConfig
+	ActualRAIDConfig *metal3.RAIDConfig
+	RootDeviceHints  *metal3.RootDeviceHints
+	// FirmwareSettings holds only the settings that differ from the current ones.
+	FirmwareSettings metal3.DesiredSettingsMap
+	FirmwareUpdates  []metal3.FirmwareUpdate
+}
+
+// ProvisionData is what provisioning (and adoption) writes or boots.
+type ProvisionData struct {
+	Image           *metal3.Image
+	CustomDeploy    *metal3.CustomDeploy
+	BootMode        metal3.BootMode
+	RootDeviceHints *metal3.RootDeviceHints
+	HostConfig      HostConfig
+}
+
+// ServiceData is what servicing (live updates) applies to a provisioned host. Empty data while the
+// engine is servicing or failed servicing means "abort".
+type ServiceData struct {
+	FirmwareSettings metal3.DesiredSettingsMap
+	FirmwareUpdates  []metal3.FirmwareUpdate
+}
+
+// Registrar enrolls hosts and removes them.
+type Registrar interface {
+	// Register creates or updates the engine's record of the host and checks BMC access. Done
+	// carries the engine's identifier for status.provisioning.ID.
+	Register(ctx context.Context, host Host, opts RegisterOptions) (Result, string, error)
+	// Adopt takes over an already provisioned host without touching its disk.
+	Adopt(ctx context.Context, host Host, data ProvisionData, restartOnFailure bool) (Result, error)
+	// Detach removes the host from the engine without changing it.
+	Detach(ctx context.Context, host Host) (Result, error)
+	// Delete removes the host from the engine for good.
+	Delete(ctx context.Context, host Host) (Result, error)
+}
+
+// Inspector collects hardware details.
+type Inspector interface {
+	// Inspect starts or follows inspection; when done it returns the hardware details.
+	Inspect(ctx context.Context, host Host, restartOnFailure bool) (Result, *metal3.HardwareDetails, error)
+}
+
+// Preparer applies RAID, root device hints, firmware settings and updates before provisioning.
+type Preparer interface {
+	Prepare(ctx context.Context, host Host, data PrepareData, restartOnFailure bool) (Result, error)
+}
+
+// Deployer writes (or boots) an image and takes it away again.
+type Deployer interface {
+	Provision(ctx context.Context, host Host, data ProvisionData, restartOnFailure bool) (Result, error)
+	Deprovision(ctx context.Context, host Host, restartOnFailure bool) (Result, error)
+}
+
+// Servicer applies live updates to provisioned hosts.
+type Servicer interface {
+	Service(ctx context.Context, host Host, data ServiceData, restartOnFailure bool) (Result, error)
+}
+
+// PowerController reads and changes power.
+type PowerController interface {
+	PowerOn(ctx context.Context, host Host, force bool) (Result, error)
+	// PowerOff turns the host off; soft mode falls back to hard when the BMC cannot do it.
+	PowerOff(ctx context.Context, host Host, mode metal3.RebootMode, force bool) (Result, error)
+	// PowerState reports whether the host is on; known is false while the engine does not know.
+	PowerState(ctx context.Context, host Host) (poweredOn bool, known bool, err error)
+}
+
+// FirmwareReader reads firmware settings, their schema and firmware components.
+type FirmwareReader interface {
+	FirmwareSettings(ctx context.Context, host Host, includeSchema bool) (metal3.SettingsMap, map[string]metal3.SettingSchema, error)
+	FirmwareComponents(ctx context.Context, host Host) ([]metal3.FirmwareComponentStatus, error)
+}
+
+// Capacity limits how many hosts the engine works on at once.
+type Capacity interface {
+	// HasCapacity reports whether another host may start a busy operation (PROVISIONING_LIMIT).
+	HasCapacity(ctx context.Context) (bool, error)
+}
+
+// ImageFormats says which PreprovisioningImage formats the engine can boot, in order of preference;
+// nil when no image builder is in use.
+type ImageFormats interface {
+	PreprovisioningImageFormats() ([]metal3.ImageFormat, error)
+}
+
+// Provisioner is everything the host controller uses.
+type Provisioner interface {
+	Registrar
+	Inspector
+	Preparer
+	Deployer
+	Servicer
+	PowerController
+	FirmwareReader
+	Capacity
+	ImageFormats
+}
