@@ -147,10 +147,20 @@ type Registrar interface {
 	Delete(ctx context.Context, host Host) (Result, error)
 }
 
+// InspectOptions tune Inspect.
+type InspectOptions struct {
+	// Refresh asks for a new inspection even when the engine already has inspection data
+	// (the inspect.metal3.io annotation).
+	Refresh bool
+	// RestartOnFailure: the last attempt failed; start over instead of reporting the old failure.
+	RestartOnFailure bool
+}
+
 // Inspector collects hardware details.
 type Inspector interface {
-	// Inspect starts or follows inspection; when done it returns the hardware details.
-	Inspect(ctx context.Context, host Host, restartOnFailure bool) (Result, *metal3.HardwareDetails, error)
+	// Inspect starts or follows inspection; when done it returns the hardware details. Without
+	// Refresh, a host the engine has already inspected returns its stored details at once.
+	Inspect(ctx context.Context, host Host, opts InspectOptions) (Result, *metal3.HardwareDetails, error)
 }
 
 // Preparer applies RAID, root device hints, firmware settings and updates before provisioning.
