@@ -27,3 +27,30 @@ $(BIN)/etcd: hack/tools/etcd/go.mod
 
 .PHONY: tools
 tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/controller-gen ## Build the test and generation tools into bin/
+
+##@ Development
+
+CONTROLLER_GEN := $(BIN)/controller-gen
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code, CRDs, RBAC and webhook manifests from the markers under ./...
+	$(CONTROLLER_GEN) object paths=./api/...
+	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=manager-role webhook paths=./... \
+		output:rbac:artifacts:config=config/rbac output:webhook:artifacts:config=config/webhook
+
+.PHONY: build
+build: ## Build every package and binary
+	go build ./...
+
+.PHONY: lint
+lint: ## gofmt and go vet
+	@files=$$(gofmt -l $$(git ls-files '*.go' --cached --others --exclude-standard)); \
+	if [ -n "$$files" ]; then echo "gofmt needed on:"; echo "$$files"; exit 1; fi
+	go vet ./...
+
+##@ Test
+
+.PHONY: test
+test: tools generate ## Run every Go test (envtest suites use the kube-apiserver and etcd in bin/)
+	go test ./...
