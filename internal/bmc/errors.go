@@ -28,6 +28,9 @@ var (
 	ErrMalformed = errors.New("malformed BMC address")
 )
 
+// redactedUserinfo replaces everything up to the last "@" of an address in an AddressError.
+const redactedUserinfo = "<redacted>@"
+
 // maxEchoedAddress bounds how much of an address an error message repeats back.
 const maxEchoedAddress = 256
 

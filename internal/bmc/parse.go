@@ -24,7 +24,7 @@ func Parse(address string) (*Access, error) {
 	// Credentials are checked before anything else, so that no later message can echo them. Only
 	// what follows the last "@" (the host part in any userinfo reading) is kept for the message.
 	if i := strings.LastIndexByte(address, '@'); i >= 0 {
-		return nil, addressError("<redacted>@"+address[i+1:], ErrCredentialsInAddress,
+		return nil, addressError(redactedUserinfo+address[i+1:], ErrCredentialsInAddress,
 			"user information (a user name or password before the host) is not allowed in a BMC address; "+
 				"put the credentials in the Secret named by credentialsName")
 	}
