@@ -54,3 +54,19 @@ lint: ## gofmt and go vet
 .PHONY: test
 test: tools generate ## Run every Go test (envtest suites use the kube-apiserver and etcd in bin/)
 	go test ./...
+
+FUZZTIME ?= 60s
+
+# go1.26's fuzz coordinator can fail a clean run with a bare "context deadline exceeded" when
+# -fuzztime ends while a worker is busy, more often on a loaded machine (go.dev/issue/75804,
+# fixed in go1.27). Such a run wrote no failing input, so it is reported and passed; any other
+# failure, or a failing input under testdata/fuzz, fails the target. Minimizing each new
+# interesting input may take 60s by default, which on 2 busy cores can eat the whole run.
+.PHONY: fuzz
+fuzz: ## Fuzz the BMC address parser for FUZZTIME (default 60s)
+	@set -o pipefail; log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
+	go test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=5s ./internal/bmc/ 2>&1 \
+		| tee "$$log" && exit 0; \
+	if grep -q '^    context deadline exceeded$$' "$$log" && ! grep -q 'Failing input written' "$$log"; then \
+		echo "fuzz: no failing input; ignoring go1.26's fuzztime deadline race (go.dev/issue/75804)"; exit 0; \
+	fi; exit 1
