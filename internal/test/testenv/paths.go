@@ -1,0 +1,43 @@
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// RepoRoot is the directory holding the module's go.mod, found by walking up from the working
+// directory (go test runs each package in its own directory).
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding the repository root: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("finding the repository root: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// binaryAssets returns the directory with kube-apiserver and etcd: KUBEBUILDER_ASSETS when set,
+// else <root>/bin. It fails with a hint when a binary is missing, rather than letting envtest
+// fail later with a less obvious message.
+func binaryAssets(root string) (string, error) {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		dir = filepath.Join(root, "bin")
+	}
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return "", fmt.Errorf("%s not found in %s (KUBEBUILDER_ASSETS or <repo>/bin): run `make tools` to build it: %w", name, dir, err)
+		}
+	}
+	return dir, nil
+}
