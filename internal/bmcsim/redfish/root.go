@@ -98,7 +98,7 @@ func serviceRoot() M {
 		"Chassis":        ref(chassisPath),
 		"SessionService": ref("/redfish/v1/SessionService"),
 		"UpdateService":  ref(updatePath),
-		"TaskService":    ref(taskServicePath),
+		"Tasks":          ref(taskServicePath), // ServiceRoot names the TaskService link "Tasks"
 		"EventService":   ref(eventServicePath),
 		"Registries":     ref(registriesPath),
 		"Links":          M{"Sessions": ref(sessionsPath)},
