@@ -1,0 +1,149 @@
+package host
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+)
+
+// stateConditions is what a state says about the host, before errors and detaching are applied.
+type stateConditions struct {
+	manageable  bool   // registered with the provisioner
+	provisioned string // Provisioned condition reason: Provisioned, Provisioning or NotProvisioned
+	available   string // AvailableForProvisioning reason: Available, Inspecting, NotAvailable, NotManageable
+	progressing string // Progressing reason; NotProgressing for stable states
+	// doing says what a progressing state waits for (the Progressing message).
+	doing string
+}
+
+const (
+	reasonProvisionerUnavailable = "ProvisionerUnavailable"
+	internalErrorMessage         = "internal error, see the operator logs"
+)
+
+// conditionTable: one row per state, read in one pass by setConditions.
+var conditionTable = map[metal3.ProvisioningState]stateConditions{
+	metal3.StateNone:                    {false, metal3.NotProvisionedReason, metal3.NotManageableReason, metal3.NotProgressingReason, ""},
+	metal3.StateUnmanaged:               {false, metal3.NotProvisionedReason, metal3.NotManageableReason, metal3.NotProgressingReason, ""},
+	metal3.StateRegistering:             {false, metal3.NotProvisionedReason, metal3.NotManageableReason, metal3.RegisteringReason, "registration with the provisioner"},
+	metal3.StateInspecting:              {true, metal3.NotProvisionedReason, metal3.InspectingReason, metal3.InspectingReason, "hardware inspection"},
+	metal3.StateMatchProfile:            {true, metal3.NotProvisionedReason, metal3.NotAvailableReason, metal3.PreparingReason, "preparation"},
+	metal3.StatePreparing:               {true, metal3.NotProvisionedReason, metal3.NotAvailableReason, metal3.PreparingReason, "preparation (RAID, root device hints, firmware)"},
+	metal3.StateReady:                   {true, metal3.NotProvisionedReason, metal3.AvailableReason, metal3.NotProgressingReason, ""},
+	metal3.StateAvailable:               {true, metal3.NotProvisionedReason, metal3.AvailableReason, metal3.NotProgressingReason, ""},
+	metal3.StateProvisioning:            {true, metal3.ProvisioningReason, metal3.NotAvailableReason, metal3.ProvisioningReason, "provisioning"},
+	metal3.StateProvisioned:             {true, metal3.ProvisionedReason, metal3.NotAvailableReason, metal3.NotProgressingReason, ""},
+	metal3.StateExternallyProvisioned:   {true, metal3.ProvisionedReason, metal3.NotAvailableReason, metal3.NotProgressingReason, ""},
+	metal3.StateDeprovisioning:          {true, metal3.NotProvisionedReason, metal3.NotAvailableReason, metal3.DeprovisioningReason, "deprovisioning (cleaning)"},
+	metal3.StatePoweringOffBeforeDelete: {true, metal3.NotProvisionedReason, metal3.NotAvailableReason, metal3.PoweringOffBeforeDeleteReason, "power off before deletion"},
+	metal3.StateDeleting:                {false, metal3.NotProvisionedReason, metal3.NotAvailableReason, metal3.DeletingReason, "removal from the provisioner"},
+}
+
+type cond struct {
+	status          metav1.ConditionStatus
+	reason, message string
+}
+
+// setConditions recomputes every condition from the state, the operational status and the
+// reconcile's outcome. Only the transition time of a condition whose status or reason changed
+// moves, so it tells since when the host is in its current situation.
+func setConditions(host *metal3.BareMetalHost, out outcome, now metav1.Time) {
+	st := host.Status
+	row, ok := conditionTable[st.Provisioning.State]
+	if !ok {
+		row = conditionTable[metal3.StateNone]
+	}
+	erred := st.OperationalStatus == metal3.OperationalStatusError
+	detached := st.OperationalStatus == metal3.OperationalStatusDetached
+
+	manageable := cond{metav1.ConditionFalse, metal3.NotManagedReason, "The host has no BMC details"}
+	switch {
+	case detached:
+		manageable = cond{metav1.ConditionFalse, metal3.NotManagedReason, "The host is detached from the provisioner"}
+	case erred && (st.ErrorType == metal3.RegistrationError || st.ErrorType == metal3.ProvisionedRegistrationError):
+		manageable = cond{metav1.ConditionFalse, metal3.RegistrationFailedReason, st.ErrorMessage}
+	case erred && st.ErrorType == metal3.PowerManagementError:
+		manageable = cond{metav1.ConditionFalse, metal3.PowerFailureReason, st.ErrorMessage}
+	case row.manageable:
+		manageable = cond{metav1.ConditionTrue, metal3.ManageableReason, "The host is registered with the provisioner"}
+	case st.Provisioning.State == metal3.StateRegistering:
+		manageable = cond{metav1.ConditionFalse, metal3.RegisteringReason, "The host is being registered"}
+	case st.Provisioning.State == metal3.StateDeleting:
+		manageable = cond{metav1.ConditionFalse, metal3.NotManagedReason, "The host is being deleted"}
+	}
+
+	provisioned := cond{metav1.ConditionFalse, row.provisioned, ""}
+	if row.provisioned == metal3.ProvisionedReason {
+		provisioned.status = metav1.ConditionTrue
+	}
+
+	available := cond{metav1.ConditionFalse, row.available, ""}
+	if row.available == metal3.AvailableReason && !erred && !detached {
+		available.status = metav1.ConditionTrue
+	}
+
+	progressing := cond{metav1.ConditionFalse, row.progressing, ""}
+	if row.progressing != metal3.NotProgressingReason {
+		progressing = cond{metav1.ConditionTrue, row.progressing, "Waiting for " + row.doing}
+	}
+	switch {
+	case out.err != nil:
+		progressing.message = internalErrorMessage
+	case out.waitingFor == waitingProvisioner:
+		progressing.reason = reasonProvisionerUnavailable
+		progressing.message = "Waiting for " + waitingProvisioner
+	case out.waitingFor != "":
+		progressing.message = "Waiting for " + out.waitingFor
+	}
+
+	ready := cond{metav1.ConditionFalse, row.progressing, "The host is not provisioned"}
+	switch {
+	case erred:
+		ready = cond{metav1.ConditionFalse, metal3.ErrorReason, st.ErrorMessage}
+	case detached:
+		ready = cond{metav1.ConditionFalse, metal3.DetachedReason, "The host is detached"}
+	case st.OperationalStatus == metal3.OperationalStatusServicing:
+		ready = cond{metav1.ConditionFalse, metal3.ServicingReason, "A live update is running"}
+	case provisioned.status == metav1.ConditionTrue:
+		ready = cond{metav1.ConditionTrue, metal3.ProvisionedReason, "The host is provisioned"}
+	case row.progressing == metal3.NotProgressingReason:
+		ready.reason = metal3.NotProvisionedReason
+	}
+
+	healthy := cond{metav1.ConditionUnknown, metal3.UnknownHealthReason, "The provisioner does not report health"}
+
+	for _, c := range []struct {
+		t string
+		c cond
+	}{
+		{metal3.ManageableCondition, manageable},
+		{metal3.ProvisionedCondition, provisioned},
+		{metal3.AvailableForProvisioningCondition, available},
+		{metal3.ProgressingCondition, progressing},
+		{metal3.HealthyCondition, healthy},
+		{metal3.ReadyCondition, ready},
+	} {
+		setCondition(host, c.t, c.c, now)
+	}
+}
+
+// setCondition sets one condition, stamping the generation; the transition time moves only when
+// the status or the reason changes.
+func setCondition(host *metal3.BareMetalHost, condType string, c cond, now metav1.Time) {
+	conds := host.Status.Conditions
+	for i := range conds {
+		if conds[i].Type != condType {
+			continue
+		}
+		if conds[i].Status != c.status || conds[i].Reason != c.reason {
+			conds[i].LastTransitionTime = now
+		}
+		conds[i].Status, conds[i].Reason, conds[i].Message = c.status, c.reason, c.message
+		conds[i].ObservedGeneration = host.Generation
+		return
+	}
+	host.Status.Conditions = append(conds, metav1.Condition{
+		Type: condType, Status: c.status, Reason: c.reason, Message: c.message,
+		ObservedGeneration: host.Generation, LastTransitionTime: now,
+	})
+}

@@ -1,0 +1,280 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/bmc"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// errSecretNotFound: the Secret a host names does not exist.
+var errSecretNotFound = errors.New("secret not found")
+
+// secrets reads the Secrets hosts use. The manager caches only Secrets labelled
+// environment.metal3.io=baremetal, so memory does not grow with the cluster's other Secrets. A
+// Secret seen for the first time is read once through the API reader, then labelled and given
+// the secret finalizer in ONE update; from then on the cache has it and its changes wake the
+// hosts that use it (through the index on secretNamesField).
+type secrets struct {
+	client client.Client // cached (label-filtered) reads, writes
+	reader client.Reader // uncached reads
+}
+
+// get returns the Secret, labelled and finalized.
+func (m secrets) get(ctx context.Context, key types.NamespacedName) (*corev1.Secret, error) {
+	secret := &corev1.Secret{}
+	err := m.client.Get(ctx, key, secret)
+	if err == nil && managed(secret) {
+		return secret, nil
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading secret %s: %w", key, err)
+	}
+	if apierrors.IsNotFound(err) {
+		if err := m.reader.Get(ctx, key, secret); apierrors.IsNotFound(err) {
+			return nil, errSecretNotFound
+		} else if err != nil {
+			return nil, fmt.Errorf("reading secret %s: %w", key, err)
+		}
+	}
+	if managed(secret) {
+		return secret, nil // labelled already; the cache has not caught up yet
+	}
+	if secret.Labels == nil {
+		secret.Labels = map[string]string{}
+	}
+	secret.Labels[metal3.EnvironmentLabel] = metal3.EnvironmentLabelValue
+	controllerutil.AddFinalizer(secret, metal3.SecretsFinalizer)
+	if err := m.client.Update(ctx, secret); err != nil {
+		return nil, fmt.Errorf("labelling secret %s: %w", key, err)
+	}
+	return secret, nil
+}
+
+func managed(s *corev1.Secret) bool {
+	return s.Labels[metal3.EnvironmentLabel] == metal3.EnvironmentLabelValue &&
+		controllerutil.ContainsFinalizer(s, metal3.SecretsFinalizer)
+}
+
+// loadInputs reads what the handlers will need: BMC credentials, user/network/meta data and
+// pending firmware changes. Bad input lands in s.in (the handlers turn it into a status error
+// naming the field); only API failures are returned.
+func (r *Reconciler) loadInputs(ctx context.Context, s *hostScope) error {
+	h := s.host
+	if err := r.loadCredentials(ctx, s); err != nil {
+		return err
+	}
+	if name := h.Spec.PreprovisioningNetworkDataName; name != "" && !provisionedStates[s.state()] {
+		data, err := r.secretValue(ctx, h, "spec.preprovisioningNetworkDataName", &corev1.SecretReference{Name: name}, "networkData")
+		if err != nil && !isInputError(err) {
+			return err
+		}
+		s.in.preprovNetworkData = data
+	}
+	if needsHostConfig(s) {
+		if err := r.loadHostConfig(ctx, s); err != nil {
+			return err
+		}
+	}
+	if firmwareStates[s.state()] {
+		if err := r.loadFirmwareChanges(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// provisionedStates no longer need what only provisioning uses.
+var provisionedStates = map[metal3.ProvisioningState]bool{
+	metal3.StateProvisioned:             true,
+	metal3.StateExternallyProvisioned:   true,
+	metal3.StateDeprovisioning:          true,
+	metal3.StatePoweringOffBeforeDelete: true,
+	metal3.StateDeleting:                true,
+}
+
+// firmwareStates may reach preparing in this reconcile.
+var firmwareStates = map[metal3.ProvisioningState]bool{
+	metal3.StateNone:         true,
+	metal3.StateRegistering:  true,
+	metal3.StateInspecting:   true,
+	metal3.StateMatchProfile: true,
+	metal3.StatePreparing:    true,
+	metal3.StateAvailable:    true,
+}
+
+func (r *Reconciler) loadCredentials(ctx context.Context, s *hostScope) error {
+	h := s.host
+	if !h.HasBMCDetails() {
+		return nil
+	}
+	if _, err := bmc.Parse(h.Spec.BMC.Address); err != nil {
+		s.in.bmcErr = bmcInputError("spec.bmc.address", err)
+		return nil
+	}
+	name := h.Spec.BMC.CredentialsName
+	if name == "" {
+		s.in.bmcErr = errors.New("spec.bmc.credentialsName: missing; name a Secret with the keys username and password")
+		return nil
+	}
+	secret, err := r.secrets.get(ctx, h.CredentialsKey())
+	if errors.Is(err, errSecretNotFound) {
+		s.in.bmcErr = fmt.Errorf("spec.bmc.credentialsName: secret %q not found", name)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	user := strings.TrimSpace(string(secret.Data["username"]))
+	pass := strings.TrimSpace(string(secret.Data["password"]))
+	var missing []string
+	if user == "" {
+		missing = append(missing, "username")
+	}
+	if pass == "" {
+		missing = append(missing, "password")
+	}
+	if len(missing) > 0 {
+		s.in.bmcErr = fmt.Errorf("spec.bmc.credentialsName: secret %q has no %s", name, strings.Join(missing, " or "))
+		return nil
+	}
+	s.in.creds = provisioner.Credentials{Username: user, Password: pass}
+	s.in.credsRef = &corev1.SecretReference{Name: secret.Name, Namespace: secret.Namespace}
+	s.in.credsVersion = secret.ResourceVersion
+	return nil
+}
+
+// needsHostConfig: the host may start provisioning in this reconcile.
+func needsHostConfig(s *hostScope) bool {
+	spec := s.host.Spec
+	return (spec.Image != nil || spec.CustomDeploy != nil) && !provisionedStates[s.state()] &&
+		s.state() != metal3.StateProvisioned
+}
+
+func (r *Reconciler) loadHostConfig(ctx context.Context, s *hostScope) error {
+	h := s.host
+	var cfg provisioner.HostConfig
+	var errs []error
+	read := func(field string, ref *corev1.SecretReference, key string, into *string) {
+		if ref == nil || ref.Name == "" {
+			return
+		}
+		v, err := r.secretValue(ctx, h, field, ref, key)
+		if err != nil {
+			errs = append(errs, err)
+			return
+		}
+		*into = v
+	}
+	read("spec.userData", h.Spec.UserData, "userData", &cfg.UserData)
+	read("spec.networkData", h.Spec.NetworkData, "networkData", &cfg.NetworkData)
+	read("spec.metaData", h.Spec.MetaData, "metaData", &cfg.MetaData)
+	if h.Spec.NetworkData == nil && h.Spec.PreprovisioningNetworkDataName != "" {
+		read("spec.preprovisioningNetworkDataName", &corev1.SecretReference{Name: h.Spec.PreprovisioningNetworkDataName}, "networkData", &cfg.NetworkData)
+	}
+	for _, err := range errs {
+		if !isInputError(err) {
+			return err
+		}
+	}
+	s.in.hostConfig, s.in.hostConfigErr = cfg, errors.Join(errs...)
+	return nil
+}
+
+// inputError is a Secret problem the user fixes; its message names the field.
+type inputError struct{ msg string }
+
+func (e inputError) Error() string { return e.msg }
+
+func isInputError(err error) bool {
+	var ie inputError
+	return errors.As(err, &ie)
+}
+
+// secretValue reads key (falling back to "value") from a Secret in the host's namespace.
+func (r *Reconciler) secretValue(ctx context.Context, h *metal3.BareMetalHost, field string, ref *corev1.SecretReference, key string) (string, error) {
+	ns := ref.Namespace
+	if ns == "" {
+		ns = h.Namespace
+	}
+	if ns != h.Namespace {
+		return "", inputError{fmt.Sprintf("%s: secret %q must be in the host's namespace", field, ref.Name)}
+	}
+	secret, err := r.secrets.get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name})
+	if errors.Is(err, errSecretNotFound) {
+		return "", inputError{fmt.Sprintf("%s: secret %q not found", field, ref.Name)}
+	}
+	if err != nil {
+		return "", err
+	}
+	if v, ok := secret.Data[key]; ok {
+		return string(v), nil
+	}
+	if v, ok := secret.Data["value"]; ok {
+		return string(v), nil
+	}
+	return "", inputError{fmt.Sprintf("%s: secret %q has neither a %q nor a \"value\" key", field, ref.Name, key)}
+}
+
+// secretNames are the Secrets a host uses (for the index that maps Secret events to hosts, and
+// for releasing the secret finalizer).
+func secretNames(h *metal3.BareMetalHost) []string {
+	var names []string
+	add := func(name string) {
+		if name != "" {
+			names = append(names, name)
+		}
+	}
+	add(h.Spec.BMC.CredentialsName)
+	add(h.Spec.PreprovisioningNetworkDataName)
+	for _, ref := range []*corev1.SecretReference{h.Spec.UserData, h.Spec.NetworkData, h.Spec.MetaData} {
+		if ref != nil && (ref.Namespace == "" || ref.Namespace == h.Namespace) {
+			add(ref.Name)
+		}
+	}
+	return names
+}
+
+// releaseSecrets removes the secret finalizer from the host's Secrets that no other host uses.
+func (r *Reconciler) releaseSecrets(ctx context.Context, h *metal3.BareMetalHost) error {
+	for _, name := range secretNames(h) {
+		var users metal3.BareMetalHostList
+		if err := r.Client.List(ctx, &users, client.InNamespace(h.Namespace), client.MatchingFields{secretNamesField: name}); err != nil {
+			return fmt.Errorf("listing hosts using secret %s: %w", name, err)
+		}
+		inUse := false
+		for i := range users.Items {
+			if users.Items[i].UID != h.UID {
+				inUse = true
+			}
+		}
+		if inUse {
+			continue
+		}
+		secret := &corev1.Secret{}
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: h.Namespace, Name: name}, secret); apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return fmt.Errorf("reading secret %s: %w", name, err)
+		}
+		if !controllerutil.ContainsFinalizer(secret, metal3.SecretsFinalizer) {
+			continue
+		}
+		patch := client.MergeFromWithOptions(secret.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.RemoveFinalizer(secret, metal3.SecretsFinalizer)
+		if err := r.Client.Patch(ctx, secret, patch); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("releasing secret %s: %w", name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,90 @@
+package host
+
+import (
+	"errors"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// maxDeleteErrors: after this many consecutive errors a deleting host skips the failing step
+// (deprovisioning or powering off) rather than block deletion forever (metal3: errorCount > 3).
+const maxDeleteErrors = 3
+
+// checkDeletion is the guard that starts deletion (metal3's checkInitiateDelete) and lets a
+// detached host skip power off and deprovisioning.
+func (s *hostScope) checkDeletion() (outcome, bool) {
+	if !s.deleting() {
+		return outcome{}, false
+	}
+	st := s.state()
+	if args, annotated := s.detachedArgs(); annotated || s.detached() {
+		if annotated && args.DeleteAction == metal3.DetachedDeleteActionDelay {
+			s.fx.deleteDelayed = true
+			return waitFor(s.cfg.UnmanagedPoll, "the detached annotation (deleteAction: delay) to be removed before deletion"), true
+		}
+		if st != metal3.StateDeleting {
+			return advance(metal3.StateDeleting), true
+		}
+		return outcome{}, false
+	}
+	switch st {
+	case metal3.StateNone, metal3.StateUnmanaged, metal3.StateRegistering:
+		return advance(metal3.StateDeleting), true
+	case metal3.StateProvisioning, metal3.StateProvisioned:
+		return advance(metal3.StateDeprovisioning), true
+	case metal3.StateDeprovisioning, metal3.StatePoweringOffBeforeDelete:
+		stuck := s.host.Status.ErrorType == metal3.RegistrationError && s.host.Status.ErrorCount > maxDeleteErrors
+		neverRegistered := s.host.Status.Provisioning.ID == "" && s.in.bmcErr != nil
+		if stuck || neverRegistered {
+			return advanceKeepingError(metal3.StateDeleting), true
+		}
+		return outcome{}, false
+	case metal3.StateDeleting:
+		return outcome{}, false
+	}
+	return advance(metal3.StatePoweringOffBeforeDelete), true
+}
+
+func handlePoweringOffBeforeDelete(s *hostScope) outcome {
+	st := &s.host.Status
+	if s.host.Spec.DisablePowerOff || st.Provisioning.ID == "" {
+		return advance(metal3.StateDeleting)
+	}
+	if st.ErrorCount > maxDeleteErrors {
+		return advanceKeepingError(metal3.StateDeleting)
+	}
+	on, known, err := s.prov.PowerState(s.ctx, s.provHost())
+	if err != nil {
+		return s.provError(err, "reading the power state of")
+	}
+	if known && !on {
+		st.PoweredOn = false
+		return advance(metal3.StateDeleting)
+	}
+	res, err := s.prov.PowerOff(s.ctx, s.provHost(), metal3.RebootModeHard, true)
+	if err != nil {
+		return s.provError(err, "powering off")
+	}
+	if out, done := s.follow(res, metal3.PowerManagementError, "the host to power off before deletion"); !done {
+		return out
+	}
+	st.PoweredOn = false
+	return advance(metal3.StateDeleting)
+}
+
+func handleDeleting(s *hostScope) outcome {
+	res, err := s.prov.Delete(s.ctx, s.provHost())
+	switch {
+	case errors.Is(err, provisioner.ErrNeedsRegistration):
+		// The provisioner does not know the host: nothing to delete there.
+	case err != nil:
+		return s.provError(err, "deleting")
+	case res.Failed():
+		return s.fail(metal3.RegistrationError, res.ErrorMessage)
+	case res.Busy:
+		return waitFor(res.RequeueAfter, "the provisioner to delete the host")
+	}
+	s.fx.finalize = true
+	return outcome{kind: kindDone}
+}

@@ -1,0 +1,50 @@
+package host
+
+import (
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+)
+
+// detachAllowed are the states a host may be detached from without force (metal3).
+var detachAllowed = map[metal3.ProvisioningState]bool{
+	metal3.StateProvisioned:           true,
+	metal3.StateExternallyProvisioned: true,
+	metal3.StateReady:                 true,
+	metal3.StateAvailable:             true,
+}
+
+func (s *hostScope) detached() bool {
+	return s.host.Status.OperationalStatus == metal3.OperationalStatusDetached
+}
+
+// checkDetached is the guard for the detached annotation: it removes the host from the provisioner
+// (keeping its state), then holds it until the annotation goes; ensureRegistered attaches it again.
+func (s *hostScope) checkDetached() (outcome, bool) {
+	if s.deleting() {
+		return outcome{}, false // checkDeletion decided already
+	}
+	args, annotated := s.detachedArgs()
+	if !annotated {
+		if s.detached() {
+			s.needsRegistration = true
+		}
+		return outcome{}, false
+	}
+	const waiting = "the detached annotation to be removed"
+	if s.detached() {
+		return waitFor(s.cfg.UnmanagedPoll, waiting), true
+	}
+	if !detachAllowed[s.state()] && !args.Force {
+		return outcome{}, false // detached later, once the host reaches a state that allows it
+	}
+	res, err := s.prov.Detach(s.ctx, s.provHost())
+	if err != nil {
+		return s.provError(err, "detaching"), true
+	}
+	if out, done := s.follow(res, metal3.DetachError, "the provisioner to detach the host"); !done {
+		return out, true
+	}
+	s.clearError()
+	s.host.Status.OperationalStatus = metal3.OperationalStatusDetached
+	s.event(eventNormal, reasonDetached, "Detach", "Host detached from the provisioner")
+	return waitFor(s.cfg.UnmanagedPoll, waiting), true
+}

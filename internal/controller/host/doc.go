@@ -1,0 +1,16 @@
+// Package host is the BareMetalHost controller: a state machine, written as a table, that takes a
+// host from creation through registration, inspection, preparation and provisioning, keeps its
+// power in line with spec.online, and takes it back and deletes it cleanly.
+//
+// How a reconcile runs (host_controller.go): fetch the host, ensure its finalizer, read its inputs
+// (BMC credentials, user data: credentials.go), then run state handlers (handlers_*.go) in a loop
+// until one has to wait; a handler only talks to the provisioner and edits the in-memory host. The
+// driver then writes what the handlers decided (HardwareData, annotation removals, and the status
+// in ONE merge patch, skipped when nothing changed) and emits the events. One reconcile can thus
+// take a host through several states when the provisioner finishes each step at once, which keeps
+// the API writes per host small. Safety comes from the provisioner being idempotent on its own
+// state: a crash between two steps never repeats finished work.
+//
+// The transitions are declared in state_machine.go; docs/host-state-machine.md is generated from
+// that table (make docs) and a test fails when it is stale.
+package host

@@ -1,0 +1,88 @@
+package host
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+)
+
+// Event reasons are CamelCase constants; notes carry the detail.
+const (
+	reasonDiscovered            = "Discovered"
+	reasonRegistering           = "Registering"
+	reasonInspectionStarted     = "InspectionStarted"
+	reasonPreparationStarted    = "PreparationStarted"
+	reasonAvailable             = "Available"
+	reasonProvisioningStarted   = "ProvisioningStarted"
+	reasonProvisioningComplete  = "ProvisioningComplete"
+	reasonExternallyProvisioned = "ExternallyProvisioned"
+	reasonDeprovisioningStarted = "DeprovisioningStarted"
+	reasonPoweringOffForDelete  = "PoweringOffBeforeDelete"
+	reasonDeleting              = "Deleting"
+	reasonStateChanged          = "StateChanged"
+	reasonDelayed               = "Delayed"
+	reasonDetached              = "Detached"
+	reasonAttached              = "Attached"
+	reasonCredentialsUpdated    = "CredentialsUpdated"
+	reasonPoweredOn             = "PoweredOn"
+	reasonPoweredOff            = "PoweredOff"
+	reasonStatusRestored        = "StatusRestored"
+	reasonHardwareDetails       = "HardwareDetailsSet"
+	reasonBadAnnotation         = "InvalidAnnotation"
+	reasonDeleteDelayed         = "DeleteDelayed"
+)
+
+const (
+	eventNormal  = corev1.EventTypeNormal
+	eventWarning = corev1.EventTypeWarning
+)
+
+// event is one Kubernetes Event the driver emits after the status write succeeded (so that events
+// never announce something that was not recorded).
+type event struct {
+	eventType, reason, action, note string
+}
+
+func (s *hostScope) event(eventType, reason, action, note string) {
+	s.fx.events = append(s.fx.events, event{eventType: eventType, reason: reason, action: action, note: note})
+}
+
+var transitionReasons = map[metal3.ProvisioningState]string{
+	metal3.StateUnmanaged:               reasonDiscovered,
+	metal3.StateRegistering:             reasonRegistering,
+	metal3.StateInspecting:              reasonInspectionStarted,
+	metal3.StatePreparing:               reasonPreparationStarted,
+	metal3.StateAvailable:               reasonAvailable,
+	metal3.StateProvisioning:            reasonProvisioningStarted,
+	metal3.StateProvisioned:             reasonProvisioningComplete,
+	metal3.StateExternallyProvisioned:   reasonExternallyProvisioned,
+	metal3.StateDeprovisioning:          reasonDeprovisioningStarted,
+	metal3.StatePoweringOffBeforeDelete: reasonPoweringOffForDelete,
+	metal3.StateDeleting:                reasonDeleting,
+}
+
+func transitionReason(to metal3.ProvisioningState) string {
+	if r, ok := transitionReasons[to]; ok {
+		return r
+	}
+	return reasonStateChanged
+}
+
+var errorReasons = map[metal3.ErrorType]string{
+	metal3.ProvisionedRegistrationError: "ProvisionedRegistrationError",
+	metal3.RegistrationError:            "RegistrationError",
+	metal3.InspectionError:              "InspectionError",
+	metal3.PreparationError:             "PreparationError",
+	metal3.ProvisioningError:            "ProvisioningError",
+	metal3.PowerManagementError:         "PowerManagementError",
+	metal3.ServicingError:               "ServicingError",
+	metal3.DetachError:                  "DetachError",
+}
+
+// errorReason is the event reason for an error type, as metal3 names its error events.
+func errorReason(t metal3.ErrorType) string {
+	if r, ok := errorReasons[t]; ok {
+		return r
+	}
+	return "Error"
+}

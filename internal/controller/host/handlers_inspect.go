@@ -1,0 +1,79 @@
+package host
+
+import (
+	"errors"
+	"reflect"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+func handleInspecting(s *hostScope) outcome {
+	refresh := s.refreshInspection
+	// The annotation asked for this inspection; it is removed as soon as inspection starts.
+	if v, ok := s.annotation(metal3.InspectAnnotationPrefix); ok && v != metal3.InspectAnnotationValueDisabled {
+		s.removeAnnotation(metal3.InspectAnnotationPrefix)
+		refresh = true
+	}
+	opts := provisioner.InspectOptions{Refresh: refresh, RestartOnFailure: s.restartOnFailure(metal3.InspectionError)}
+	res, hw, err := s.prov.Inspect(s.ctx, s.provHost(), opts)
+	if err != nil {
+		return s.provError(err, "inspecting")
+	}
+	if out, done := s.follow(res, metal3.InspectionError, "the provisioner to finish inspecting the hardware"); !done {
+		return out
+	}
+	if hw == nil {
+		return internalError(errors.New("provisioner finished inspection without hardware details"))
+	}
+	s.refreshInspection = false
+	s.setHardware(hw)
+	return advance(metal3.StatePreparing)
+}
+
+// setHardware records inspected (or annotated) hardware in status and in the HardwareData.
+func (s *hostScope) setHardware(hw *metal3.HardwareDetails) {
+	s.host.Status.HardwareDetails = hw
+	s.fx.hardwareData = hw
+}
+
+func handleMatchProfile(*hostScope) outcome { return advance(metal3.StatePreparing) }
+
+func handlePreparing(s *hostScope) outcome {
+	res, err := s.prov.Prepare(s.ctx, s.provHost(), s.prepareData(), s.restartOnFailure(metal3.PreparationError))
+	if err != nil {
+		return s.provError(err, "preparing")
+	}
+	if out, done := s.follow(res, metal3.PreparationError, "the provisioner to apply RAID, root device hints and firmware changes"); !done {
+		return out
+	}
+	st := &s.host.Status.Provisioning
+	st.RAID = s.host.Spec.RAID.DeepCopy()
+	st.RootDeviceHints = s.host.Spec.RootDeviceHints.DeepCopy()
+	return advance(metal3.StateAvailable)
+}
+
+// prepareData is what changed since the last preparation: RAID and root device hints that differ
+// from status, and pending HostFirmwareSettings/Components changes.
+func (s *hostScope) prepareData() provisioner.PrepareData {
+	spec, st := s.host.Spec, s.host.Status.Provisioning
+	data := provisioner.PrepareData{
+		ActualRAIDConfig: st.RAID.DeepCopy(),
+		FirmwareSettings: s.in.firmwareSettings,
+		FirmwareUpdates:  s.in.firmwareUpdates,
+	}
+	if spec.RAID != nil && !reflect.DeepEqual(spec.RAID, st.RAID) {
+		data.TargetRAIDConfig = spec.RAID.DeepCopy()
+	}
+	if spec.RootDeviceHints != nil && !reflect.DeepEqual(spec.RootDeviceHints, st.RootDeviceHints) {
+		data.RootDeviceHints = spec.RootDeviceHints.DeepCopy()
+	}
+	return data
+}
+
+// needsPreparing: the RAID or root device hints in spec differ from what was applied.
+func (s *hostScope) needsPreparing() bool {
+	spec, st := s.host.Spec, s.host.Status.Provisioning
+	return (spec.RAID != nil && !reflect.DeepEqual(spec.RAID, st.RAID)) ||
+		(spec.RootDeviceHints != nil && !reflect.DeepEqual(spec.RootDeviceHints, st.RootDeviceHints))
+}

@@ -1,0 +1,195 @@
+package host
+
+import (
+	"fmt"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+func handleReady(*hostScope) outcome { return advance(metal3.StateAvailable) }
+
+// handleAvailable checks, in metal3's order, what the host should do next; with nothing to do it
+// keeps the power in line with spec.online.
+func handleAvailable(s *hostScope) outcome {
+	if s.host.Spec.ExternallyProvisioned {
+		return advance(metal3.StateExternallyProvisioned)
+	}
+	if v, ok := s.annotation(metal3.InspectAnnotationPrefix); ok && v != metal3.InspectAnnotationValueDisabled {
+		s.removeAnnotation(metal3.InspectAnnotationPrefix)
+		s.refreshInspection = true
+		return advance(metal3.StateInspecting)
+	}
+	if s.needsPreparing() {
+		return advance(metal3.StatePreparing)
+	}
+	if out, ok := s.checkProvisioning(); ok {
+		return out
+	}
+	return s.reconcilePower()
+}
+
+// needsProvisioning is metal3's NeedsProvisioning: online, and an image or custom deploy that is
+// not on the host yet.
+func (s *hostScope) needsProvisioning() bool {
+	spec, st := s.host.Spec, s.host.Status.Provisioning
+	if !spec.Online {
+		return false
+	}
+	if spec.Image != nil && spec.Image.URL != "" && spec.Image.URL != st.Image.URL {
+		return true
+	}
+	return spec.CustomDeploy != nil && spec.CustomDeploy.Method != "" &&
+		(st.CustomDeploy == nil || st.CustomDeploy.Method != spec.CustomDeploy.Method)
+}
+
+// checkProvisioning starts provisioning unless the retry cap is reached or the user data is
+// missing; both are errors the user fixes, shown in status without leaving available.
+func (s *hostScope) checkProvisioning() (outcome, bool) {
+	st := &s.host.Status
+	if s.host.Spec.Image == nil && s.host.Spec.CustomDeploy == nil {
+		st.ProvisioningFailCount, st.LastAttemptedImage = 0, nil // image removed: a fresh start
+	}
+	if !s.needsProvisioning() {
+		s.clearErrorOf(metal3.ProvisioningError)
+		return outcome{}, false
+	}
+	if img := s.host.Spec.Image; img != nil && (st.LastAttemptedImage == nil || st.LastAttemptedImage.URL != img.URL) {
+		st.ProvisioningFailCount = 0 // a new image resets the retry cap
+	}
+	if limit := s.cfg.MaxProvisioningRetries; limit > 0 && st.ProvisioningFailCount >= limit {
+		return s.inputFailure(metal3.ProvisioningError, fmt.Errorf(
+			"spec.image: provisioning failed %d times (limit --max-provisioning-retries=%d); change or remove the image to try again",
+			st.ProvisioningFailCount, limit)), true
+	}
+	if s.in.hostConfigErr != nil {
+		return s.inputFailure(metal3.ProvisioningError, s.in.hostConfigErr), true
+	}
+	st.LastAttemptedImage = s.host.Spec.Image.DeepCopy()
+	return advance(metal3.StateProvisioning), true
+}
+
+func handleProvisioning(s *hostScope) outcome {
+	st := &s.host.Status
+	if st.ErrorType == metal3.ProvisioningError {
+		// The failed attempt is cleaned up before the next one (metal3 goes through
+		// deprovisioning too); the cap in available ends the loop.
+		st.ProvisioningFailCount++
+		return advanceKeepingError(metal3.StateDeprovisioning)
+	}
+	if s.provisioningCancelled() {
+		return advance(metal3.StateDeprovisioning)
+	}
+	res, err := s.prov.Provision(s.ctx, s.provHost(), s.provisionData(), s.restartOnFailure(metal3.ProvisioningError))
+	if err != nil {
+		return s.provError(err, "provisioning")
+	}
+	if out, done := s.follow(res, metal3.ProvisioningError, "the provisioner to write the image"); !done {
+		return out
+	}
+	s.recordProvisioned()
+	st.ProvisioningFailCount = 0
+	return advance(metal3.StateProvisioned)
+}
+
+// provisioningCancelled: the image (or custom deploy) was removed or changed while provisioning.
+func (s *hostScope) provisioningCancelled() bool {
+	spec, st := s.host.Spec, s.host.Status
+	if spec.Image == nil && spec.CustomDeploy == nil {
+		return true
+	}
+	return spec.Image != nil && st.LastAttemptedImage != nil && spec.Image.URL != st.LastAttemptedImage.URL
+}
+
+// recordProvisioned copies what is now on the host from spec to status.
+func (s *hostScope) recordProvisioned() {
+	spec, st := s.host.Spec, &s.host.Status.Provisioning
+	st.Image = metal3.Image{}
+	if spec.Image != nil {
+		st.Image = *spec.Image.DeepCopy()
+	}
+	st.CustomDeploy = spec.CustomDeploy.DeepCopy()
+	st.BootMode = s.host.BootMode()
+	st.RootDeviceHints = spec.RootDeviceHints.DeepCopy()
+}
+
+func (s *hostScope) provisionData() provisioner.ProvisionData {
+	spec := s.host.Spec
+	return provisioner.ProvisionData{
+		Image:           spec.Image.DeepCopy(),
+		CustomDeploy:    spec.CustomDeploy.DeepCopy(),
+		BootMode:        s.host.BootMode(),
+		RootDeviceHints: spec.RootDeviceHints.DeepCopy(),
+		HostConfig:      s.in.hostConfig,
+	}
+}
+
+// imageChanged: the spec no longer matches what is on a provisioned host.
+func (s *hostScope) imageChanged() bool {
+	spec, st := s.host.Spec, s.host.Status.Provisioning
+	specURL := ""
+	if spec.Image != nil {
+		specURL = spec.Image.URL
+	}
+	specMethod, stMethod := "", ""
+	if spec.CustomDeploy != nil {
+		specMethod = spec.CustomDeploy.Method
+	}
+	if st.CustomDeploy != nil {
+		stMethod = st.CustomDeploy.Method
+	}
+	return specURL != st.Image.URL || specMethod != stMethod || (specURL == "" && specMethod == "")
+}
+
+func handleProvisioned(s *hostScope) outcome {
+	if s.imageChanged() {
+		return advance(metal3.StateDeprovisioning)
+	}
+	return s.steadyState()
+}
+
+func handleExternallyProvisioned(s *hostScope) outcome {
+	if !s.host.Spec.ExternallyProvisioned {
+		// Copy the spec first, so that nothing is deprovisioned unless it is empty.
+		s.recordProvisioned()
+		return advance(metal3.StateProvisioned)
+	}
+	return s.steadyState()
+}
+
+// steadyState adopts the host (a no-op unless the provisioner lost it) and manages its power.
+func (s *hostScope) steadyState() outcome {
+	errType := metal3.ProvisionedRegistrationError
+	res, err := s.prov.Adopt(s.ctx, s.provHost(), s.provisionData(), s.restartOnFailure(errType))
+	if err != nil {
+		return s.provError(err, "adopting")
+	}
+	if out, done := s.follow(res, errType, "the provisioner to adopt the host"); !done {
+		return out
+	}
+	s.clearErrorOf(errType)
+	return s.reconcilePower()
+}
+
+func handleDeprovisioning(s *hostScope) outcome {
+	res, err := s.prov.Deprovision(s.ctx, s.provHost(), s.restartOnFailure(metal3.ProvisioningError))
+	if err != nil {
+		return s.provError(err, "deprovisioning")
+	}
+	if res.Failed() {
+		out := s.fail(metal3.ProvisioningError, res.ErrorMessage)
+		if s.deleting() && s.host.Status.ErrorCount > maxDeleteErrors {
+			return advanceKeepingError(metal3.StatePoweringOffBeforeDelete)
+		}
+		return out
+	}
+	if res.Busy {
+		return waitFor(res.RequeueAfter, "the provisioner to remove the image (cleaning)")
+	}
+	st := &s.host.Status.Provisioning
+	st.Image, st.CustomDeploy = metal3.Image{}, nil
+	if s.deleting() {
+		return advance(metal3.StatePoweringOffBeforeDelete)
+	}
+	return advance(metal3.StateAvailable)
+}

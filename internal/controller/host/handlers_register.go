@@ -1,0 +1,164 @@
+package host
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// registeredStates talk to the provisioner about an enrolled node, so the node must exist (and
+// know the current credentials) before their handler runs.
+var registeredStates = map[metal3.ProvisioningState]bool{
+	metal3.StateInspecting:              true,
+	metal3.StateMatchProfile:            true,
+	metal3.StatePreparing:               true,
+	metal3.StateReady:                   true,
+	metal3.StateAvailable:               true,
+	metal3.StateProvisioning:            true,
+	metal3.StateProvisioned:             true,
+	metal3.StateExternallyProvisioned:   true,
+	metal3.StateDeprovisioning:          true,
+	metal3.StatePoweringOffBeforeDelete: true,
+}
+
+func handleNone(s *hostScope) outcome {
+	if s.host.HasBMCDetails() {
+		return advance(metal3.StateRegistering)
+	}
+	return advance(metal3.StateUnmanaged)
+}
+
+func handleUnmanaged(s *hostScope) outcome {
+	if s.host.HasBMCDetails() {
+		return advance(metal3.StateRegistering)
+	}
+	s.host.Status.OperationalStatus = metal3.OperationalStatusDiscovered
+	return waitFor(s.cfg.UnmanagedPoll, "BMC details (spec.bmc.address and spec.bmc.credentialsName)")
+}
+
+func handleRegistering(s *hostScope) outcome {
+	if !s.registered {
+		if out, done := s.register(); !done {
+			return out
+		}
+	}
+	switch {
+	case s.host.Spec.ExternallyProvisioned:
+		return advance(metal3.StateExternallyProvisioned)
+	case s.host.InspectionDisabled():
+		return advance(metal3.StatePreparing)
+	}
+	return advance(metal3.StateInspecting)
+}
+
+// ensureRegistered is the guard that registers the host again when the provisioner forgot it,
+// the credentials Secret changed, the spec changed, the last registration failed, or the host
+// comes back from being detached.
+func (s *hostScope) ensureRegistered() (outcome, bool) {
+	if !registeredStates[s.state()] || s.registered || s.detached() {
+		return outcome{}, false
+	}
+	if s.deleting() && s.in.bmcErr != nil {
+		return outcome{}, false // deletion goes on with the node the provisioner already has
+	}
+	if !s.registrationNeeded() {
+		return outcome{}, false
+	}
+	if out, done := s.register(); !done {
+		return out, true
+	}
+	return outcome{}, false
+}
+
+func (s *hostScope) registrationNeeded() bool {
+	st := &s.host.Status
+	return s.needsRegistration || st.Provisioning.ID == "" ||
+		st.ErrorType == metal3.RegistrationError || st.ErrorType == metal3.ProvisionedRegistrationError ||
+		st.OperationalStatus == metal3.OperationalStatusDetached ||
+		s.credentialsChanged() || s.specChanged()
+}
+
+// specChanged: the spec changed since the last status write (every condition carries the
+// generation it was computed for), so the provisioner may need the new BMC details.
+func (s *hostScope) specChanged() bool {
+	for _, c := range s.host.Status.Conditions {
+		if c.Type == metal3.ReadyCondition {
+			return c.ObservedGeneration != s.host.Generation
+		}
+	}
+	return false
+}
+
+// credentialsChanged: the Secret is not the version that last worked.
+func (s *hostScope) credentialsChanged() bool {
+	good := s.host.Status.GoodCredentials
+	return s.in.credsRef != nil && good.Reference != nil &&
+		(good.Reference.Name != s.in.credsRef.Name || good.Version != s.in.credsVersion)
+}
+
+// registrationErrorType: a provisioned host failing registration is a different error (metal3).
+func (s *hostScope) registrationErrorType() metal3.ErrorType {
+	switch s.state() {
+	case metal3.StateProvisioned, metal3.StateExternallyProvisioned:
+		return metal3.ProvisionedRegistrationError
+	}
+	return metal3.RegistrationError
+}
+
+// register enrolls the host, or updates its enrollment, and records the credentials it used.
+func (s *hostScope) register() (outcome, bool) {
+	errType := s.registrationErrorType()
+	if s.in.bmcErr != nil {
+		return s.inputFailure(errType, s.in.bmcErr), false
+	}
+	st := &s.host.Status
+	current := metal3.CredentialsStatus{Reference: s.in.credsRef, Version: s.in.credsVersion}
+	changed := s.credentialsChanged()
+	if !sameCredentials(st.TriedCredentials, current) {
+		st.TriedCredentials = *current.DeepCopy()
+	}
+	opts := provisioner.RegisterOptions{
+		CredentialsChanged: changed,
+		RestartOnFailure:   s.restartOnFailure(errType),
+	}
+	res, id, err := s.prov.Register(s.ctx, s.provHost(), opts)
+	if err != nil {
+		return s.provError(err, "registering"), false
+	}
+	if id != "" {
+		st.Provisioning.ID = id
+	}
+	if out, done := s.follow(res, errType, "the provisioner to register the host and check its BMC"); !done {
+		return out, false
+	}
+	if !sameCredentials(st.GoodCredentials, current) {
+		st.GoodCredentials = *current.DeepCopy()
+		if changed {
+			s.event(eventNormal, reasonCredentialsUpdated, "Register", "BMC credentials updated")
+		}
+	}
+	s.registered, s.needsRegistration = true, false
+	s.clearErrorOf(errType)
+	if st.OperationalStatus == metal3.OperationalStatusDetached {
+		st.OperationalStatus = metal3.OperationalStatusOK
+		s.event(eventNormal, reasonAttached, "Register", "Host attached to the provisioner again")
+	}
+	return outcome{}, true
+}
+
+func sameCredentials(a, b metal3.CredentialsStatus) bool {
+	return a.Version == b.Version && equalRef(a.Reference, b.Reference)
+}
+
+func equalRef(a, b *corev1.SecretReference) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// bmcInputError names the field in a bad-input message.
+func bmcInputError(field string, err error) error { return fmt.Errorf("%s: %w", field, err) }

@@ -1,0 +1,321 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// Config tunes the controller. DefaultConfig has metal3's production values; tests shorten them.
+type Config struct {
+	// MaxProvisioningRetries caps provision → deprovision loops for one image (0 = no cap).
+	MaxProvisioningRetries int
+	// Backoff is the retry delay after the n-th consecutive error.
+	Backoff func(errorCount int) time.Duration
+	// InputRetryDelay: how often a host with bad input (missing Secret...) looks again.
+	InputRetryDelay time.Duration
+	// UnavailableDelay: how often a host looks again while the provisioner is unavailable.
+	UnavailableDelay time.Duration
+	// PreprovImageDelay: how often a host waiting for its preprovisioning image looks again.
+	PreprovImageDelay time.Duration
+	// DelayedRequeue: how often a host held back by provisioner capacity looks again.
+	DelayedRequeue time.Duration
+	// PowerPoll: how often a host in a steady state checks its power.
+	PowerPoll time.Duration
+	// UnmanagedPoll: how often an unmanaged or detached host looks again.
+	UnmanagedPoll time.Duration
+	// Concurrency is how many hosts are reconciled at once.
+	Concurrency int
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// DefaultConfig returns metal3's delays.
+func DefaultConfig() Config {
+	return Config{
+		MaxProvisioningRetries: 5,
+		Backoff:                ExponentialBackoff(time.Minute),
+		InputRetryDelay:        10 * time.Second,
+		UnavailableDelay:       30 * time.Second,
+		PreprovImageDelay:      5 * time.Minute,
+		DelayedRequeue:         90 * time.Second,
+		PowerPoll:              time.Minute,
+		UnmanagedPoll:          10 * time.Minute,
+		Concurrency:            20,
+	}
+}
+
+// Reconciler reconciles BareMetalHosts.
+type Reconciler struct {
+	Client      client.Client
+	APIReader   client.Reader
+	Recorder    recorder.EventRecorder
+	Provisioner provisioner.Provisioner
+	Config      Config
+
+	secrets secrets
+	written writeTracker
+}
+
+// secretNamesField indexes hosts by the Secrets they use.
+const secretNamesField = ".metalforge.secretNames"
+
+// +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts/finalizers,verbs=update
+// +kubebuilder:rbac:groups=metal3.io,resources=hardwaredata,verbs=get;create;update;patch;delete
+// +kubebuilder:rbac:groups=metal3.io,resources=hostfirmwaresettings;hostfirmwarecomponents,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// SetupWithManager registers the controller: hosts, plus the (labelled) Secrets they use.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("metal3-baremetal-controller")
+	}
+	if r.Config.Backoff == nil {
+		r.Config.Backoff = DefaultConfig().Backoff
+	}
+	r.secrets = secrets{client: r.Client, reader: r.APIReader}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &metal3.BareMetalHost{}, secretNamesField, func(o client.Object) []string {
+		return secretNames(o.(*metal3.BareMetalHost))
+	}); err != nil {
+		return fmt.Errorf("indexing hosts by secret: %w", err)
+	}
+	hostsPerState.use(mgr.GetCache())
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&metal3.BareMetalHost{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
+			predicate.LabelChangedPredicate{}, deletionPredicate(), statusClearedPredicate()))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.hostsUsingSecret)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.Concurrency)}).
+		Complete(reconcile.AsReconciler(mgr.GetClient(), r))
+}
+
+// deletionPredicate wakes a host when it is marked for deletion or loses a finalizer.
+func deletionPredicate() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+		return !e.ObjectNew.GetDeletionTimestamp().Equal(e.ObjectOld.GetDeletionTimestamp()) ||
+			len(e.ObjectNew.GetFinalizers()) != len(e.ObjectOld.GetFinalizers())
+	}}
+}
+
+// statusClearedPredicate wakes a host whose status was replaced by someone else (a restore).
+func statusClearedPredicate() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*metal3.BareMetalHost), e.ObjectNew.(*metal3.BareMetalHost)
+		return n.Status.LastUpdated == nil && o.Status.LastUpdated != nil
+	}}
+}
+
+func (r *Reconciler) hostsUsingSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	var hosts metal3.BareMetalHostList
+	if err := r.Client.List(ctx, &hosts, client.InNamespace(o.GetNamespace()), client.MatchingFields{secretNamesField: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing hosts using a secret", "secret", klog.KObj(o))
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(hosts.Items))
+	for i := range hosts.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&hosts.Items[i])})
+	}
+	return reqs
+}
+
+// Reconcile is the driver: fetch, finalizer, inputs, state machine, then the writes.
+func (r *Reconciler) Reconcile(ctx context.Context, host *metal3.BareMetalHost) (ctrl.Result, error) {
+	metricReconciles.Inc()
+	res, err := r.reconcile(ctx, host)
+	if err != nil {
+		metricReconcileErrors.Inc()
+	}
+	return res, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, host *metal3.BareMetalHost) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx).WithValues(logKeyState, host.Status.Provisioning.State)
+	ctx = ctrl.LoggerInto(ctx, log)
+	if paused(host) {
+		log.V(4).Info("Host is paused")
+		return ctrl.Result{}, nil
+	}
+	if r.written.stale(host) {
+		// Status-only events are filtered out, so look again shortly rather than wait for one.
+		log.V(4).Info("Cache is behind our last write; looking again shortly")
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	}
+	if !host.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(host, metal3.BareMetalHostFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	if restored, err := r.restoreStatusFromAnnotation(ctx, host); restored || err != nil {
+		return ctrl.Result{RequeueAfter: time.Millisecond}, err
+	}
+	if host.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(host, metal3.BareMetalHostFinalizer) {
+		// The finalizer goes on before the provisioner learns of the host, so that deleting the
+		// host always cleans up the provisioner's record.
+		if err := r.patchMetadata(ctx, host, func(h *metal3.BareMetalHost) {
+			controllerutil.AddFinalizer(h, metal3.BareMetalHostFinalizer)
+		}); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	snapshot := host.DeepCopy()
+	now := time.Now
+	if r.Config.Now != nil {
+		now = r.Config.Now
+	}
+	s := &hostScope{ctx: ctx, cfg: &r.Config, prov: r.Provisioner, host: host,
+		now: metav1.NewTime(now().Truncate(time.Second))}
+	if err := r.loadInputs(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	s.consumeHardwareDetails()
+	out := s.run()
+	setConditions(host, out, s.now)
+	if err := r.write(ctx, s, snapshot); err != nil {
+		return ctrl.Result{}, errors.Join(out.err, err)
+	}
+	if out.err != nil {
+		return ctrl.Result{}, out.err
+	}
+	if out.kind == kindDone {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: max(out.after, time.Millisecond)}, nil
+}
+
+// write applies the handlers' effects in an order that keeps status truthful: HardwareData before
+// the status that says inspection finished, annotation removals, the status, then events.
+func (r *Reconciler) write(ctx context.Context, s *hostScope, snapshot *metal3.BareMetalHost) error {
+	host := s.host
+	if s.fx.hardwareData != nil {
+		if err := r.writeHardwareData(ctx, host, s.fx.hardwareData); err != nil {
+			return err
+		}
+	}
+	if s.fx.finalize {
+		return r.finalize(ctx, s)
+	}
+	if len(s.fx.removeAnnotations) > 0 {
+		status := host.Status.DeepCopy()
+		if err := r.patchMetadata(ctx, host, func(h *metal3.BareMetalHost) {
+			for key := range s.fx.removeAnnotations {
+				delete(h.Annotations, key)
+			}
+		}); err != nil {
+			return err
+		}
+		// The patch response carries the stored status; keep the one the handlers computed.
+		host.Status = *status
+		snapshot.ResourceVersion = host.ResourceVersion
+	}
+	if _, err := r.patchStatus(ctx, host, snapshot, s); err != nil {
+		return err
+	}
+	r.emit(host, s.fx.events)
+	recordMetrics(&s.fx)
+	return nil
+}
+
+// finalize releases what the host holds once the provisioner forgot it, and removes the host's
+// finalizer last, so that a failure on the way is retried.
+func (r *Reconciler) finalize(ctx context.Context, s *hostScope) error {
+	host := s.host
+	if err := r.deleteHardwareData(ctx, host); err != nil {
+		return err
+	}
+	if err := r.releaseSecrets(ctx, host); err != nil {
+		return err
+	}
+	r.emit(host, s.fx.events)
+	recordMetrics(&s.fx)
+	err := r.patchMetadata(ctx, host, func(h *metal3.BareMetalHost) {
+		controllerutil.RemoveFinalizer(h, metal3.BareMetalHostFinalizer)
+	})
+	if apierrors.IsNotFound(err) {
+		err = nil
+	}
+	r.written.forget(client.ObjectKeyFromObject(host))
+	return err
+}
+
+func (r *Reconciler) emit(host *metal3.BareMetalHost, events []event) {
+	for _, e := range events {
+		r.Recorder.Eventf(host, nil, e.eventType, e.reason, e.action, "%s", e.note)
+	}
+}
+
+// restoreStatusFromAnnotation rebuilds an empty status from the status annotation (clusterctl
+// move), with HardwareData winning for the hardware, and removes the annotation.
+func (r *Reconciler) restoreStatusFromAnnotation(ctx context.Context, host *metal3.BareMetalHost) (bool, error) {
+	if _, ok := host.Annotations[metal3.StatusAnnotation]; !ok {
+		return false, nil
+	}
+	snapshot := host.DeepCopy()
+	restored, err := restoreStatus(host)
+	if err != nil {
+		r.Recorder.Eventf(host, nil, eventWarning, reasonBadAnnotation, "Annotation", "%s", err.Error())
+	}
+	if restored {
+		hw, err := r.loadHardwareData(ctx, host)
+		if err != nil {
+			return false, err
+		}
+		if hw != nil {
+			host.Status.HardwareDetails = hw
+		}
+	}
+	status := host.Status.DeepCopy()
+	if err := r.patchMetadata(ctx, host, func(h *metal3.BareMetalHost) {
+		delete(h.Annotations, metal3.StatusAnnotation)
+	}); err != nil {
+		return false, err
+	}
+	if !restored {
+		return false, nil
+	}
+	host.Status = *status
+	snapshot.ResourceVersion = host.ResourceVersion
+	lastUpdated := metav1.NewTime(time.Now().Truncate(time.Second))
+	if host.Status.LastUpdated == nil {
+		host.Status.LastUpdated = &lastUpdated
+	}
+	if err := r.Client.Status().Patch(ctx, host, client.MergeFrom(snapshot)); err != nil {
+		return false, fmt.Errorf("restoring status of host %s/%s: %w", host.Namespace, host.Name, err)
+	}
+	r.written.record(host)
+	r.Recorder.Eventf(host, nil, eventNormal, reasonStatusRestored, "Annotation", "Status restored from the %s annotation", metal3.StatusAnnotation)
+	return true, nil
+}
+
+const logKeyState = "state"
+
+// staleRetry is how soon a host whose cached copy is older than our last write looks again.
+const staleRetry = 200 * time.Millisecond

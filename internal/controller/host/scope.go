@@ -1,0 +1,224 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+var metav1Zero = metav1.Time{}
+
+// hostScope is what the handlers of one reconcile share: the host being worked on (a copy; the
+// driver diffs it against the snapshot it took), the inputs the driver read for them, and the
+// effects they ask the driver to write.
+type hostScope struct {
+	ctx  context.Context
+	cfg  *Config
+	prov provisioner.Provisioner
+	// now is the reconcile's time, truncated to seconds as the API stores it.
+	now  metav1.Time
+	host *metal3.BareMetalHost
+	in   inputs
+	fx   effects
+
+	// registered: Register succeeded in this reconcile, no need to ask again.
+	registered bool
+	// needsRegistration: the provisioner said it does not know the host.
+	needsRegistration bool
+	// refreshInspection: inspection was requested by the inspect annotation.
+	refreshInspection bool
+}
+
+// inputs are read by the driver before the handlers run (they need the API server).
+type inputs struct {
+	// bmcErr is bad BMC input (address, Secret, keys); its message names the field.
+	bmcErr       error
+	creds        provisioner.Credentials
+	credsRef     *corev1.SecretReference
+	credsVersion string
+	// hostConfig is user/network/meta data; hostConfigErr names the bad field.
+	hostConfig    provisioner.HostConfig
+	hostConfigErr error
+	// preprovNetworkData is spec.preprovisioningNetworkDataName's content.
+	preprovNetworkData string
+	// firmware holds pending HostFirmwareSettings/Components changes (read in preparing).
+	firmwareSettings metal3.DesiredSettingsMap
+	firmwareUpdates  []metal3.FirmwareUpdate
+}
+
+// effects are what the handlers decided that needs the API server; the driver writes them.
+type effects struct {
+	events            []event
+	removeAnnotations map[string]bool
+	// hardwareData is written to the HardwareData of the host before the status patch.
+	hardwareData *metal3.HardwareDetails
+	// finalize: the host is gone from the provisioner; release Secrets and HardwareData and
+	// remove the host's finalizer.
+	finalize bool
+	// deleteDelayed: deletion waits for a detached annotation with deleteAction delay.
+	deleteDelayed bool
+	transitions   [][2]metal3.ProvisioningState
+	finishedOps   []finishedOp
+	hostErrors    []metal3.ErrorType
+}
+
+type finishedOp struct {
+	state    metal3.ProvisioningState
+	duration time.Duration
+}
+
+func (s *hostScope) state() metal3.ProvisioningState { return s.host.Status.Provisioning.State }
+
+func (s *hostScope) deleting() bool { return !s.host.DeletionTimestamp.IsZero() }
+
+// removeAnnotation asks the driver to remove an annotation; handlers then see it as gone.
+func (s *hostScope) removeAnnotation(key string) {
+	if _, ok := s.host.Annotations[key]; !ok {
+		return
+	}
+	if s.fx.removeAnnotations == nil {
+		s.fx.removeAnnotations = map[string]bool{}
+	}
+	s.fx.removeAnnotations[key] = true
+}
+
+// annotation returns an annotation unless a handler already asked to remove it.
+func (s *hostScope) annotation(key string) (string, bool) {
+	if s.fx.removeAnnotations[key] {
+		return "", false
+	}
+	v, ok := s.host.Annotations[key]
+	return v, ok
+}
+
+// provHost is the provisioner's view of the host.
+func (s *hostScope) provHost() provisioner.Host {
+	h := s.host
+	arch := h.Spec.Architecture
+	if arch == "" && h.Status.HardwareDetails != nil {
+		arch = h.Status.HardwareDetails.CPU.Arch
+	}
+	return provisioner.Host{
+		Namespace:                      h.Namespace,
+		Name:                           h.Name,
+		NodeID:                         h.Status.Provisioning.ID,
+		State:                          h.Status.Provisioning.State,
+		OperationalStatus:              h.Status.OperationalStatus,
+		BMCAddress:                     h.Spec.BMC.Address,
+		BMCCredentials:                 s.in.creds,
+		DisableCertificateVerification: h.Spec.BMC.DisableCertificateVerification,
+		BootMACAddress:                 h.Spec.BootMACAddress,
+		BootMode:                       h.BootMode(),
+		Architecture:                   arch,
+		DisablePowerOff:                h.Spec.DisablePowerOff,
+		InspectionMode:                 h.Spec.InspectionMode,
+		AutomatedCleaningMode:          h.Spec.AutomatedCleaningMode,
+		PreprovisioningNetworkData:     s.in.preprovNetworkData,
+	}
+}
+
+// restartOnFailure: the last error was this step's, so the provisioner must start over rather
+// than report the old failure.
+func (s *hostScope) restartOnFailure(t metal3.ErrorType) bool { return s.host.Status.ErrorType == t }
+
+// clearError forgets the last error after a success.
+func (s *hostScope) clearError() {
+	st := &s.host.Status
+	st.ErrorType, st.ErrorMessage, st.ErrorCount = "", "", 0
+	if st.OperationalStatus == metal3.OperationalStatusError || st.OperationalStatus == "" {
+		st.OperationalStatus = metal3.OperationalStatusOK
+	}
+}
+
+// clearErrorOf clears the error only when it is of type t (another step's error stays).
+func (s *hostScope) clearErrorOf(t metal3.ErrorType) {
+	if s.host.Status.ErrorType == t {
+		s.clearError()
+	}
+}
+
+// fail records a failed operation (metal3's recordActionFailure): operationalStatus error, the
+// type and message, errorCount+1, an event named after the type, and a retry after a jittered
+// exponential backoff.
+func (s *hostScope) fail(t metal3.ErrorType, msg string) outcome {
+	st := &s.host.Status
+	st.OperationalStatus, st.ErrorType, st.ErrorMessage = metal3.OperationalStatusError, t, msg
+	st.ErrorCount++
+	s.fx.hostErrors = append(s.fx.hostErrors, t)
+	s.event(eventWarning, errorReason(t), "Failure", msg)
+	return waitFor(s.cfg.Backoff(st.ErrorCount), fmt.Sprintf("a retry after %s", t))
+}
+
+// inputFailure records bad input (missing Secret, malformed address). Unlike fail it is level
+// triggered: the same error seen again changes nothing (no write, no event), and the host is
+// looked at again after InputRetryDelay; watches on the host and its Secrets bring it back sooner.
+func (s *hostScope) inputFailure(t metal3.ErrorType, err error) outcome {
+	st := &s.host.Status
+	msg := err.Error()
+	if st.ErrorType != t || st.ErrorMessage != msg || st.OperationalStatus != metal3.OperationalStatusError {
+		st.OperationalStatus, st.ErrorType, st.ErrorMessage = metal3.OperationalStatusError, t, msg
+		st.ErrorCount++
+		s.fx.hostErrors = append(s.fx.hostErrors, t)
+		s.event(eventWarning, errorReason(t), "Failure", msg)
+	}
+	return waitFor(s.cfg.InputRetryDelay, "the input named in errorMessage to be fixed")
+}
+
+// follow turns a provisioner result into an outcome: done (ok true), still working, or failed.
+func (s *hostScope) follow(res provisioner.Result, t metal3.ErrorType, what string) (outcome, bool) {
+	switch {
+	case res.Failed():
+		return s.fail(t, res.ErrorMessage), false
+	case res.Busy:
+		return waitFor(res.RequeueAfter, what), false
+	}
+	return outcome{}, true
+}
+
+// provError handles an error returned (not reported) by the provisioner.
+func (s *hostScope) provError(err error, doing string) outcome {
+	switch {
+	case errors.Is(err, provisioner.ErrUnavailable):
+		s.fx.provisionerUnavailable()
+		return waitFor(s.cfg.UnavailableDelay, waitingProvisioner)
+	case errors.Is(err, provisioner.ErrNeedsRegistration) && !s.registered:
+		s.needsRegistration = true
+		return repeat()
+	case errors.Is(err, provisioner.ErrNeedsPreprovisioningImage):
+		return waitFor(s.cfg.PreprovImageDelay, "the preprovisioning image to be ready")
+	}
+	return internalError(fmt.Errorf("%s host %s/%s: %w", doing, s.host.Namespace, s.host.Name, err))
+}
+
+// waitingProvisioner is the Progressing message while the provisioner cannot be reached.
+const waitingProvisioner = "the provisioner to become available"
+
+func (fx *effects) provisionerUnavailable() { metricProvisionerUnavailable.Inc() }
+
+// checkCapacity holds a host back (operationalStatus delayed) when the provisioner is busy with
+// too many hosts.
+func (s *hostScope) checkCapacity() (outcome, bool) {
+	ok, err := s.prov.HasCapacity(s.ctx)
+	if err != nil {
+		return s.provError(err, "checking provisioner capacity for"), true
+	}
+	st := &s.host.Status
+	if !ok {
+		if st.OperationalStatus != metal3.OperationalStatusDelayed {
+			st.OperationalStatus = metal3.OperationalStatusDelayed
+			s.event(eventNormal, reasonDelayed, "Delay", "Provisioner capacity reached; waiting")
+		}
+		return waitFor(s.cfg.DelayedRequeue, "provisioner capacity (too many hosts busy)"), true
+	}
+	if st.OperationalStatus == metal3.OperationalStatusDelayed {
+		st.OperationalStatus = metal3.OperationalStatusOK
+	}
+	return outcome{}, false
+}

@@ -1,0 +1,91 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+)
+
+// patchStatus writes the status once, as a merge patch against the snapshot, and only when
+// something changed; lastUpdated moves only together with another change.
+func (r *Reconciler) patchStatus(ctx context.Context, host, snapshot *metal3.BareMetalHost, s *hostScope) (bool, error) {
+	before := snapshot.Status.DeepCopy()
+	after := host.Status.DeepCopy()
+	before.LastUpdated, after.LastUpdated = nil, nil
+	if equality.Semantic.DeepEqual(before, after) {
+		return false, nil
+	}
+	now := s.now
+	host.Status.LastUpdated = &now
+	if err := r.Client.Status().Patch(ctx, host, client.MergeFrom(snapshot)); err != nil {
+		return false, fmt.Errorf("patching status of host %s/%s: %w", host.Namespace, host.Name, err)
+	}
+	r.written.record(host)
+	return true, nil
+}
+
+// patchMetadata writes annotation and finalizer changes (optimistic lock: finalizers are a list
+// other controllers may also change).
+func (r *Reconciler) patchMetadata(ctx context.Context, host *metal3.BareMetalHost, mutate func(*metal3.BareMetalHost)) error {
+	patch := client.MergeFromWithOptions(host.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	mutate(host)
+	if err := r.Client.Patch(ctx, host, patch); err != nil {
+		return fmt.Errorf("patching host %s/%s: %w", host.Namespace, host.Name, err)
+	}
+	r.written.record(host)
+	return nil
+}
+
+// writeTracker remembers the resourceVersion of each host's last write by this operator. The
+// informer delivers our own writes a moment later; a reconcile that starts before (woken by a
+// Secret event, say) would work from the old status, redo the steps it already recorded and write
+// them again. Such a reconcile returns at once instead: the event for our write is on its way and
+// wakes the host again. resourceVersions are compared as numbers (etcd revisions); should one not
+// parse, the check is skipped.
+type writeTracker struct {
+	mu sync.Mutex
+	rv map[types.NamespacedName]writtenVersion
+}
+
+type writtenVersion struct {
+	uid types.UID
+	rv  uint64
+}
+
+func (w *writeTracker) record(host *metal3.BareMetalHost) {
+	v, err := strconv.ParseUint(host.ResourceVersion, 10, 64)
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.rv == nil {
+		w.rv = map[types.NamespacedName]writtenVersion{}
+	}
+	w.rv[client.ObjectKeyFromObject(host)] = writtenVersion{uid: host.UID, rv: v}
+}
+
+// stale: the cached host is older than our last write.
+func (w *writeTracker) stale(host *metal3.BareMetalHost) bool {
+	v, err := strconv.ParseUint(host.ResourceVersion, 10, 64)
+	if err != nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	last, ok := w.rv[client.ObjectKeyFromObject(host)]
+	return ok && last.uid == host.UID && v < last.rv
+}
+
+func (w *writeTracker) forget(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.rv, key)
+}
