@@ -1,0 +1,167 @@
+package v1alpha1
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestHasBMCDetails(t *testing.T) {
+	for name, tc := range map[string]struct {
+		bmc  BMCDetails
+		want bool
+	}{
+		"none":             {BMCDetails{}, false},
+		"address only":     {BMCDetails{Address: "ipmi://10.0.0.1"}, true},
+		"credentials only": {BMCDetails{CredentialsName: "bmc"}, true},
+		"both":             {BMCDetails{Address: "ipmi://10.0.0.1", CredentialsName: "bmc"}, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			host := BareMetalHost{Spec: BareMetalHostSpec{BMC: tc.bmc}}
+			if got := host.HasBMCDetails(); got != tc.want {
+				t.Errorf("HasBMCDetails() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCredentialsKeyUsesTheHostNamespace(t *testing.T) {
+	host := BareMetalHost{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "site-a", Name: "node-0"},
+		Spec:       BareMetalHostSpec{BMC: BMCDetails{CredentialsName: "node-0-bmc"}},
+	}
+	if got, want := host.CredentialsKey(), (types.NamespacedName{Namespace: "site-a", Name: "node-0-bmc"}); got != want {
+		t.Errorf("CredentialsKey() = %v, want %v", got, want)
+	}
+}
+
+func TestBootModeDefaultsToUEFI(t *testing.T) {
+	for spec, want := range map[BootMode]BootMode{"": UEFI, Legacy: Legacy, UEFISecureBoot: UEFISecureBoot} {
+		host := BareMetalHost{Spec: BareMetalHostSpec{BootMode: spec}}
+		if got := host.BootMode(); got != want {
+			t.Errorf("spec %q: BootMode() = %q, want %q", spec, got, want)
+		}
+	}
+}
+
+func TestInspectionDisabled(t *testing.T) {
+	for name, tc := range map[string]struct {
+		mode        InspectionMode
+		annotations map[string]string
+		want        bool
+	}{
+		"default":                    {"", nil, false},
+		"agent":                      {InspectionModeAgent, nil, false},
+		"fast":                       {InspectionModeFast, nil, false},
+		"disabled by field":          {InspectionModeDisabled, nil, true},
+		"disabled by annotation":     {"", map[string]string{InspectAnnotationPrefix: "disabled"}, true},
+		"re-inspection request only": {"", map[string]string{InspectAnnotationPrefix: ""}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			host := BareMetalHost{
+				ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations},
+				Spec:       BareMetalHostSpec{InspectionMode: tc.mode},
+			}
+			if got := host.InspectionDisabled(); got != tc.want {
+				t.Errorf("InspectionDisabled() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWasProvisioned(t *testing.T) {
+	for name, tc := range map[string]struct {
+		spec   BareMetalHostSpec
+		status ProvisionStatus
+		want   bool
+	}{
+		"nothing":                     {BareMetalHostSpec{}, ProvisionStatus{}, false},
+		"image":                       {BareMetalHostSpec{}, ProvisionStatus{Image: Image{URL: "http://x/os.img"}}, true},
+		"custom deploy":               {BareMetalHostSpec{}, ProvisionStatus{CustomDeploy: &CustomDeploy{Method: "m"}}, true},
+		"externally provisioned wins": {BareMetalHostSpec{ExternallyProvisioned: true}, ProvisionStatus{Image: Image{URL: "http://x/os.img"}}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			host := BareMetalHost{Spec: tc.spec, Status: BareMetalHostStatus{Provisioning: tc.status}}
+			if got := host.WasProvisioned(); got != tc.want {
+				t.Errorf("WasProvisioned() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestOperationMetricForState(t *testing.T) {
+	host := &BareMetalHost{}
+	h := &host.Status.OperationHistory
+	for state, want := range map[ProvisioningState]*OperationMetric{
+		StateRegistering:    &h.Register,
+		StateInspecting:     &h.Inspect,
+		StateProvisioning:   &h.Provision,
+		StateDeprovisioning: &h.Deprovision,
+		StateAvailable:      nil,
+		StateProvisioned:    nil,
+	} {
+		if got := host.OperationMetricForState(state); got != want {
+			t.Errorf("OperationMetricForState(%q) = %p, want %p", state, got, want)
+		}
+	}
+}
+
+func TestOperationMetricDuration(t *testing.T) {
+	start := metav1.NewTime(time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC))
+	end := metav1.NewTime(start.Add(90 * time.Second))
+	for name, tc := range map[string]struct {
+		metric OperationMetric
+		want   time.Duration
+	}{
+		"finished":    {OperationMetric{Start: start, End: end}, 90 * time.Second},
+		"running":     {OperationMetric{Start: start}, 0},
+		"not started": {OperationMetric{}, 0},
+	} {
+		if got := tc.metric.Duration(); got != tc.want {
+			t.Errorf("%s: Duration() = %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+func TestCredentialsStatusMatch(t *testing.T) {
+	secret := corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bmc", ResourceVersion: "42"}}
+	ref := &corev1.SecretReference{Namespace: "ns", Name: "bmc"}
+	for name, tc := range map[string]struct {
+		status CredentialsStatus
+		want   bool
+	}{
+		"same version":    {CredentialsStatus{Reference: ref, Version: "42"}, true},
+		"older version":   {CredentialsStatus{Reference: ref, Version: "41"}, false},
+		"other secret":    {CredentialsStatus{Reference: &corev1.SecretReference{Namespace: "ns", Name: "x"}, Version: "42"}, false},
+		"other namespace": {CredentialsStatus{Reference: &corev1.SecretReference{Namespace: "x", Name: "bmc"}, Version: "42"}, false},
+		"never recorded":  {CredentialsStatus{}, false},
+	} {
+		if got := tc.status.Match(secret); got != tc.want {
+			t.Errorf("%s: Match() = %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+func TestImageKinds(t *testing.T) {
+	liveISO, qcow2 := DiskFormatLiveISO, "qcow2"
+	for name, tc := range map[string]struct {
+		image        *Image
+		liveISO, oci bool
+	}{
+		"nil":       {nil, false, false},
+		"qcow2":     {&Image{URL: "http://x/os.qcow2", DiskFormat: &qcow2}, false, false},
+		"live ISO":  {&Image{URL: "http://x/live.iso", DiskFormat: &liveISO}, true, false},
+		"OCI":       {&Image{URL: "OCI://quay.io/os/image:1"}, false, true},
+		"no format": {&Image{URL: "http://x/os.img"}, false, false},
+	} {
+		if got := tc.image.IsLiveISO(); got != tc.liveISO {
+			t.Errorf("%s: IsLiveISO() = %v", name, got)
+		}
+		if got := tc.image.IsOCI(); got != tc.oci {
+			t.Errorf("%s: IsOCI() = %v", name, got)
+		}
+	}
+}
