@@ -1,0 +1,49 @@
+package webhooks
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+)
+
+// nicComponentPrefix starts the name of a NIC firmware component, "nic:<id>".
+const nicComponentPrefix = "nic:"
+
+// firmwareURLSchemes: the provisioner downloads firmware over HTTP(S) (metal3 also lets oci://
+// through, which Ironic's firmware updates cannot fetch).
+var firmwareURLSchemes = []string{"http", "https"}
+
+// ValidateHostFirmwareComponents returns what is wrong with the requested firmware updates:
+// component names, URLs, and a component listed twice.
+func ValidateHostFirmwareComponents(hfc *metal3.HostFirmwareComponents) field.ErrorList {
+	path := field.NewPath("spec", "updates")
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i, u := range hfc.Spec.Updates {
+		p := path.Index(i)
+		switch {
+		case u.Component == "bmc", u.Component == "bios":
+		case strings.HasPrefix(u.Component, nicComponentPrefix) && validNICID(strings.TrimPrefix(u.Component, nicComponentPrefix)):
+		default:
+			errs = append(errs, field.Invalid(p.Child("component"), u.Component, `must be "bmc", "bios" or "nic:<id>" (the NIC's id as the BMC reports it, e.g. "nic:NIC.Slot.1-1")`))
+		}
+		if seen[u.Component] {
+			errs = append(errs, field.Duplicate(p.Child("component"), u.Component))
+		}
+		seen[u.Component] = true
+
+		if u.URL == "" {
+			errs = append(errs, field.Required(p.Child("url"), "the firmware image to flash: an "+quoteSchemes(firmwareURLSchemes)+" URL"))
+		} else if _, err := parseURL(u.URL, firmwareURLSchemes...); err != nil {
+			errs = append(errs, field.Invalid(p.Child("url"), u.URL, fmt.Sprintf("%v (firmware for %q)", err, u.Component)))
+		}
+	}
+	return errs
+}
+
+func validNICID(id string) bool {
+	return id != "" && !strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r == 0x7f })
+}

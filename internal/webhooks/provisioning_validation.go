@@ -1,0 +1,288 @@
+package webhooks
+
+import (
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+)
+
+// The rules follow the cluster baremetal operator's provisioning_validation.go, which OpenShift
+// installs and upgrades rely on; additions are marked as ours.
+
+var provisioningNetworks = []metal3.ProvisioningNetwork{
+	metal3.ProvisioningNetworkManaged, metal3.ProvisioningNetworkUnmanaged, metal3.ProvisioningNetworkDisabled,
+}
+
+const (
+	// minManagedIPv6Prefix: dnsmasq cannot hand out addresses from an IPv6 network larger than
+	// a /64.
+	minManagedIPv6Prefix = 64
+	sha256HexLen         = 64
+	osDownloadURLForm    = "an http:// or https:// URL of a .qcow2.gz or .qcow2.xz image with its checksum as ?sha256=<64 hex digits>"
+)
+
+// ProvisioningNetworkMode is the effective network mode: spec.provisioningNetwork, or when it is
+// empty Managed, or Unmanaged with the deprecated provisioningDHCPExternal.
+func ProvisioningNetworkMode(spec *metal3.ProvisioningSpec) metal3.ProvisioningNetwork {
+	switch {
+	case spec.ProvisioningNetwork != "":
+		return spec.ProvisioningNetwork
+	case spec.ProvisioningDHCPExternal:
+		return metal3.ProvisioningNetworkUnmanaged
+	default:
+		return metal3.ProvisioningNetworkManaged
+	}
+}
+
+// ValidateProvisioning returns what is wrong with a Provisioning's spec. The singleton name is
+// checked on create only (ValidateProvisioningCreate): an object cannot be renamed.
+func ValidateProvisioning(prov *metal3.Provisioning) field.ErrorList {
+	path := field.NewPath("spec")
+	spec := &prov.Spec
+	if spec.ProvisioningNetwork != "" && !slices.Contains(provisioningNetworks, spec.ProvisioningNetwork) {
+		// Everything else depends on the mode.
+		return field.ErrorList{field.NotSupported(path.Child("provisioningNetwork"), spec.ProvisioningNetwork, provisioningNetworks)}
+	}
+	var errs field.ErrorList
+	errs = append(errs, validateOSDownloadURL(spec.ProvisioningOSDownloadURL, path.Child("provisioningOSDownloadURL"))...)
+	errs = append(errs, validatePreprovisioningOSDownloadURLs(&spec.PreprovisioningOSDownloadURLs, path.Child("preProvisioningOSDownloadURLs"))...)
+	errs = append(errs, validateProvisioningAddresses(spec, path)...)
+
+	mode := ProvisioningNetworkMode(spec)
+	if spec.ProvisioningNetworkGateway != "" && mode != metal3.ProvisioningNetworkManaged {
+		errs = append(errs, field.Forbidden(path.Child("provisioningNetworkGateway"), fmt.Sprintf(
+			"only used when provisioningNetwork is %q (it is handed out by the operator's DHCP server); the mode is %q", metal3.ProvisioningNetworkManaged, mode)))
+	}
+	switch mode {
+	case metal3.ProvisioningNetworkDisabled:
+		// Without a provisioning network the IP is optional (the host IP is used) and the CIDR
+		// unused; a given IP must still be an IP.
+		if spec.ProvisioningIP == "" && spec.ProvisioningNetworkCIDR == "" {
+			return errs
+		}
+		if _, err := parseIP(spec.ProvisioningIP, path.Child("provisioningIP")); err != nil {
+			errs = append(errs, err)
+		}
+	default:
+		errs = append(errs, validateProvisioningNetwork(spec, mode, path)...)
+	}
+	return errs
+}
+
+// ValidateProvisioningCreate adds the create-only rule to ValidateProvisioning: the object is a
+// singleton, and the operator ignores any other name.
+func ValidateProvisioningCreate(prov *metal3.Provisioning) field.ErrorList {
+	var errs field.ErrorList
+	if prov.Name != metal3.ProvisioningSingletonName {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), prov.Name, fmt.Sprintf(
+			"Provisioning is a singleton and must be named %q", metal3.ProvisioningSingletonName)))
+	}
+	return append(errs, ValidateProvisioning(prov)...)
+}
+
+// validateProvisioningNetwork checks a Managed or Unmanaged network: the provisioning IP inside
+// the CIDR, and for Managed the DHCP range and the gateway.
+func validateProvisioningNetwork(spec *metal3.ProvisioningSpec, mode metal3.ProvisioningNetwork, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	ipPath, cidrPath := path.Child("provisioningIP"), path.Child("provisioningNetworkCIDR")
+	ip, ipErr := parseIP(spec.ProvisioningIP, ipPath)
+	if ipErr != nil {
+		errs = append(errs, ipErr)
+	}
+	var cidr netip.Prefix
+	switch {
+	case spec.ProvisioningNetworkCIDR == "":
+		errs = append(errs, field.Required(cidrPath, fmt.Sprintf("the provisioning subnet, e.g. 172.22.0.0/24, is required when provisioningNetwork is %q", mode)))
+	default:
+		p, err := netip.ParsePrefix(spec.ProvisioningNetworkCIDR)
+		if err != nil {
+			errs = append(errs, field.Invalid(cidrPath, spec.ProvisioningNetworkCIDR, "must be a CIDR, e.g. 172.22.0.0/24 or fd00:1101::/64"))
+		} else {
+			cidr = p.Masked()
+		}
+	}
+	if mode == metal3.ProvisioningNetworkManaged && cidr.IsValid() && cidr.Addr().Is6() && cidr.Bits() < minManagedIPv6Prefix {
+		errs = append(errs, field.Invalid(cidrPath, spec.ProvisioningNetworkCIDR, fmt.Sprintf(
+			"must be a /%d or longer prefix for a Managed IPv6 network: the DHCP server (dnsmasq) cannot serve a larger one", minManagedIPv6Prefix)))
+	}
+	if ipErr != nil || !cidr.IsValid() {
+		return errs // the remaining checks compare addresses
+	}
+	errs = append(errs, validateHostAddress(ip, cidr, ipPath, spec.ProvisioningIP, spec.ProvisioningNetworkCIDR)...)
+	if mode != metal3.ProvisioningNetworkManaged {
+		return errs // the DHCP range and gateway are only used by the operator's DHCP server
+	}
+
+	var gateway netip.Addr
+	if spec.ProvisioningNetworkGateway != "" {
+		gwPath := path.Child("provisioningNetworkGateway")
+		gw, err := parseIP(spec.ProvisioningNetworkGateway, gwPath)
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			gateway = gw
+			errs = append(errs, validateHostAddress(gw, cidr, gwPath, spec.ProvisioningNetworkGateway, spec.ProvisioningNetworkCIDR)...)
+			if gw == ip {
+				errs = append(errs, field.Invalid(gwPath, spec.ProvisioningNetworkGateway, "must differ from provisioningIP"))
+			}
+		}
+	}
+	return append(errs, validateDHCPRange(spec, ip, gateway, cidr, path)...)
+}
+
+// validateHostAddress: addr must be inside cidr and usable by a host: not the network address
+// and, for IPv4 networks larger than a /31, not the broadcast address. (The cluster baremetal
+// operator checks the latter for the gateway only; a provisioning IP there is just as unusable,
+// so we check both.)
+func validateHostAddress(addr netip.Addr, cidr netip.Prefix, path *field.Path, raw, rawCIDR string) field.ErrorList {
+	if !cidr.Contains(addr) {
+		return field.ErrorList{field.Invalid(path, raw, fmt.Sprintf("must be inside provisioningNetworkCIDR %q", rawCIDR))}
+	}
+	if isNetworkOrBroadcast(addr, cidr) {
+		return field.ErrorList{field.Invalid(path, raw, fmt.Sprintf("must be a usable host address of %q, not its network or broadcast address", rawCIDR))}
+	}
+	return nil
+}
+
+func isNetworkOrBroadcast(addr netip.Addr, cidr netip.Prefix) bool {
+	if addr.Is4() && cidr.Bits() >= 31 {
+		return false // RFC 3021: every address of a /31 (and the one of a /32) is a host
+	}
+	if addr == cidr.Addr() {
+		return true
+	}
+	if addr.Is6() {
+		return false // IPv6 has no broadcast address
+	}
+	b := cidr.Addr().As4()
+	mask := net.CIDRMask(cidr.Bits(), 32)
+	for i := range b {
+		b[i] |= ^mask[i]
+	}
+	return addr == netip.AddrFrom4(b)
+}
+
+// validateDHCPRange checks the Managed mode's "start,end" range: required, both ends inside the
+// CIDR, and neither the provisioning IP nor the gateway inside it.
+func validateDHCPRange(spec *metal3.ProvisioningSpec, ip, gateway netip.Addr, cidr netip.Prefix, path *field.Path) field.ErrorList {
+	rangePath := path.Child("provisioningDHCPRange")
+	raw := spec.ProvisioningDHCPRange
+	if raw == "" {
+		return field.ErrorList{field.Required(rangePath, fmt.Sprintf(
+			"required when provisioningNetwork is %q: the \"start,end\" addresses the DHCP server hands out, inside provisioningNetworkCIDR", metal3.ProvisioningNetworkManaged))}
+	}
+	parts := strings.Split(strings.ReplaceAll(raw, ", ", ","), ",")
+	if len(parts) != 2 {
+		return field.ErrorList{field.Invalid(rangePath, raw, `must be "start,end", two IP addresses separated by a comma, e.g. "172.22.0.10,172.22.0.100"`)}
+	}
+	var ends [2]netip.Addr
+	var errs field.ErrorList
+	for i, part := range parts {
+		a, err := netip.ParseAddr(part)
+		if err != nil || a.Zone() != "" {
+			return append(errs, field.Invalid(rangePath, raw, fmt.Sprintf(`%q is not an IP address; the range must be "start,end"`, part)))
+		}
+		ends[i] = a.Unmap()
+		if !cidr.Contains(ends[i]) {
+			errs = append(errs, field.Invalid(rangePath, raw, fmt.Sprintf("%s is not inside provisioningNetworkCIDR %q", part, spec.ProvisioningNetworkCIDR)))
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	start, end := ends[0], ends[1]
+	if start.Compare(end) > 0 { // ours: an inverted range hands out nothing
+		errs = append(errs, field.Invalid(rangePath, raw, "the start address must not be after the end address"))
+	}
+	inRange := func(a netip.Addr) bool { return a.Compare(start) >= 0 && a.Compare(end) <= 0 }
+	if inRange(ip) {
+		errs = append(errs, field.Invalid(path.Child("provisioningIP"), spec.ProvisioningIP, fmt.Sprintf("must be outside provisioningDHCPRange %q", raw)))
+	}
+	if gateway.IsValid() && inRange(gateway) {
+		errs = append(errs, field.Invalid(path.Child("provisioningNetworkGateway"), spec.ProvisioningNetworkGateway, fmt.Sprintf("must be outside provisioningDHCPRange %q", raw)))
+	}
+	return errs
+}
+
+// parseIP parses a plain IP address (no zone); IPv4-mapped IPv6 addresses become IPv4.
+func parseIP(raw string, path *field.Path) (netip.Addr, *field.Error) {
+	if raw == "" {
+		return netip.Addr{}, field.Required(path, "an IP address is required here")
+	}
+	a, err := netip.ParseAddr(raw)
+	if err != nil || a.Zone() != "" {
+		return netip.Addr{}, field.Invalid(path, raw, "must be an IPv4 or IPv6 address, e.g. 172.22.0.3")
+	}
+	return a.Unmap(), nil
+}
+
+// validateOSDownloadURL checks the legacy OS image URL: http(s), a qcow2.gz/xz path and a
+// sha256 query parameter, which the image downloader requires.
+func validateOSDownloadURL(raw string, path *field.Path) field.ErrorList {
+	if raw == "" {
+		return nil
+	}
+	u, err := parseURL(raw, "http", "https")
+	if err != nil {
+		return field.ErrorList{field.Invalid(path, raw, fmt.Sprintf("must be %s: %v", osDownloadURLForm, err))}
+	}
+	var errs field.ErrorList
+	sum := u.Query().Get("sha256")
+	switch {
+	case sum == "":
+		errs = append(errs, field.Invalid(path, raw, "the sha256 query parameter is missing: it must be "+osDownloadURLForm))
+	case len(sum) != sha256HexLen || !isHex(sum): // hex: ours, the operator checks the length only
+		errs = append(errs, field.Invalid(path, raw, fmt.Sprintf("the sha256 query parameter must be %d hexadecimal digits", sha256HexLen)))
+	}
+	if !strings.HasSuffix(u.Path, ".qcow2.gz") && !strings.HasSuffix(u.Path, ".qcow2.xz") {
+		errs = append(errs, field.Invalid(path, raw, "is an OS image and its path must end in .qcow2.gz or .qcow2.xz"))
+	}
+	return errs
+}
+
+func isHex(s string) bool {
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
+
+// validatePreprovisioningOSDownloadURLs (ours: the operator does not use them and checks
+// nothing) requires each given URL to be a downloadable http(s) URL.
+func validatePreprovisioningOSDownloadURLs(urls *metal3.PreProvisioningOSDownloadURLs, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, u := range []struct{ name, value string }{
+		{"isoURL", urls.IsoURL}, {"kernelURL", urls.KernelURL}, {"initramfsURL", urls.InitramfsURL}, {"rootfsURL", urls.RootfsURL},
+	} {
+		if u.value == "" {
+			continue
+		}
+		if _, err := parseURL(u.value, "http", "https"); err != nil {
+			errs = append(errs, field.Invalid(path.Child(u.name), u.value, err.Error()))
+		}
+	}
+	return errs
+}
+
+// validateProvisioningAddresses (ours) checks that the MAC and external IP lists hold what they
+// say: both end up in environment variables of the provisioning stack, where a typo surfaces
+// only as a pod that never gets an address.
+func validateProvisioningAddresses(spec *metal3.ProvisioningSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, mac := range spec.ProvisioningMacAddresses {
+		if !macAddress.MatchString(mac) {
+			errs = append(errs, field.Invalid(path.Child("provisioningMacAddresses").Index(i), mac, "must be six colon-separated hexadecimal bytes, xx:xx:xx:xx:xx:xx"))
+		}
+	}
+	for i, ip := range spec.ExternalIPs {
+		if _, err := parseIP(ip, path.Child("externalIPs").Index(i)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
