@@ -25,11 +25,12 @@ func ValidateBMCEventSubscription(sub *metal3.BMCEventSubscription) field.ErrorL
 		// As in metal3, which refuses a host-only destination such as "https://host".
 		errs = append(errs, field.Invalid(destPath, sub.Spec.Destination, "must have a path: add a trailing slash to a host-only URL, e.g. \"https://events.example.com/\""))
 	}
-	// The Secret is read from the namespace written here (as in metal3), so it must be written
-	// out, and be the subscription's own.
-	if ref := sub.Spec.HTTPHeadersRef; ref != nil && ref.Namespace != sub.Namespace {
+	// Empty means the subscription's namespace, as for a host's Secret references. (metal3 wants
+	// the namespace written out because its controller reads ref.Namespace as is; ours must
+	// resolve an empty one to the subscription's.)
+	if ref := sub.Spec.HTTPHeadersRef; ref != nil && ref.Namespace != "" && ref.Namespace != sub.Namespace {
 		errs = append(errs, field.Invalid(spec.Child("httpHeadersRef", "namespace"), ref.Namespace, fmt.Sprintf(
-			"must be the subscription's namespace %q: cross-namespace Secret references are not allowed", sub.Namespace)))
+			"cross-namespace Secret references are not allowed: leave it empty or set it to the subscription's namespace %q", sub.Namespace)))
 	}
 	return errs
 }
