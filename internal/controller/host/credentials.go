@@ -30,8 +30,8 @@ type secrets struct {
 	reader client.Reader // uncached reads
 }
 
-// get returns the Secret, labelled and finalized.
-func (m secrets) get(ctx context.Context, key types.NamespacedName) (*corev1.Secret, error) {
+// get returns the Secret, labelled and finalized when adopt is set.
+func (m secrets) get(ctx context.Context, key types.NamespacedName, adopt bool) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
 	err := m.client.Get(ctx, key, secret)
 	if err == nil && managed(secret) {
@@ -47,8 +47,10 @@ func (m secrets) get(ctx context.Context, key types.NamespacedName) (*corev1.Sec
 			return nil, fmt.Errorf("reading secret %s: %w", key, err)
 		}
 	}
-	if managed(secret) {
-		return secret, nil // labelled already; the cache has not caught up yet
+	if managed(secret) || !adopt {
+		// Labelled already (the cache has not caught up yet), or the host is being deleted and
+		// must not take a Secret it is about to release.
+		return secret, nil
 	}
 	if secret.Labels == nil {
 		secret.Labels = map[string]string{}
@@ -127,7 +129,7 @@ func (r *Reconciler) loadCredentials(ctx context.Context, s *hostScope) error {
 		s.in.bmcErr = errors.New("spec.bmc.credentialsName: missing; name a Secret with the keys username and password")
 		return nil
 	}
-	secret, err := r.secrets.get(ctx, h.CredentialsKey())
+	secret, err := r.secrets.get(ctx, h.CredentialsKey(), h.DeletionTimestamp.IsZero())
 	if errors.Is(err, errSecretNotFound) {
 		s.in.bmcErr = fmt.Errorf("spec.bmc.credentialsName: secret %q not found", name)
 		return nil
@@ -210,7 +212,7 @@ func (r *Reconciler) secretValue(ctx context.Context, h *metal3.BareMetalHost, f
 	if ns != h.Namespace {
 		return "", inputError{fmt.Sprintf("%s: secret %q must be in the host's namespace", field, ref.Name)}
 	}
-	secret, err := r.secrets.get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name})
+	secret, err := r.secrets.get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, h.DeletionTimestamp.IsZero())
 	if errors.Is(err, errSecretNotFound) {
 		return "", inputError{fmt.Sprintf("%s: secret %q not found", field, ref.Name)}
 	}

@@ -24,7 +24,15 @@ func (r *Reconciler) patchStatus(ctx context.Context, host, snapshot *metal3.Bar
 	}
 	now := s.now
 	host.Status.LastUpdated = &now
-	if err := r.Client.Status().Patch(ctx, host, client.MergeFrom(snapshot)); err != nil {
+	var err error
+	if snapshot.Status.LastUpdated == nil {
+		// The first write must carry the fields the schema requires even when they are empty
+		// (errorMessage, poweredOn...), which a merge patch from an empty status would leave out.
+		err = r.Client.Status().Update(ctx, host)
+	} else {
+		err = r.Client.Status().Patch(ctx, host, client.MergeFrom(snapshot))
+	}
+	if err != nil {
 		return false, fmt.Errorf("patching status of host %s/%s: %w", host.Namespace, host.Name, err)
 	}
 	r.written.record(host)
