@@ -100,13 +100,34 @@ func TestSamplesPassWebhooks(t *testing.T) {
 		}
 	}
 
-	// The schema defaults still apply: there is no mutating webhook to interfere.
 	host := &metal3.BareMetalHost{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "worker-0"}, host); err != nil {
 		t.Fatal(err)
 	}
 	if len(host.Spec.RAID.HardwareRAIDVolumes) != 2 || host.Spec.Image.Checksum == "" || host.Spec.UserData.Name == "" {
 		t.Errorf("stored host lost fields: %+v", host.Spec)
+	}
+}
+
+// TestDefaultsWithoutMutatingWebhook backs the choice of no mutating webhook: the defaults metal3
+// has come from the CRD schema, so a host that leaves them out still gets them.
+func TestDefaultsWithoutMutatingWebhook(t *testing.T) {
+	env := webhookEnv(t)
+	ctx := context.Background()
+	host := &metal3.BareMetalHost{
+		ObjectMeta: metav1.ObjectMeta{Name: "minimal", Namespace: env.Namespace(t)},
+		Spec: metal3.BareMetalHostSpec{
+			BMC:            metal3.BMCDetails{Address: "ipmi://10.0.0.1", CredentialsName: "minimal-bmc"},
+			BootMACAddress: "00:5a:91:3f:9a:01",
+			Online:         true,
+		},
+	}
+	if err := env.Client.Create(ctx, host); err != nil {
+		t.Fatal(err)
+	}
+	if host.Spec.BootMode != metal3.UEFI || host.Spec.AutomatedCleaningMode != metal3.CleaningModeMetadata {
+		t.Errorf("bootMode %q, automatedCleaningMode %q; want the schema defaults %q and %q",
+			host.Spec.BootMode, host.Spec.AutomatedCleaningMode, metal3.UEFI, metal3.CleaningModeMetadata)
 	}
 }
 

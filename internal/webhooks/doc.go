@@ -4,8 +4,8 @@
 //
 // Each kind has a pure validation function returning a field.ErrorList (ValidateBareMetalHost,
 // ValidateProvisioning, ...) that table tests exercise directly and that controllers may call
-// too (the Provisioning controller re-validates on every reconcile, as the cluster baremetal
-// operator does, because objects stored before a rule existed never passed it). The webhook
+// too (the cluster baremetal operator re-validates its Provisioning on every reconcile, because
+// objects stored before a rule existed never passed it). The webhook
 // types only decode, call those functions and turn the list into an Invalid (422) status, so
 // every rejection names its field path and says what is allowed.
 //
