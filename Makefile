@@ -49,6 +49,16 @@ lint: ## gofmt and go vet
 	if [ -n "$$files" ]; then echo "gofmt needed on:"; echo "$$files"; exit 1; fi
 	go vet ./...
 
+##@ Ironic
+
+.PHONY: ironic-up
+ironic-up: ## Prepare (once) and start Ironic from Debian sid on loopback; prints NAME=value lines: export $$(make -s ironic-up)
+	@hack/ironic-up.sh
+
+.PHONY: ironic-down
+ironic-down: ## Stop the Ironic started by ironic-up
+	@hack/ironic-down.sh
+
 ##@ Test
 
 .PHONY: test

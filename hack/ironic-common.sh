@@ -1,0 +1,282 @@
+# Shared by ironic-up.sh and ironic-down.sh (sourced, not run). See ironic-up.sh for the layout.
+
+CACHE=${IRONIC_CACHE_DIR:-$REPO/.cache/ironic}
+ROOT=$CACHE/root
+# Bump when the root's content (packages, apt settings) changes: an older root is rebuilt.
+ROOT_STAMP=.metalforge-root-v1
+ROOT_PACKAGES="ironic-api ironic-conductor genisoimage"
+MIRROR=${IRONIC_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+INSTANCE=${IRONIC_INSTANCE:-default}
+[[ $INSTANCE =~ ^[A-Za-z0-9_.-]+$ ]] || { echo "ironic: bad IRONIC_INSTANCE '$INSTANCE'" >&2; exit 1; }
+STATE_IN_ROOT=/var/lib/ironic/$INSTANCE
+STATE=$ROOT$STATE_IN_ROOT
+HELPER=$CACHE/bin/metalforge-deployimage
+APT_OPTS=(-o Acquire::Check-Valid-Until=false -o Acquire::Retries=3 -o Dpkg::Use-Pty=0)
+
+log() { echo "ironic: $*" >&2; }
+die() {
+	log "ERROR: $*"
+	exit 1
+}
+
+# in_root runs a command chrooted into the root, in a private mount namespace that carries /proc,
+# /sys and /dev/shm: they vanish with the namespace, so nothing stays mounted under the work tree.
+in_root() {
+	local exec_=
+	[[ ${IN_ROOT_EXEC:-0} == 1 ]] && exec_=exec
+	$exec_ unshare --mount --propagation private -- bash -c '
+		r=$1; shift
+		mount -t proc proc "$r/proc"
+		mount -t sysfs sysfs "$r/sys"
+		mkdir -p "$r/dev/shm" && mount -t tmpfs -o mode=1777 shm "$r/dev/shm"
+		exec chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+			DEBIAN_FRONTEND=noninteractive "$@"' _ "$ROOT" "$@"
+}
+
+# unmount_under lazily unmounts anything left mounted below a path (e.g. by an interrupted
+# debootstrap in an older script version), so that removing the path cannot touch the host.
+unmount_under() {
+	local path=$1 m
+	while read -r m; do
+		umount -l "$m" 2>/dev/null || true
+	done < <(awk -v p="$path" '$2 == p || index($2, p "/") == 1 { print $2 }' /proc/mounts | sort -r)
+}
+
+ironic_version() {
+	cat "$ROOT/.ironic-version" 2>/dev/null || echo unknown
+}
+
+# prepare_root builds the sid root once. A root without the stamp is half-made (an interrupted
+# run) and is rebuilt from scratch.
+prepare_root() {
+	[[ $(id -u) == 0 ]] || die "must run as root (debootstrap, chroot and mount namespaces)"
+	mkdir -p "$CACHE"
+	exec 8>"$CACHE/root.lock"
+	flock 8
+	if [[ -f $ROOT/$ROOT_STAMP ]]; then
+		exec 8>&-
+		return
+	fi
+	local start=$SECONDS partial=$CACHE/root.partial
+	if [[ -e $ROOT ]]; then
+		log "removing a half-made or outdated root at $ROOT"
+		unmount_under "$ROOT"
+		rm -rf --one-file-system "$ROOT"
+	fi
+	unmount_under "$partial"
+	rm -rf --one-file-system "$partial"
+	if ! command -v debootstrap >/dev/null; then
+		log "installing debootstrap"
+		apt-get update -qq >&2
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >&2
+	fi
+	log "debootstrap --variant=minbase sid into $partial"
+	unshare --mount --propagation private -- \
+		debootstrap --variant=minbase --components=main sid "$partial" "$MIRROR" \
+		>"$CACHE/debootstrap.log" 2>&1 || {
+		tail -n 20 "$CACHE/debootstrap.log" >&2
+		die "debootstrap failed, see $CACHE/debootstrap.log"
+	}
+	log "debootstrap done in $((SECONDS - start)) s"
+	# apt/dpkg settings: the sid Release file may be past Valid-Until; no docs, no recommends,
+	# unsafe-io (a throwaway root), and never start services from maintainer scripts.
+	cat >"$partial/etc/apt/apt.conf.d/99metalforge" <<-'EOF'
+		Acquire::Check-Valid-Until "false";
+		Acquire::Retries "3";
+		APT::Install-Recommends "false";
+		APT::Install-Suggests "false";
+	EOF
+	cat >"$partial/etc/dpkg/dpkg.cfg.d/99metalforge" <<-'EOF'
+		force-unsafe-io
+		path-exclude=/usr/share/doc/*
+		path-exclude=/usr/share/man/*
+		path-exclude=/usr/share/locale/*
+		path-exclude=/usr/share/info/*
+	EOF
+	printf '#!/bin/sh\nexit 101\n' >"$partial/usr/sbin/policy-rc.d"
+	chmod +x "$partial/usr/sbin/policy-rc.d"
+	cp /etc/resolv.conf "$partial/etc/resolv.conf" 2>/dev/null || true
+	mv "$partial" "$ROOT"
+	local t=$SECONDS
+	log "apt-get install $ROOT_PACKAGES"
+	if ! in_root apt-get "${APT_OPTS[@]}" update >"$CACHE/apt.log" 2>&1 ||
+		! in_root apt-get "${APT_OPTS[@]}" install -y --no-install-recommends $ROOT_PACKAGES >>"$CACHE/apt.log" 2>&1; then
+		tail -n 30 "$CACHE/apt.log" >&2
+		die "apt-get install failed, see $CACHE/apt.log (the root stays half-made and is rebuilt next time)"
+	fi
+	in_root apt-get clean >/dev/null 2>&1 || true
+	log "packages installed in $((SECONDS - t)) s"
+	in_root dpkg-query -W -f '${Version}' ironic-common | sed 's/^[0-9]*://; s/-.*//' >"$ROOT/.ironic-version"
+	for tool in ironic ironic-dbsync mkisofs; do
+		in_root sh -c "command -v $tool" >/dev/null || die "$tool missing in the root after install"
+	done
+	date -u +%FT%TZ >"$ROOT/$ROOT_STAMP"
+	log "root ready in $((SECONDS - start)) s: Ironic $(ironic_version)"
+	exec 8>&-
+}
+
+# build_helper builds the project's image builder / static HTTP server (hack/deployimage).
+build_helper() {
+	command -v go >/dev/null || die "go is needed to build hack/deployimage"
+	mkdir -p "$CACHE/bin"
+	(cd "$REPO" && go build -trimpath -o "$HELPER.tmp" ./hack/deployimage) || die "building hack/deployimage failed"
+	mv "$HELPER.tmp" "$HELPER"
+}
+
+pid_alive() {
+	local f=$1
+	[[ -f $f ]] && kill -0 "$(cat "$f")" 2>/dev/null
+}
+
+instance_running() {
+	pid_alive "$STATE/ironic.pid" && pid_alive "$STATE/httpd.pid" &&
+		"$HELPER" wait --timeout 2s "$(grep '^IRONIC_URL=' "$STATE/env" 2>/dev/null | cut -d= -f2-)/v1" >/dev/null 2>&1
+}
+
+# stop_group stops the process group recorded in a pid file (the processes were started with
+# setsid, so the pid is also the group id), TERM first, KILL after a grace period.
+stop_group() {
+	local f=$1 pid i
+	[[ -f $f ]] || return 0
+	pid=$(cat "$f")
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+		for i in $(seq 1 100); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.2
+		done
+	fi
+	kill -KILL -- "-$pid" 2>/dev/null || true
+	rm -f "$f"
+}
+
+stop_instance() {
+	stop_group "$STATE/ironic.pid"
+	stop_group "$STATE/httpd.pid"
+}
+
+# choose_ports: environment first, then the ports this instance used before, then defaults
+# (6385/6388 for the default instance, free ports for the others).
+choose_ports() {
+	local saved_api="" saved_http=""
+	if [[ -f $STATE/ports ]]; then
+		read -r saved_api saved_http <"$STATE/ports" || true
+	fi
+	if [[ $INSTANCE == default ]]; then
+		IRONIC_PORT=${IRONIC_PORT:-${saved_api:-6385}}
+		IRONIC_HTTP_PORT=${IRONIC_HTTP_PORT:-${saved_http:-6388}}
+	else
+		IRONIC_PORT=${IRONIC_PORT:-${saved_api:-$("$HELPER" freeport)}}
+		IRONIC_HTTP_PORT=${IRONIC_HTTP_PORT:-${saved_http:-$("$HELPER" freeport)}}
+	fi
+	for p in "$IRONIC_PORT" "$IRONIC_HTTP_PORT"; do
+		"$HELPER" freeport --check "$p" || die "port $p is in use (set IRONIC_PORT / IRONIC_HTTP_PORT, or IRONIC_INSTANCE)"
+	done
+	echo "$IRONIC_PORT $IRONIC_HTTP_PORT" >"$STATE/ports"
+}
+
+write_config() {
+	local s=$STATE_IN_ROOT debug=false
+	[[ ${IRONIC_DEBUG:-0} == 1 ]] && debug=true
+	cat >"$STATE/ironic.conf" <<-EOF
+		# Written by hack/ironic-up.sh for instance $INSTANCE; rewritten on every start.
+		[DEFAULT]
+		auth_strategy = noauth
+		debug = $debug
+		log_file = $s/ironic.log
+		use_stderr = false
+		host = metalforge-$INSTANCE
+		rpc_transport = none
+		enabled_hardware_types = redfish
+		enabled_boot_interfaces = redfish-virtual-media,redfish-https
+		default_boot_interface = redfish-virtual-media
+		enabled_power_interfaces = redfish
+		enabled_management_interfaces = redfish
+		enabled_inspect_interfaces = agent,redfish,no-inspect
+		default_inspect_interface = agent
+		enabled_deploy_interfaces = direct,ramdisk,custom-agent
+		default_deploy_interface = direct
+		enabled_bios_interfaces = redfish,no-bios
+		enabled_firmware_interfaces = redfish,no-firmware
+		enabled_raid_interfaces = redfish,agent,no-raid
+		enabled_vendor_interfaces = redfish,no-vendor
+		enabled_network_interfaces = noop
+		default_network_interface = noop
+		tempdir = $s/tmp
+
+		[api]
+		host_ip = 127.0.0.1
+		port = $IRONIC_PORT
+
+		[database]
+		connection = sqlite:///$s/ironic.sqlite
+
+		[conductor]
+		automated_clean = true
+		deploy_kernel = http://127.0.0.1:$IRONIC_HTTP_PORT/metalforge/agent.kernel
+		deploy_ramdisk = http://127.0.0.1:$IRONIC_HTTP_PORT/metalforge/agent.initramfs
+		bootloader = http://127.0.0.1:$IRONIC_HTTP_PORT/metalforge/esp.img
+
+		[deploy]
+		http_url = http://127.0.0.1:$IRONIC_HTTP_PORT
+		http_root = $s/httpboot
+		default_boot_mode = uefi
+
+		[pxe]
+		images_path = $s/images
+		instance_master_path = $s/master_images
+		tftp_root = $s/tftpboot
+		tftp_master_path = $s/tftpboot/master_images
+
+		[agent]
+		require_tls = false
+		deploy_logs_local_path = $s/deploy-logs
+
+		[service_catalog]
+		endpoint_override = http://127.0.0.1:$IRONIC_PORT
+
+		[dhcp]
+		dhcp_provider = none
+
+		[oslo_concurrency]
+		lock_path = $s/lock
+	EOF
+	mkdir -p "$STATE/tmp"
+	if [[ -n ${IRONIC_EXTRA_CONF:-} ]]; then
+		{
+			echo
+			echo "# from IRONIC_EXTRA_CONF=$IRONIC_EXTRA_CONF"
+			cat "$IRONIC_EXTRA_CONF"
+		} >>"$STATE/ironic.conf"
+	fi
+}
+
+start_http() {
+	setsid "$HELPER" serve --root "$STATE/httpboot" --listen "127.0.0.1:$IRONIC_HTTP_PORT" \
+		</dev/null >>"$STATE/httpd.log" 2>&1 8>&- 9>&- &
+	echo $! >"$STATE/httpd.pid"
+	"$HELPER" wait --timeout 10s "http://127.0.0.1:$IRONIC_HTTP_PORT/metalforge/agent.iso" >/dev/null ||
+		die "the image HTTP server did not start, see $STATE/httpd.log"
+}
+
+start_ironic() {
+	log "starting Ironic instance $INSTANCE on 127.0.0.1:$IRONIC_PORT (log $STATE/ironic.log)"
+	# Every step execs, so the recorded pid is Ironic's master process, which is also the leader of
+	# the process group holding its workers and the commands it runs (mkisofs, qemu-img).
+	setsid bash -c "$(declare -f in_root); ROOT='$ROOT'; IN_ROOT_EXEC=1 in_root ironic --config-file '$STATE_IN_ROOT/ironic.conf'" \
+		</dev/null >>"$STATE/ironic.stderr" 2>&1 8>&- 9>&- &
+	echo $! >"$STATE/ironic.pid"
+}
+
+# wait_ironic waits until the API answers and the conductor has registered the redfish driver
+# (before that, creating a node fails with "no conductor"). Sets API_MAX.
+wait_ironic() {
+	local start=$SECONDS
+	"$HELPER" wait --timeout 120s --pid "$(cat "$STATE/ironic.pid")" --want redfish \
+		"http://127.0.0.1:$IRONIC_PORT/v1/drivers" >/dev/null || {
+		tail -n 20 "$STATE/ironic.stderr" "$STATE/ironic.log" >&2 2>/dev/null || true
+		die "Ironic did not come up, see $STATE/ironic.log"
+	}
+	API_MAX=$("$HELPER" apiversion "http://127.0.0.1:$IRONIC_PORT/")
+	log "Ironic $(ironic_version) up in $((SECONDS - start)) s, API max $API_MAX"
+}

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# ironic-up.sh — prepare (once) and start a standalone Ironic from Debian sid on loopback.
+#
+# Prints only NAME=value lines on stdout, so that `export $(make -s ironic-up)` prepares a shell;
+# progress goes to stderr. Idempotent: a second run while Ironic is up re-prints the values.
+#
+#   hack/ironic-up.sh [--wipe-db] [--prepare-only]
+#
+#   --wipe-db       stop Ironic if it runs, delete its database, start again on the same ports
+#                   (for recovery tests; IRONIC_WIPE_DB=1 does the same)
+#   --prepare-only  only build the root and the deploy images, start nothing
+#
+# Environment (all optional):
+#   IRONIC_INSTANCE     name of an independent Ironic (own ports, database, logs); default "default"
+#   IRONIC_PORT         API port; default 6385 for the default instance, a free port otherwise
+#                       (once chosen, an instance keeps its ports across restarts)
+#   IRONIC_HTTP_PORT    port of the image HTTP server ([deploy] http_url); default 6388 / free
+#   IRONIC_DEBUG=1      debug logging in Ironic (also adds ipa-debug=1 to the agent's kernel params)
+#   IRONIC_EXTRA_CONF   a file appended to ironic.conf (later options win; e.g. short timeouts in tests)
+#   IRONIC_CACHE_DIR    where the root and instances live; default <repo>/.cache/ironic
+#
+# Layout: $IRONIC_CACHE_DIR/root is a debootstrapped sid with ironic-api + ironic-conductor; each
+# instance keeps its state inside the root under /var/lib/ironic/<instance> (ironic.conf, sqlite,
+# http_root, logs), so the chrooted Ironic sees it under that path and file:// URLs below
+# /var/lib/ironic are allowed by Ironic's defaults.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=hack/ironic-common.sh
+source "$REPO/hack/ironic-common.sh"
+
+WIPE_DB=${IRONIC_WIPE_DB:-0}
+PREPARE_ONLY=0
+for arg in "$@"; do
+	case "$arg" in
+	--wipe-db) WIPE_DB=1 ;;
+	--prepare-only) PREPARE_ONLY=1 ;;
+	-h | --help)
+		sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+		exit 0
+		;;
+	*) die "unknown argument $arg (try --help)" ;;
+	esac
+done
+
+prepare_root
+build_helper
+
+mkdir -p "$STATE"
+exec 9>"$STATE/.lock"
+flock 9
+
+if [[ $PREPARE_ONLY == 1 ]]; then
+	log "root ready at $ROOT ($(ironic_version))"
+	exit 0
+fi
+
+if [[ $WIPE_DB == 0 ]] && instance_running && [[ -f $STATE/env ]]; then
+	log "Ironic instance $INSTANCE already running (pid $(cat "$STATE/ironic.pid"))"
+	cat "$STATE/env"
+	exit 0
+fi
+
+# From here on (re)start the instance.
+stop_instance
+choose_ports
+if [[ $WIPE_DB == 1 ]]; then
+	log "wiping the database of instance $INSTANCE"
+	rm -f "$STATE/ironic.sqlite" "$STATE/ironic.sqlite-journal" "$STATE/ironic.sqlite-wal" "$STATE/ironic.sqlite-shm"
+fi
+mkdir -p "$STATE/httpboot/metalforge" "$STATE/lock" "$STATE/images" "$STATE/master_images" "$STATE/tftpboot" "$STATE/deploy-logs"
+
+API_URL="http://127.0.0.1:$IRONIC_PORT"
+HTTP_URL="http://127.0.0.1:$IRONIC_HTTP_PORT"
+IMAGES_URL="$HTTP_URL/metalforge"
+
+# The project's own small deploy images; the ISO carries ipa-api-url of this instance.
+"$HELPER" build --out "$STATE/httpboot/metalforge" --api-url "$API_URL" >&2
+
+write_config
+if [[ ! -f $STATE/ironic.sqlite ]]; then
+	log "creating the database schema"
+	in_root ironic-dbsync --config-file "$STATE_IN_ROOT/ironic.conf" create_schema >>"$STATE/ironic-dbsync.log" 2>&1 ||
+		die "ironic-dbsync create_schema failed, see $STATE/ironic-dbsync.log"
+fi
+
+start_http
+start_ironic
+wait_ironic
+
+{
+	echo "IRONIC_ENDPOINT=$API_URL/v1/"
+	echo "IRONIC_URL=$API_URL"
+	echo "IRONIC_HTTP_URL=$HTTP_URL"
+	echo "DEPLOY_KERNEL_URL=$IMAGES_URL/agent.kernel"
+	echo "DEPLOY_RAMDISK_URL=$IMAGES_URL/agent.initramfs"
+	echo "DEPLOY_ISO_URL=$IMAGES_URL/agent.iso"
+	echo "DEPLOY_BOOTLOADER_URL=$IMAGES_URL/esp.img"
+	echo "IRONIC_VERSION=$(ironic_version)"
+	echo "IRONIC_API_MAX_VERSION=$API_MAX"
+	echo "IRONIC_INSTANCE=$INSTANCE"
+	echo "IRONIC_ROOT=$ROOT"
+	echo "IRONIC_STATE_DIR=$STATE"
+	echo "IRONIC_LOG=$STATE/ironic.log"
+} >"$STATE/env.tmp"
+mv "$STATE/env.tmp" "$STATE/env"
+cat "$STATE/env"
