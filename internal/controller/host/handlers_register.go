@@ -58,7 +58,9 @@ func handleRegistering(s *hostScope) outcome {
 // the credentials Secret changed, the spec changed, the last registration failed, or the host
 // comes back from being detached.
 func (s *hostScope) ensureRegistered() (outcome, bool) {
-	if !registeredStates[s.state()] || s.registered || s.detached() {
+	// A detached host with its annotation never gets here (checkDetached holds it); without the
+	// annotation it is registered again.
+	if !registeredStates[s.state()] || s.registered {
 		return outcome{}, false
 	}
 	if s.deleting() && s.in.bmcErr != nil {

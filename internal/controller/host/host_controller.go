@@ -289,7 +289,6 @@ func (r *Reconciler) restoreStatusFromAnnotation(ctx context.Context, host *meta
 	if _, ok := host.Annotations[metal3.StatusAnnotation]; !ok {
 		return false, nil
 	}
-	snapshot := host.DeepCopy()
 	restored, err := restoreStatus(host)
 	if err != nil {
 		r.Recorder.Eventf(host, nil, eventWarning, reasonBadAnnotation, "Annotation", "%s", err.Error())
@@ -303,27 +302,28 @@ func (r *Reconciler) restoreStatusFromAnnotation(ctx context.Context, host *meta
 			host.Status.HardwareDetails = hw
 		}
 	}
+	if restored {
+		// Status first: should removing the annotation fail, the next reconcile sees a status
+		// and only removes the annotation.
+		lastUpdated := metav1.NewTime(time.Now().Truncate(time.Second))
+		if host.Status.LastUpdated == nil {
+			host.Status.LastUpdated = &lastUpdated
+		}
+		if err := r.Client.Status().Update(ctx, host); err != nil {
+			return false, fmt.Errorf("restoring status of host %s/%s: %w", host.Namespace, host.Name, err)
+		}
+	}
 	status := host.Status.DeepCopy()
 	if err := r.patchMetadata(ctx, host, func(h *metal3.BareMetalHost) {
 		delete(h.Annotations, metal3.StatusAnnotation)
 	}); err != nil {
 		return false, err
 	}
-	if !restored {
-		return false, nil
-	}
 	host.Status = *status
-	snapshot.ResourceVersion = host.ResourceVersion
-	lastUpdated := metav1.NewTime(time.Now().Truncate(time.Second))
-	if host.Status.LastUpdated == nil {
-		host.Status.LastUpdated = &lastUpdated
+	if restored {
+		r.Recorder.Eventf(host, nil, eventNormal, reasonStatusRestored, "Annotation", "Status restored from the %s annotation", metal3.StatusAnnotation)
 	}
-	if err := r.Client.Status().Patch(ctx, host, client.MergeFrom(snapshot)); err != nil {
-		return false, fmt.Errorf("restoring status of host %s/%s: %w", host.Namespace, host.Name, err)
-	}
-	r.written.record(host)
-	r.Recorder.Eventf(host, nil, eventNormal, reasonStatusRestored, "Annotation", "Status restored from the %s annotation", metal3.StatusAnnotation)
-	return true, nil
+	return restored, nil
 }
 
 const logKeyState = "state"

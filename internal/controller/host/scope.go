@@ -132,7 +132,10 @@ func (s *hostScope) restartOnFailure(t metal3.ErrorType) bool { return s.host.St
 func (s *hostScope) clearError() {
 	st := &s.host.Status
 	st.ErrorType, st.ErrorMessage, st.ErrorCount = "", "", 0
-	if st.OperationalStatus == metal3.OperationalStatusError || st.OperationalStatus == "" {
+	switch st.OperationalStatus {
+	case metal3.OperationalStatusDetached, metal3.OperationalStatusServicing, metal3.OperationalStatusDelayed:
+		// Not an error: each has its own way out.
+	default:
 		st.OperationalStatus = metal3.OperationalStatusOK
 	}
 }

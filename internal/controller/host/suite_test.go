@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,6 +45,7 @@ func testConfig() Config {
 type operator struct {
 	cancel context.CancelFunc
 	done   chan error
+	once   sync.Once
 }
 
 // startOperator starts a manager with the host controller watching ns, as main wires it, with the
@@ -78,11 +80,12 @@ func startOperator(t *testing.T, ns string, fix *fixture.Fixture, tune ...func(*
 
 // stop stops the manager and waits for it (idempotent).
 func (o *operator) stop() {
-	o.cancel()
-	if err, ok := <-o.done; ok && err != nil {
-		panic(fmt.Sprintf("manager stopped with an error: %v", err))
-	}
-	close(o.done)
+	o.once.Do(func() {
+		o.cancel()
+		if err := <-o.done; err != nil {
+			panic(fmt.Sprintf("manager stopped with an error: %v", err))
+		}
+	})
 }
 
 const waitTimeout = 30 * time.Second

@@ -1,0 +1,166 @@
+package host
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner/fixture"
+)
+
+// TestPaused: a paused host is not touched; unpaused, it proceeds.
+func TestPaused(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	createHost(t, newHost(ns, "h").WithAnnotation(metal3.PausedAnnotation, "metal3.io/capm3").Build())
+	annotate(t, ns, "h", "touch", "1")
+	time.Sleep(300 * time.Millisecond) // give a wrongly unpaused operator time to act
+	if h := getHost(t, ns, "h"); h.Status.LastUpdated != nil || len(h.Finalizers) != 0 {
+		t.Fatalf("paused host was reconciled: %s, finalizers %v", describe(h), h.Finalizers)
+	}
+	unannotate(t, ns, "h", metal3.PausedAnnotation)
+	waitState(t, ns, "h", metal3.StateProvisioned)
+}
+
+// TestDetachAndReattach: detaching removes the node and keeps the state; removing the annotation
+// registers and adopts the host without provisioning it again.
+func TestDetachAndReattach(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	createHost(t, newHost(ns, "h").Build())
+	waitState(t, ns, "h", metal3.StateProvisioned)
+	annotate(t, ns, "h", metal3.DetachedAnnotation, "")
+	h := waitHost(t, ns, "h", "detached", func(h *metal3.BareMetalHost) bool {
+		return h.Status.OperationalStatus == metal3.OperationalStatusDetached
+	})
+	if _, ok := fix.Node(ns, "h"); ok || h.Status.Provisioning.State != metal3.StateProvisioned {
+		t.Fatalf("detached host: node still there or state changed: %s", describe(h))
+	}
+	if c := condition(h, metal3.ReadyCondition); c == nil || c.Reason != metal3.DetachedReason {
+		t.Fatalf("Ready condition of a detached host: %+v", c)
+	}
+	waitEvent(t, ns, "h", reasonDetached)
+	unannotate(t, ns, "h", metal3.DetachedAnnotation)
+	waitHost(t, ns, "h", "attached again", func(h *metal3.BareMetalHost) bool {
+		return h.Status.OperationalStatus == metal3.OperationalStatusOK && h.Status.Provisioning.State == metal3.StateProvisioned
+	})
+	if n, ok := fix.Node(ns, "h"); !ok || !n.Provisioned || fix.Count(ns, "h", fixture.OpProvision) != 1 || fix.Count(ns, "h", fixture.OpAdopt) != 1 {
+		t.Fatalf("reattached node %+v; provisioned %d times, adopted %d times", n, fix.Count(ns, "h", fixture.OpProvision), fix.Count(ns, "h", fixture.OpAdopt))
+	}
+	waitEvent(t, ns, "h", reasonAttached)
+}
+
+// TestDetachNeedsForceOutsideSteadyStates: a detached annotation on an inspecting host waits for
+// a steady state unless it says force.
+func TestDetachNeedsForceOutsideSteadyStates(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{PollInterval: 50 * time.Millisecond})
+	fix.SetLatency(fixture.OpInspect, hold)
+	startOperator(t, ns, fix)
+	createHost(t, noImage(ns))
+	waitState(t, ns, "h", metal3.StateInspecting)
+	annotate(t, ns, "h", metal3.DetachedAnnotation, "")
+	time.Sleep(300 * time.Millisecond)
+	if h := getHost(t, ns, "h"); h.Status.OperationalStatus == metal3.OperationalStatusDetached {
+		t.Fatal("detached an inspecting host without force")
+	}
+	annotate(t, ns, "h", metal3.DetachedAnnotation, `{"force":true}`)
+	waitHost(t, ns, "h", "force-detached while inspecting", func(h *metal3.BareMetalHost) bool {
+		return h.Status.OperationalStatus == metal3.OperationalStatusDetached && h.Status.Provisioning.State == metal3.StateInspecting
+	})
+}
+
+// TestStatusAnnotationRestoresStatus: a host moved with its status in the annotation continues as
+// provisioned (adopted, not provisioned again) and the annotation is removed.
+func TestStatusAnnotationRestoresStatus(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	h := newHost(ns, "h").Build()
+	status := metal3.BareMetalHostStatus{
+		OperationalStatus: metal3.OperationalStatusOK,
+		Provisioning:      metal3.ProvisionStatus{State: metal3.StateProvisioned, ID: "moved-node", Image: *h.Spec.Image},
+		PoweredOn:         true,
+		HardwareDetails:   &metal3.HardwareDetails{Hostname: "moved"},
+	}
+	raw, _ := json.Marshal(status)
+	h.Annotations = map[string]string{metal3.StatusAnnotation: string(raw)}
+	createHost(t, h)
+	h = waitHost(t, ns, "h", "restored and annotation removed", func(h *metal3.BareMetalHost) bool {
+		_, ok := h.Annotations[metal3.StatusAnnotation]
+		return !ok && h.Status.Provisioning.State == metal3.StateProvisioned && h.Status.PoweredOn
+	})
+	waitEvent(t, ns, "h", reasonStatusRestored)
+	eventually(t, "host adopted", func() (bool, string) {
+		n, ok := fix.Node(ns, "h")
+		return ok && n.Provisioned, "not adopted yet"
+	})
+	if fix.Count(ns, "h", fixture.OpProvision) != 0 || fix.Count(ns, "h", fixture.OpInspect) != 0 {
+		t.Fatal("a restored host was inspected or provisioned again")
+	}
+	if h.Status.HardwareDetails == nil || h.Status.HardwareDetails.Hostname != "moved" {
+		t.Fatalf("hardware from the annotation lost: %+v", h.Status.HardwareDetails)
+	}
+}
+
+// TestRebootAnnotations: the one-shot annotation powers off, is removed, and the host comes back;
+// a suffixed one keeps it off until removed; any hard mode wins.
+func TestRebootAnnotations(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	createHost(t, newHost(ns, "h").Build())
+	waitState(t, ns, "h", metal3.StateProvisioned)
+
+	annotate(t, ns, "h", metal3.RebootAnnotationPrefix, "")
+	waitHost(t, ns, "h", "one-shot reboot done", func(h *metal3.BareMetalHost) bool {
+		_, ok := h.Annotations[metal3.RebootAnnotationPrefix]
+		return !ok && h.Status.PoweredOn && fix.Count(ns, "h", fixture.OpPowerOff) == 1 && fix.Count(ns, "h", fixture.OpPowerOn) == 1
+	})
+	if n, _ := fix.Node(ns, "h"); !n.PoweredOn || n.LastPowerOffMode != metal3.RebootModeSoft {
+		t.Fatalf("after one-shot reboot: %+v", n)
+	}
+	waitEvent(t, ns, "h", reasonPoweredOff)
+
+	annotate(t, ns, "h", metal3.RebootAnnotationPrefix+"/remediation", `{"mode":"hard"}`)
+	annotate(t, ns, "h", metal3.RebootAnnotationPrefix+"/other", `{"mode":"soft"}`)
+	waitHost(t, ns, "h", "held off", func(h *metal3.BareMetalHost) bool { return !h.Status.PoweredOn })
+	if n, _ := fix.Node(ns, "h"); n.PoweredOn || n.LastPowerOffMode != metal3.RebootModeHard {
+		t.Fatalf("held reboot: %+v", n)
+	}
+	unannotate(t, ns, "h", metal3.RebootAnnotationPrefix+"/remediation")
+	time.Sleep(300 * time.Millisecond)
+	if h := getHost(t, ns, "h"); h.Status.PoweredOn {
+		t.Fatal("host powered on while a held reboot annotation remains")
+	}
+	unannotate(t, ns, "h", metal3.RebootAnnotationPrefix+"/other")
+	waitHost(t, ns, "h", "back on", func(h *metal3.BareMetalHost) bool { return h.Status.PoweredOn })
+}
+
+// TestOnlineFollowsSpec: online false powers a provisioned host off, true on again; a power
+// change behind the operator's back is corrected at the next poll.
+func TestOnlineFollowsSpec(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	createHost(t, newHost(ns, "h").Build())
+	h := waitState(t, ns, "h", metal3.StateProvisioned)
+	update(t, h, func(h *metal3.BareMetalHost) { h.Spec.Online = false })
+	waitHost(t, ns, "h", "off", func(h *metal3.BareMetalHost) bool { return !h.Status.PoweredOn })
+	update(t, h, func(h *metal3.BareMetalHost) { h.Spec.Online = true })
+	waitHost(t, ns, "h", "on", func(h *metal3.BareMetalHost) bool { return h.Status.PoweredOn })
+	fix.SetPower(ns, "h", false)
+	eventually(t, "power restored by the poll", func() (bool, string) {
+		n, _ := fix.Node(ns, "h")
+		return n.PoweredOn, "still off"
+	})
+}

@@ -1,0 +1,243 @@
+package host
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner/fixture"
+	"github.com/metalforge/metalforge/internal/test/builder"
+)
+
+// TestFailingProvisionerBacksOffAndRecovers: failed registrations are recorded (errorType,
+// message, errorCount, event), retried with backoff and restartOnFailure, and the host recovers.
+func TestFailingProvisionerBacksOffAndRecovers(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	fix.FailNextFor(ns, "h", fixture.OpRegister, 3)
+	startOperator(t, ns, fix, func(c *Config) { c.Backoff = ExponentialBackoff(50 * time.Millisecond) })
+	createHost(t, newHost(ns, "h").Build())
+	h := waitHost(t, ns, "h", "registration error recorded", func(h *metal3.BareMetalHost) bool {
+		return h.Status.ErrorType == metal3.RegistrationError && h.Status.ErrorCount >= 2
+	})
+	if h.Status.OperationalStatus != metal3.OperationalStatusError || !strings.Contains(h.Status.ErrorMessage, "injected register failure") {
+		t.Fatalf("error status: %s", describe(h))
+	}
+	if c := condition(h, metal3.ManageableCondition); c == nil || c.Reason != metal3.RegistrationFailedReason {
+		t.Fatalf("Manageable: %+v", c)
+	}
+	waitEvent(t, ns, "h", "RegistrationError")
+	h = waitState(t, ns, "h", metal3.StateProvisioned)
+	if h.Status.ErrorCount != 0 || h.Status.ErrorType != "" || h.Status.OperationalStatus != metal3.OperationalStatusOK {
+		t.Fatalf("recovered host keeps its error: %s", describe(h))
+	}
+	if n := fix.Count(ns, "h", fixture.OpRegister); n != 4 {
+		t.Fatalf("registered %d times, want 3 failures and 1 success", n)
+	}
+}
+
+// TestProvisioningRetryCap: each failed attempt goes through deprovisioning; after
+// --max-provisioning-retries the host stays available with a clear error; a new image starts over.
+func TestProvisioningRetryCap(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	fix.FailNext(fixture.OpProvision, 100)
+	startOperator(t, ns, fix, func(c *Config) { c.MaxProvisioningRetries = 2 })
+	createHost(t, newHost(ns, "h").Build())
+	h := waitHost(t, ns, "h", "retry cap reached", func(h *metal3.BareMetalHost) bool {
+		return h.Status.Provisioning.State == metal3.StateAvailable && h.Status.ProvisioningFailCount == 2 &&
+			strings.Contains(h.Status.ErrorMessage, "--max-provisioning-retries=2")
+	})
+	if h.Status.ErrorType != metal3.ProvisioningError || h.Status.LastAttemptedImage == nil || h.Status.LastAttemptedImage.URL != testImage {
+		t.Fatalf("capped host: %s, last attempted %+v", describe(h), h.Status.LastAttemptedImage)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := fix.Count(ns, "h", fixture.OpProvision); n != 2 {
+		t.Fatalf("provisioned %d times with a cap of 2", n)
+	}
+	if n := fix.Count(ns, "h", fixture.OpDeprovision); n != 2 {
+		t.Fatalf("deprovisioned %d times, want one per failed attempt", n)
+	}
+	fix.FailNext(fixture.OpProvision, 0)
+	update(t, h, func(h *metal3.BareMetalHost) { h.Spec.Image.URL = "http://images.example/fixed.qcow2" })
+	h = waitState(t, ns, "h", metal3.StateProvisioned)
+	if h.Status.ProvisioningFailCount != 0 || h.Status.ErrorType != "" {
+		t.Fatalf("after a new image: %s failCount %d", describe(h), h.Status.ProvisioningFailCount)
+	}
+}
+
+// TestBadBMCAddressRecovers: the message names the field; fixing the spec recovers.
+func TestBadBMCAddressRecovers(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	startOperator(t, ns, fixture.New(fixture.Config{}))
+	h := newHost(ns, "h").WithBMC("bogus://192.0.2.1", "bmc-h").Build()
+	createHost(t, h)
+	h = waitHost(t, ns, "h", "address error", func(h *metal3.BareMetalHost) bool {
+		return strings.HasPrefix(h.Status.ErrorMessage, "spec.bmc.address: invalid BMC address")
+	})
+	if h.Status.ErrorType != metal3.RegistrationError || h.Status.ErrorCount != 1 {
+		t.Fatalf("bad address: %s", describe(h))
+	}
+	waitEvent(t, ns, "h", "RegistrationError")
+	time.Sleep(300 * time.Millisecond) // retries of the same error change nothing
+	if h := getHost(t, ns, "h"); h.Status.ErrorCount != 1 {
+		t.Fatalf("the same bad input counted again: %s", describe(h))
+	}
+	update(t, h, func(h *metal3.BareMetalHost) { h.Spec.BMC.Address = testBMC })
+	waitState(t, ns, "h", metal3.StateProvisioned)
+}
+
+// TestMissingSecretRecovers: a missing Secret, then one without a password, each named in the
+// message; the host recovers once the Secret is right.
+func TestMissingSecretRecovers(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	startOperator(t, ns, fixture.New(fixture.Config{}))
+	create(t, newHost(ns, "h").Build())
+	waitHost(t, ns, "h", "missing secret error", func(h *metal3.BareMetalHost) bool {
+		return h.Status.ErrorMessage == `spec.bmc.credentialsName: secret "bmc-h" not found`
+	})
+	waitEvent(t, ns, "h", "RegistrationError")
+	secret := builder.BMCSecret(ns, "bmc-h", "admin", "")
+	create(t, secret)
+	waitHost(t, ns, "h", "no password error", func(h *metal3.BareMetalHost) bool {
+		return h.Status.ErrorMessage == `spec.bmc.credentialsName: secret "bmc-h" has no password`
+	})
+	update(t, secret, func(s *corev1.Secret) { s.Data["password"] = []byte("s3cret") })
+	h := waitState(t, ns, "h", metal3.StateProvisioned)
+	if strings.Contains(h.Status.ErrorMessage, "s3cret") {
+		t.Fatal("credentials in status")
+	}
+}
+
+// TestChangedCredentialsReregister: a new Secret version is sent to the provisioner and recorded
+// in goodCredentials.
+func TestChangedCredentialsReregister(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	createHost(t, newHost(ns, "h").Build())
+	h := waitState(t, ns, "h", metal3.StateProvisioned)
+	before := fix.Count(ns, "h", fixture.OpRegister)
+	secret := getSecret(t, ns, "bmc-h")
+	update(t, secret, func(s *corev1.Secret) { s.Data["password"] = []byte("rotated") })
+	h = waitHost(t, ns, "h", "new credentials registered", func(h *metal3.BareMetalHost) bool {
+		return h.Status.GoodCredentials.Version == secret.ResourceVersion
+	})
+	if fix.Count(ns, "h", fixture.OpRegister) != before+1 || h.Status.TriedCredentials.Version != secret.ResourceVersion {
+		t.Fatalf("register count %d (before %d), tried %+v", fix.Count(ns, "h", fixture.OpRegister), before, h.Status.TriedCredentials)
+	}
+	waitEvent(t, ns, "h", reasonCredentialsUpdated)
+	if h.Status.Provisioning.State != metal3.StateProvisioned || fix.Count(ns, "h", fixture.OpProvision) != 1 {
+		t.Fatalf("credentials change disturbed the host: %s", describe(h))
+	}
+}
+
+// TestProvisionerUnavailable: the host waits without an error and says so; then proceeds.
+func TestProvisionerUnavailable(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	fix.SetUnavailable(true)
+	startOperator(t, ns, fix)
+	createHost(t, newHost(ns, "h").Build())
+	h := waitHost(t, ns, "h", "waiting for the provisioner", func(h *metal3.BareMetalHost) bool {
+		c := condition(h, metal3.ProgressingCondition)
+		return c != nil && c.Reason == reasonProvisionerUnavailable
+	})
+	if h.Status.ErrorCount != 0 || h.Status.OperationalStatus == metal3.OperationalStatusError ||
+		h.Status.Provisioning.State != metal3.StateRegistering {
+		t.Fatalf("unavailable provisioner made an error: %s", describe(h))
+	}
+	if c := condition(h, metal3.ProgressingCondition); c.Message != "Waiting for the provisioner to become available" || c.LastTransitionTime.IsZero() {
+		t.Fatalf("Progressing: %+v", c)
+	}
+	fix.SetUnavailable(false)
+	waitState(t, ns, "h", metal3.StateProvisioned)
+}
+
+// TestProvisionerLostHostIsAdopted: a provisioner that forgot a provisioned host (Ironic lost its
+// database) gets it registered and adopted, never deprovisioned or provisioned again.
+func TestProvisionerLostHostIsAdopted(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	createHost(t, newHost(ns, "h").Build())
+	h := waitState(t, ns, "h", metal3.StateProvisioned)
+	oldID := h.Status.Provisioning.ID
+	fix.Forget(ns, "h")
+	h = waitHost(t, ns, "h", "registered again", func(h *metal3.BareMetalHost) bool {
+		return h.Status.Provisioning.ID != oldID && h.Status.Provisioning.ID != ""
+	})
+	n, ok := fix.Node(ns, "h")
+	if !ok || !n.Provisioned || h.Status.Provisioning.State != metal3.StateProvisioned {
+		t.Fatalf("lost host: node %+v, %s", n, describe(h))
+	}
+	if fix.Count(ns, "h", fixture.OpProvision) != 1 || fix.Count(ns, "h", fixture.OpDeprovision) != 0 {
+		t.Fatal("a lost host was provisioned or deprovisioned again")
+	}
+}
+
+// TestOperatorRestartMidProvisioning: stop the operator while the host provisions, start a new
+// one against the same provisioner: the host finishes, provisioned exactly once.
+func TestOperatorRestartMidProvisioning(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{PollInterval: 50 * time.Millisecond})
+	fix.SetLatency(fixture.OpProvision, 2*time.Second)
+	first := startOperator(t, ns, fix)
+	createHost(t, newHost(ns, "h").Build())
+	waitState(t, ns, "h", metal3.StateProvisioning)
+	first.stop()
+	if n, _ := fix.Node(ns, "h"); n.Busy != fixture.OpProvision {
+		t.Fatalf("node not provisioning when the operator stopped: %+v", n)
+	}
+	startOperator(t, ns, fix)
+	h := waitState(t, ns, "h", metal3.StateProvisioned)
+	if n := fix.Count(ns, "h", fixture.OpProvision); n != 1 {
+		t.Fatalf("provisioned %d times across the restart", n)
+	}
+	if h.Status.OperationHistory.Provision.End.IsZero() || h.Status.ErrorCount != 0 {
+		t.Fatalf("after restart: %s history %+v", describe(h), h.Status.OperationHistory.Provision)
+	}
+}
+
+// TestCapacityDelaysHosts: with room for one busy host, the second waits as delayed and goes on
+// when the first is done.
+func TestCapacityDelaysHosts(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{Capacity: 1, PollInterval: 50 * time.Millisecond})
+	fix.SetLatency(fixture.OpInspect, hold)
+	startOperator(t, ns, fix)
+	a := noImage(ns)
+	a.Name, a.Spec.BMC.CredentialsName = "a", "bmc-a"
+	createHost(t, a)
+	waitState(t, ns, "a", metal3.StateInspecting)
+	b := noImage(ns)
+	b.Name, b.Spec.BMC.CredentialsName = "b", "bmc-b"
+	createHost(t, b)
+	h := waitHost(t, ns, "b", "delayed", func(h *metal3.BareMetalHost) bool {
+		return h.Status.OperationalStatus == metal3.OperationalStatusDelayed
+	})
+	if h.Status.Provisioning.State != metal3.StateRegistering {
+		t.Fatalf("delayed host moved on: %s", describe(h))
+	}
+	fix.SetLatency(fixture.OpInspect, 0)
+	h = waitState(t, ns, "b", metal3.StateAvailable)
+	if h.Status.OperationalStatus != metal3.OperationalStatusOK {
+		t.Fatalf("no longer delayed host: %s", describe(h))
+	}
+	if c := condition(h, metal3.ProgressingCondition); c == nil || c.Status != metav1.ConditionFalse {
+		t.Fatalf("Progressing of an available host: %+v", c)
+	}
+}

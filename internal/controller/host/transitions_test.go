@@ -1,0 +1,157 @@
+package host
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner/fixture"
+	"github.com/metalforge/metalforge/internal/test/builder"
+)
+
+// TestUnmanagedThenRegistered: no BMC details → unmanaged (discovered); BMC added → available.
+func TestUnmanagedThenRegistered(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	startOperator(t, ns, fixture.New(fixture.Config{}))
+	h := newHost(ns, "h").Build()
+	h.Spec.BMC, h.Spec.Image = metal3.BMCDetails{}, nil
+	create(t, h)
+	h = waitState(t, ns, "h", metal3.StateUnmanaged)
+	if h.Status.OperationalStatus != metal3.OperationalStatusDiscovered {
+		t.Fatalf("unmanaged host: %s", describe(h))
+	}
+	waitEvent(t, ns, "h", reasonDiscovered)
+	create(t, builder.BMCSecret(ns, "bmc-h", "admin", "password"))
+	update(t, h, func(h *metal3.BareMetalHost) { h.Spec.BMC = metal3.BMCDetails{Address: testBMC, CredentialsName: "bmc-h"} })
+	h = waitState(t, ns, "h", metal3.StateAvailable)
+	if h.Status.OperationalStatus != metal3.OperationalStatusOK {
+		t.Fatalf("available host: %s", describe(h))
+	}
+}
+
+// TestExternallyProvisioned: registering → externally provisioned; cleared → provisioned without
+// deprovisioning; and available → externally provisioned.
+func TestExternallyProvisioned(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	createHost(t, newHost(ns, "ext").WithExternallyProvisioned().Build())
+	h := waitHost(t, ns, "ext", "externally provisioned and on", func(h *metal3.BareMetalHost) bool {
+		return h.Status.Provisioning.State == metal3.StateExternallyProvisioned && h.Status.PoweredOn
+	})
+	if c := condition(h, metal3.ReadyCondition); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("Ready: %+v", c)
+	}
+	update(t, h, func(h *metal3.BareMetalHost) { h.Spec.ExternallyProvisioned = false })
+	h = waitState(t, ns, "ext", metal3.StateProvisioned)
+	if h.Status.Provisioning.Image.URL != testImage || fix.Count(ns, "ext", fixture.OpProvision) != 0 ||
+		fix.Count(ns, "ext", fixture.OpDeprovision) != 0 {
+		t.Fatalf("clearing externallyProvisioned provisioned or deprovisioned: %+v", h.Status.Provisioning)
+	}
+
+	avail := newHost(ns, "avail").Build()
+	avail.Spec.Image = nil
+	createHost(t, avail)
+	h = waitState(t, ns, "avail", metal3.StateAvailable)
+	update(t, h, func(h *metal3.BareMetalHost) { h.Spec.ExternallyProvisioned = true })
+	waitState(t, ns, "avail", metal3.StateExternallyProvisioned)
+}
+
+// TestInspectionDisabledUsesHardwareDetailsAnnotation: registering → preparing without
+// inspection; the hardwaredetails annotation lands in status and HardwareData and is removed.
+func TestInspectionDisabledUsesHardwareDetailsAnnotation(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	h := newHost(ns, "h").WithInspectionMode(metal3.InspectionModeDisabled).
+		WithAnnotation(metal3.HardwareDetailsAnnotation, `{"cpu":{"arch":"aarch64","count":64},"hostname":"from-annotation"}`).Build()
+	h.Spec.Image = nil
+	createHost(t, h)
+	h = waitState(t, ns, "h", metal3.StateAvailable)
+	if fix.Count(ns, "h", fixture.OpInspect) != 0 {
+		t.Fatal("inspected although inspection is disabled")
+	}
+	if _, ok := h.Annotations[metal3.HardwareDetailsAnnotation]; ok {
+		t.Fatal("hardwaredetails annotation not removed")
+	}
+	if h.Status.HardwareDetails == nil || h.Status.HardwareDetails.Hostname != "from-annotation" {
+		t.Fatalf("status.hardware: %+v", h.Status.HardwareDetails)
+	}
+	hd, err := getHardwareData(ns, "h")
+	if err != nil || hd.Spec.HardwareDetails.CPU.Arch != "aarch64" {
+		t.Fatalf("hardware data: %v %+v", err, hd)
+	}
+	waitEvent(t, ns, "h", reasonHardwareDetails)
+}
+
+// TestReinspection: the inspect annotation on an available host inspects again and is removed;
+// "disabled" does not.
+func TestReinspection(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	h := newHost(ns, "h").Build()
+	h.Spec.Image = nil
+	createHost(t, h)
+	waitState(t, ns, "h", metal3.StateAvailable)
+	annotate(t, ns, "h", metal3.InspectAnnotationPrefix, "")
+	waitHost(t, ns, "h", "re-inspected and annotation removed", func(h *metal3.BareMetalHost) bool {
+		_, ok := h.Annotations[metal3.InspectAnnotationPrefix]
+		return !ok && h.Status.Provisioning.State == metal3.StateAvailable && fix.Count(ns, "h", fixture.OpInspect) == 2
+	})
+	annotate(t, ns, "h", metal3.InspectAnnotationPrefix, metal3.InspectAnnotationValueDisabled)
+	annotate(t, ns, "h", "touch", "1") // a later reconcile must still not inspect
+	waitEvent(t, ns, "h", reasonInspectionStarted)
+	if h := getHost(t, ns, "h"); h.Annotations[metal3.InspectAnnotationPrefix] != metal3.InspectAnnotationValueDisabled ||
+		fix.Count(ns, "h", fixture.OpInspect) != 2 {
+		t.Fatalf("inspect: disabled was acted on: %v, %d inspections", h.Annotations, fix.Count(ns, "h", fixture.OpInspect))
+	}
+}
+
+// TestPreparingForRootDeviceHints: a root device hints change on an available host prepares it
+// again; the applied hints land in status.
+func TestPreparingForRootDeviceHints(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	h := newHost(ns, "h").Build()
+	h.Spec.Image = nil
+	createHost(t, h)
+	h = waitState(t, ns, "h", metal3.StateAvailable)
+	fix.SetLatency(fixture.OpPrepare, 500*1e6)
+	update(t, h, func(h *metal3.BareMetalHost) {
+		h.Spec.RootDeviceHints = &metal3.RootDeviceHints{DeviceName: "/dev/nvme0n1"}
+	})
+	waitState(t, ns, "h", metal3.StatePreparing)
+	h = waitState(t, ns, "h", metal3.StateAvailable)
+	if h.Status.Provisioning.RootDeviceHints == nil || h.Status.Provisioning.RootDeviceHints.DeviceName != "/dev/nvme0n1" ||
+		fix.Count(ns, "h", fixture.OpPrepare) != 1 {
+		t.Fatalf("root device hints not applied: %+v, %d preparations", h.Status.Provisioning.RootDeviceHints, fix.Count(ns, "h", fixture.OpPrepare))
+	}
+}
+
+// TestImageChangeReprovisions: provisioned → deprovisioning → available → provisioning →
+// provisioned with the new image.
+func TestImageChangeReprovisions(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	createHost(t, newHost(ns, "h").Build())
+	h := waitState(t, ns, "h", metal3.StateProvisioned)
+	const newImage = "http://images.example/fedora-42.qcow2"
+	update(t, h, func(h *metal3.BareMetalHost) { h.Spec.Image.URL = newImage })
+	waitHost(t, ns, "h", "provisioned with the new image", func(h *metal3.BareMetalHost) bool {
+		return h.Status.Provisioning.State == metal3.StateProvisioned && h.Status.Provisioning.Image.URL == newImage
+	})
+	if n, d := fix.Count(ns, "h", fixture.OpProvision), fix.Count(ns, "h", fixture.OpDeprovision); n != 2 || d != 1 {
+		t.Fatalf("provisioned %d times, deprovisioned %d times; want 2 and 1", n, d)
+	}
+	waitEvent(t, ns, "h", reasonDeprovisioningStarted)
+}
