@@ -24,7 +24,9 @@ func TestUnmanagedThenRegistered(t *testing.T) {
 	}
 	waitEvent(t, ns, "h", reasonDiscovered)
 	create(t, builder.BMCSecret(ns, "bmc-h", "admin", "password"))
-	update(t, h, func(h *metal3.BareMetalHost) { h.Spec.BMC = metal3.BMCDetails{Address: testBMC, CredentialsName: "bmc-h"} })
+	update(t, h, func(h *metal3.BareMetalHost) {
+		h.Spec.BMC = metal3.BMCDetails{Address: testBMC, CredentialsName: "bmc-h"}
+	})
 	h = waitState(t, ns, "h", metal3.StateAvailable)
 	if h.Status.OperationalStatus != metal3.OperationalStatusOK {
 		t.Fatalf("available host: %s", describe(h))
