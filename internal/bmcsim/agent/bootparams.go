@@ -1,0 +1,114 @@
+package agent
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/metalforge/metalforge/internal/bmcsim/agent/deployimage"
+	"github.com/metalforge/metalforge/internal/bmcsim/agent/iso9660"
+)
+
+// ErrNotAgentImage means the booted ISO is not the project's deploy image, so no agent runs on it.
+var ErrNotAgentImage = errors.New("not the agent image")
+
+// BootInfo is what the agent learns from the image it booted, the way ironic-python-agent learns
+// it from /proc/cmdline.
+type BootInfo struct {
+	// Params are the kernel parameters; a parameter without "=" maps to "".
+	Params map[string]string
+	// APIURL is the first of ipa-api-url (empty when the image has none).
+	APIURL string
+	// Token is ipa-agent-token: Ironic pregenerates one when it builds the ISO itself.
+	Token string
+	// InspectionCallbackURL is ipa-inspection-callback-url (set by Ironic for agent inspection when
+	// it can pass kernel parameters).
+	InspectionCallbackURL string
+}
+
+// ParseBootISO recognises the agent image by the kernel marker and reads the kernel command line
+// from /EFI/BOOT/grub.cfg (or isolinux's config for legacy boot). When the ISO filesystem cannot be
+// parsed it falls back to searching the raw bytes, since both files are stored uncompressed.
+func ParseBootISO(iso []byte) (BootInfo, error) {
+	im, err := iso9660.Open(bytes.NewReader(iso), int64(len(iso)))
+	if err != nil {
+		return parseRaw(iso, err)
+	}
+	kernel, err := im.ReadFile(deployimage.ISOKernelPath)
+	if err != nil {
+		return BootInfo{}, fmt.Errorf("%w: no /%s in the ISO (%v)", ErrNotAgentImage, deployimage.ISOKernelPath, err)
+	}
+	if !bytes.HasPrefix(kernel, []byte(deployimage.KernelMarker)) {
+		return BootInfo{}, fmt.Errorf("%w: /%s has no agent marker", ErrNotAgentImage, deployimage.ISOKernelPath)
+	}
+	for _, cfg := range []string{deployimage.ISOGrubPath, "boot/grub/grub.cfg", "isolinux/isolinux.cfg"} {
+		data, err := im.ReadFile(cfg)
+		if err != nil {
+			continue
+		}
+		if line, ok := kernelLine(string(data)); ok {
+			return newBootInfo(line), nil
+		}
+	}
+	// The agent image without a command line (network boot style): the caller falls back to its URL.
+	return newBootInfo(""), nil
+}
+
+func parseRaw(iso []byte, cause error) (BootInfo, error) {
+	if !bytes.Contains(iso, []byte(deployimage.KernelMarker)) {
+		return BootInfo{}, fmt.Errorf("%w: %v", ErrNotAgentImage, cause)
+	}
+	if i := bytes.Index(iso, []byte("linux /vmlinuz")); i >= 0 {
+		end := bytes.IndexByte(iso[i:], '\n')
+		if end < 0 {
+			end = len(iso) - i
+		}
+		if line, ok := kernelLine(string(iso[i : i+end])); ok {
+			return newBootInfo(line), nil
+		}
+	}
+	return newBootInfo(""), nil
+}
+
+// kernelLine finds the kernel arguments in a grub ("linux /vmlinuz ARGS") or isolinux
+// ("append ARGS") configuration.
+func kernelLine(cfg string) (string, bool) {
+	for _, line := range strings.Split(cfg, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		switch f[0] {
+		case "linux", "linuxefi", "kernel":
+			if len(f) >= 2 {
+				return strings.Join(f[2:], " "), true
+			}
+		case "append":
+			return strings.Join(f[1:], " "), true
+		}
+	}
+	return "", false
+}
+
+// ParseCmdline splits a kernel command line; parsing stops at "--" (arguments for init).
+func ParseCmdline(cmdline string) map[string]string {
+	params := map[string]string{}
+	for _, f := range strings.Fields(cmdline) {
+		if f == "--" {
+			break
+		}
+		k, v, _ := strings.Cut(f, "=")
+		params[k] = strings.Trim(v, `"`)
+	}
+	return params
+}
+
+func newBootInfo(cmdline string) BootInfo {
+	p := ParseCmdline(cmdline)
+	bi := BootInfo{Params: p, Token: p["ipa-agent-token"], InspectionCallbackURL: p["ipa-inspection-callback-url"]}
+	if u := p["ipa-api-url"]; u != "" {
+		bi.APIURL, _, _ = strings.Cut(u, ",")
+	}
+	return bi
+}

@@ -1,0 +1,84 @@
+package agent
+
+import (
+	"fmt"
+	"log/slog"
+	"net/url"
+	"time"
+)
+
+// Config tunes the simulated agents of one bmcsim process. Zero values take the defaults below,
+// which are fast: the simulator exists for tests and benchmarks.
+type Config struct {
+	// APIURL is Ironic's API (e.g. http://127.0.0.1:6385), used when the boot image carries no
+	// ipa-api-url and for network boot.
+	APIURL string
+	// WriteSpeedMBps is the simulated image write speed (default 1000 MB/s).
+	WriteSpeedMBps float64
+	// HeartbeatInterval is the time between heartbeats (default 2s). Real IPA heartbeats about every
+	// heartbeat_timeout/4 s; like IPA, the agent also heartbeats right after an async command ends.
+	HeartbeatInterval time.Duration
+	// Listen is where the agent API of all agents listens (default 127.0.0.1:0); each agent has its
+	// own path prefix, which is part of the callback_url it sends to Ironic.
+	Listen string
+	// BootDelay is the time from power-on to the agent's first lookup (default 100ms).
+	BootDelay time.Duration
+	// LookupInterval is the wait between failed lookups (default 1s).
+	LookupInterval time.Duration
+	// EraseDuration is how long erase_devices takes per disk (default 200ms).
+	EraseDuration time.Duration
+	// StepDuration is how long other simulated in-band steps take (burn-in, custom deploy steps,
+	// bootloader installation; default 100ms).
+	StepDuration time.Duration
+	// VerifyLimit: images up to this many bytes are downloaded and their checksum verified, as the
+	// real agent does; larger ones are only sized with HEAD (default 64 MiB; negative: never).
+	VerifyLimit int64
+	// AgentVersion is reported in heartbeats (default 11.1.0).
+	AgentVersion string
+	// HTTPTimeout bounds each call to Ironic and each image request (default 30s).
+	HTTPTimeout time.Duration
+	// Logger receives the agents' events (default: discard).
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() error {
+	if c.APIURL != "" {
+		if _, err := url.Parse(c.APIURL); err != nil {
+			return fmt.Errorf("agent config APIURL: %w", err)
+		}
+	}
+	if c.WriteSpeedMBps <= 0 {
+		c.WriteSpeedMBps = 1000
+	}
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = 2 * time.Second
+	}
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:0"
+	}
+	if c.BootDelay <= 0 {
+		c.BootDelay = 100 * time.Millisecond
+	}
+	if c.LookupInterval <= 0 {
+		c.LookupInterval = time.Second
+	}
+	if c.EraseDuration <= 0 {
+		c.EraseDuration = 200 * time.Millisecond
+	}
+	if c.StepDuration <= 0 {
+		c.StepDuration = 100 * time.Millisecond
+	}
+	if c.VerifyLimit == 0 {
+		c.VerifyLimit = 64 << 20
+	}
+	if c.AgentVersion == "" {
+		c.AgentVersion = "11.1.0"
+	}
+	if c.HTTPTimeout <= 0 {
+		c.HTTPTimeout = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
