@@ -14,6 +14,20 @@ HELPER=$CACHE/bin/metalforge-deployimage
 APT_OPTS=(-o Acquire::Check-Valid-Until=false -o Acquire::Retries=3 -o Dpkg::Use-Pty=0)
 
 log() { echo "ironic: $*" >&2; }
+
+# EXIT_MIRROR_UNREACHABLE: the Debian mirror could not be reached (tests skip on it).
+EXIT_MIRROR_UNREACHABLE=3
+NET_ERRORS='Failed getting release file|Could not resolve|Temporary failure resolving|Could not connect|Unable to connect|Connection refused|Network is unreachable|Connection timed out'
+
+# die_download exits 3 when a log shows the mirror was unreachable, 1 otherwise.
+die_download() {
+	local logf=$1 msg=$2
+	if grep -Eq "$NET_ERRORS" "$logf"; then
+		log "ERROR: $msg: the Debian mirror ($MIRROR) is unreachable, see $logf"
+		exit $EXIT_MIRROR_UNREACHABLE
+	fi
+	die "$msg, see $logf"
+}
 die() {
 	log "ERROR: $*"
 	exit 1
@@ -67,7 +81,7 @@ prepare_root() {
 	rm -rf --one-file-system "$partial"
 	if ! command -v debootstrap >/dev/null; then
 		log "installing debootstrap"
-		apt-get update -qq >&2
+		apt-get update -qq >&2 || exit $EXIT_MIRROR_UNREACHABLE
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >&2
 	fi
 	log "debootstrap --variant=minbase sid into $partial"
@@ -75,7 +89,7 @@ prepare_root() {
 		debootstrap --variant=minbase --components=main sid "$partial" "$MIRROR" \
 		>"$CACHE/debootstrap.log" 2>&1 || {
 		tail -n 20 "$CACHE/debootstrap.log" >&2
-		die "debootstrap failed, see $CACHE/debootstrap.log"
+		die_download "$CACHE/debootstrap.log" "debootstrap failed"
 	}
 	log "debootstrap done in $((SECONDS - start)) s"
 	# apt/dpkg settings: the sid Release file may be past Valid-Until; no docs, no recommends,
@@ -102,7 +116,7 @@ prepare_root() {
 	if ! in_root apt-get "${APT_OPTS[@]}" update >"$CACHE/apt.log" 2>&1 ||
 		! in_root apt-get "${APT_OPTS[@]}" install -y --no-install-recommends $ROOT_PACKAGES >>"$CACHE/apt.log" 2>&1; then
 		tail -n 30 "$CACHE/apt.log" >&2
-		die "apt-get install failed, see $CACHE/apt.log (the root stays half-made and is rebuilt next time)"
+		die_download "$CACHE/apt.log" "apt-get install failed (the root stays half-made and is rebuilt next time)"
 	fi
 	in_root apt-get clean >/dev/null 2>&1 || true
 	log "packages installed in $((SECONDS - t)) s"
@@ -240,6 +254,19 @@ write_config() {
 
 		[oslo_concurrency]
 		lock_path = $s/lock
+
+		# Polling intervals for the simulator's speed (Ironic's defaults are 30-300 s, made for
+		# real BMCs): RAID and firmware task polling, firmware validation and post-update reboot.
+		[redfish]
+		raid_config_status_interval = 5
+		raid_config_fail_interval = 5
+		firmware_update_status_interval = 5
+		firmware_update_fail_interval = 5
+		firmware_update_validation_interval = 5
+		firmware_update_bmc_version_check_interval = 5
+		firmware_update_reboot_delay = 5
+		firmware_update_nic_starting_wait = 5
+		firmware_update_resource_validation_timeout = 120
 	EOF
 	mkdir -p "$STATE/tmp"
 	if [[ -n ${IRONIC_EXTRA_CONF:-} ]]; then

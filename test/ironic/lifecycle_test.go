@@ -1,0 +1,321 @@
+// Package ironic_test drives real Ironic (hack/ironic-up.sh) against bmcsim, speaking only to
+// Ironic's REST API, and checks the result on bmcsim's Redfish API: issue 5's "done when".
+package ironic_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
+
+	"github.com/metalforge/metalforge/internal/bmcsim"
+)
+
+func TestIronicLifecycle(t *testing.T) {
+	env := startIronic(t)
+	client := ironicClient(t, env)
+	sim := startBMCSim(t, env, 2)
+	images := startImageServer(t)
+	hosts := sim.Hosts()
+
+	t.Run("group", func(t *testing.T) {
+		t.Run("full lifecycle", func(t *testing.T) {
+			t.Parallel()
+			fullLifecycle(t, client, sim, hosts[0], env, images)
+		})
+		t.Run("agent crash mid-deploy", func(t *testing.T) {
+			t.Parallel()
+			crashMidDeploy(t, client, sim, hosts[1], env, images)
+		})
+	})
+}
+
+func createNode(t *testing.T, client *gophercloud.ServiceClient, h bmcsim.Host, deployImage map[string]any) string {
+	t.Helper()
+	addr, system := splitBMC(t, h.Addresses["redfish-virtualmedia+http"])
+	info := map[string]any{
+		"redfish_address":   addr,
+		"redfish_system_id": system,
+		"redfish_username":  h.Username,
+		"redfish_password":  h.Password,
+	}
+	for k, v := range deployImage {
+		info[k] = v
+	}
+	n, err := nodes.Create(context.Background(), client, nodes.CreateOpts{
+		Name:                h.Name,
+		Driver:              "redfish",
+		BootInterface:       "redfish-virtual-media",
+		DeployInterface:     "direct",
+		InspectInterface:    "agent",
+		ManagementInterface: "redfish",
+		PowerInterface:      "redfish",
+		BIOSInterface:       "redfish",
+		FirmwareInterface:   "redfish",
+		RAIDInterface:       "redfish",
+		VendorInterface:     "redfish",
+		DriverInfo:          info,
+		Properties:          map[string]any{"capabilities": "boot_mode:uefi"},
+	}).Extract()
+	if err != nil {
+		t.Fatalf("creating node %s: %v", h.Name, err)
+	}
+	if n.ProvisionState != "enroll" {
+		t.Fatalf("new node in %q, want enroll", n.ProvisionState)
+	}
+	return n.UUID
+}
+
+func provision(t *testing.T, client *gophercloud.ServiceClient, id string, opts nodes.ProvisionStateOpts) {
+	t.Helper()
+	// A node still finishing its previous transition answers 409; retry briefly.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := nodes.ChangeProvisionState(context.Background(), client, id, opts).ExtractErr()
+		if err == nil {
+			return
+		}
+		if !gophercloud.ResponseCodeIs(err, 409) || time.Now().After(deadline) {
+			t.Fatalf("provision %s %q: %v", id, opts.Target, err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// waitState polls the node until it reaches want; any failure state other than want ends the wait.
+func waitState(t *testing.T, client *gophercloud.ServiceClient, id, want string, timeout time.Duration) *nodes.Node {
+	t.Helper()
+	start := time.Now()
+	var last string
+	for {
+		n, err := nodes.Get(context.Background(), client, id).Extract()
+		if err != nil {
+			t.Fatalf("getting node %s: %v", id, err)
+		}
+		if n.ProvisionState != last {
+			t.Logf("node %s: %s (target %q) after %s", n.Name, n.ProvisionState, n.TargetProvisionState, time.Since(start).Round(time.Second))
+			last = n.ProvisionState
+		}
+		if n.ProvisionState == want && n.TargetProvisionState == "" {
+			return n
+		}
+		if n.ProvisionState != want && (strings.HasSuffix(n.ProvisionState, "failed") || n.ProvisionState == "error") {
+			t.Fatalf("node %s went to %q waiting for %q: last_error: %s", n.Name, n.ProvisionState, want, n.LastError)
+		}
+		if time.Since(start) > timeout {
+			t.Fatalf("node %s still in %q (target %q) after %s waiting for %q; last_error: %s", n.Name, n.ProvisionState, n.TargetProvisionState, timeout, want, n.LastError)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func fullLifecycle(t *testing.T, client *gophercloud.ServiceClient, sim *bmcsim.Sim, h bmcsim.Host, env ironicEnv, images *imageServer) {
+	ctx := context.Background()
+	rf := redfish{base: sim.BaseURL(), user: h.Username, pass: h.Password}
+	srv := sim.Fleet.ByName(h.Name)
+	prof := sim.Fleet.Config().Profile
+
+	// The prebuilt deploy ISO: Ironic passes it through unchanged; the agent finds ipa-api-url in it.
+	id := createNode(t, client, h, map[string]any{"deploy_iso": env["DEPLOY_ISO_URL"]})
+
+	provision(t, client, id, nodes.ProvisionStateOpts{Target: nodes.TargetManage})
+	waitState(t, client, id, "manageable", 2*time.Minute)
+
+	// Agent inspection: the inventory Ironic stores must be the simulated hardware.
+	provision(t, client, id, nodes.ProvisionStateOpts{Target: nodes.TargetInspect})
+	waitState(t, client, id, "manageable", 3*time.Minute)
+	data, err := nodes.GetInventory(ctx, client, id).Extract()
+	if err != nil {
+		t.Fatalf("GET inventory: %v", err)
+	}
+	inv := data.Inventory
+	if want := prof.CPU.Sockets * prof.CPU.CoresPerSocket * prof.CPU.ThreadsPerCore; inv.CPU.Count != want {
+		t.Errorf("inventory cpu.count = %d, want %d", inv.CPU.Count, want)
+	}
+	if want := prof.Memory.DIMMs * prof.Memory.DIMMGiB * 1024; inv.Memory.PhysicalMb != want {
+		t.Errorf("inventory memory.physical_mb = %d, want %d", inv.Memory.PhysicalMb, want)
+	}
+	if len(inv.Disks) != len(prof.Disks) {
+		t.Errorf("inventory has %d disks, want %d", len(inv.Disks), len(prof.Disks))
+	} else if want := int64(prof.Disks[0].SizeGiB) << 30; inv.Disks[0].Size != want {
+		t.Errorf("inventory disk 0 size = %d, want %d", inv.Disks[0].Size, want)
+	}
+	var macs []string
+	for _, i := range inv.Interfaces {
+		macs = append(macs, strings.ToLower(i.MACAddress))
+	}
+	wantMACs := srv.MACAddresses()
+	for i := range wantMACs {
+		wantMACs[i] = strings.ToLower(wantMACs[i])
+	}
+	slices.Sort(macs)
+	slices.Sort(wantMACs)
+	if !slices.Equal(macs, wantMACs) {
+		t.Errorf("inventory MACs %v, want %v", macs, wantMACs)
+	}
+
+	// Manual cleaning: one BIOS setting and one RAID volume, both out of band through Redfish, with
+	// the agent booted (the redfish steps require the ramdisk).
+	biosBefore := rf.get(t, h.SystemPath+"/Bios")["Attributes"].(map[string]any)
+	if biosBefore["ProcTurboMode"] != "Enabled" {
+		t.Fatalf("ProcTurboMode starts as %v, want Enabled", biosBefore["ProcTurboMode"])
+	}
+	volumesBefore := countVolumes(t, rf, h.SystemPath)
+	if err := nodes.SetRAIDConfig(ctx, client, id, nodes.RAIDConfigOpts{
+		LogicalDisks: []nodes.LogicalDisk{{SizeGB: ptr(50), RAIDLevel: nodes.RAID1, IsRootVolume: ptr(true)}},
+	}).ExtractErr(); err != nil {
+		t.Fatalf("setting target_raid_config: %v", err)
+	}
+	provision(t, client, id, nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: []nodes.CleanStep{
+		{Interface: nodes.InterfaceBIOS, Step: "apply_configuration", Args: map[string]any{
+			"settings": []map[string]any{{"name": "ProcTurboMode", "value": "Disabled"}}}},
+		{Interface: nodes.InterfaceRAID, Step: "create_configuration", Args: map[string]any{}},
+	}})
+	waitState(t, client, id, "manageable", 5*time.Minute)
+	if got := rf.get(t, h.SystemPath+"/Bios")["Attributes"].(map[string]any)["ProcTurboMode"]; got != "Disabled" {
+		t.Errorf("after cleaning, bmcsim's ProcTurboMode = %v, want Disabled", got)
+	}
+	if got := countVolumes(t, rf, h.SystemPath); got != volumesBefore+1 {
+		t.Errorf("after cleaning, bmcsim has %d volumes, want %d", got, volumesBefore+1)
+	}
+
+	// provide runs automated cleaning (the agent's erase steps).
+	provision(t, client, id, nodes.ProvisionStateOpts{Target: nodes.TargetProvide})
+	waitState(t, client, id, "available", 5*time.Minute)
+
+	// Deploy a raw disk image with its checksum; the agent verifies it.
+	imageURL := images.URL + "/disk.img"
+	if _, err := nodes.Update(ctx, client, id, nodes.UpdateOpts{
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_source", Value: imageURL},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_os_hash_algo", Value: "sha256"},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_os_hash_value", Value: images.diskSHA256},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_disk_format", Value: "raw"},
+	}).Extract(); err != nil {
+		t.Fatalf("setting instance_info: %v", err)
+	}
+	provision(t, client, id, nodes.ProvisionStateOpts{Target: nodes.TargetActive})
+	waitState(t, client, id, "active", 5*time.Minute)
+	st := srv.Snapshot()
+	if st.DiskImage != imageURL {
+		t.Errorf("bmcsim disk image %q, want %q", st.DiskImage, imageURL)
+	}
+	if ps := rf.get(t, h.SystemPath)["PowerState"]; ps != "On" {
+		t.Errorf("deployed server power %v, want On", ps)
+	}
+
+	// Servicing on the active node: a BIOS setting and a BIOS firmware update.
+	provision(t, client, id, nodes.ProvisionStateOpts{Target: nodes.TargetService, ServiceSteps: []nodes.ServiceStep{
+		{Interface: nodes.InterfaceBIOS, Step: "apply_configuration", Args: map[string]any{
+			"settings": []map[string]any{{"name": "ProcVirtualization", "value": "Disabled"}}}},
+		{Interface: nodes.InterfaceFirmware, Step: "update", Args: map[string]any{
+			"settings": []map[string]any{{"component": "bios", "url": images.URL + "/firmware/bios-2.1.0.bin"}}}},
+	}})
+	waitState(t, client, id, "active", 8*time.Minute)
+	if got := rf.get(t, h.SystemPath+"/Bios")["Attributes"].(map[string]any)["ProcVirtualization"]; got != "Disabled" {
+		t.Errorf("after servicing, bmcsim's ProcVirtualization = %v, want Disabled", got)
+	}
+	if got := rf.get(t, h.SystemPath)["BiosVersion"]; got != "2.1.0" {
+		t.Errorf("after servicing, bmcsim's BiosVersion = %v, want 2.1.0", got)
+	}
+	fw, err := nodes.ListFirmware(ctx, client, id).Extract()
+	if err != nil {
+		t.Fatalf("listing firmware: %v", err)
+	}
+	found := false
+	for _, c := range fw {
+		if c.Component == "bios" {
+			found = true
+			if c.CurrentVersion != "2.1.0" {
+				t.Errorf("Ironic's bios firmware current_version = %q, want 2.1.0", c.CurrentVersion)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("Ironic lists no bios firmware component: %+v", fw)
+	}
+
+	// Undeploy (automated cleaning again), then delete the node.
+	provision(t, client, id, nodes.ProvisionStateOpts{Target: nodes.TargetDeleted})
+	waitState(t, client, id, "available", 5*time.Minute)
+	if err := nodes.Delete(ctx, client, id).ExtractErr(); err != nil {
+		t.Fatalf("deleting node: %v", err)
+	}
+	if _, err := nodes.Get(ctx, client, id).Extract(); !gophercloud.ResponseCodeIs(err, 404) {
+		t.Errorf("node still there after delete: %v", err)
+	}
+}
+
+// crashMidDeploy boots the agent from the ISO Ironic builds itself (kernel + ramdisk mode), then
+// makes it crash in the middle of write_image: Ironic must report deploy failed with a last_error.
+func crashMidDeploy(t *testing.T, client *gophercloud.ServiceClient, sim *bmcsim.Sim, h bmcsim.Host, env ironicEnv, images *imageServer) {
+	ctx := context.Background()
+	id := createNode(t, client, h, map[string]any{
+		"deploy_kernel":  env["DEPLOY_KERNEL_URL"],
+		"deploy_ramdisk": env["DEPLOY_RAMDISK_URL"],
+	})
+	// Without inspection Ironic has no port, and the agent's lookup by MAC finds nothing: create the
+	// boot NIC's port as the operator does from bootMACAddress.
+	if _, err := ports.Create(ctx, client, ports.CreateOpts{NodeUUID: id, Address: h.BootMAC, PXEEnabled: ptr(true)}).Extract(); err != nil {
+		t.Fatalf("creating port: %v", err)
+	}
+	provision(t, client, id, nodes.ProvisionStateOpts{Target: nodes.TargetManage})
+	waitState(t, client, id, "manageable", 2*time.Minute)
+	provision(t, client, id, nodes.ProvisionStateOpts{Target: nodes.TargetProvide})
+	waitState(t, client, id, "available", 5*time.Minute)
+
+	control(t, sim, "PUT", "/v1/servers/"+h.Name+"/faults", map[string]any{"failDeploy": true})
+	if _, err := nodes.Update(ctx, client, id, nodes.UpdateOpts{
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_source", Value: images.URL + "/disk.img"},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_os_hash_algo", Value: "sha256"},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_os_hash_value", Value: images.diskSHA256},
+	}).Extract(); err != nil {
+		t.Fatalf("setting instance_info: %v", err)
+	}
+	provision(t, client, id, nodes.ProvisionStateOpts{Target: nodes.TargetActive})
+	start := time.Now()
+	for {
+		n, err := nodes.Get(ctx, client, id).Extract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.ProvisionState == "deploy failed" {
+			if n.LastError == "" {
+				t.Errorf("deploy failed without last_error")
+			}
+			t.Logf("deploy failed after %s: %s", time.Since(start).Round(time.Second), n.LastError)
+			break
+		}
+		if n.ProvisionState == "active" {
+			t.Fatalf("node became active although its agent crashed")
+		}
+		if time.Since(start) > 4*time.Minute {
+			t.Fatalf("node still %q after %s, want deploy failed", n.ProvisionState, time.Since(start))
+		}
+		time.Sleep(2 * time.Second)
+	}
+	if img := sim.Fleet.ByName(h.Name).Snapshot().DiskImage; img != "" {
+		t.Errorf("crashed deploy left disk image %q, want none", img)
+	}
+	control(t, sim, "DELETE", "/v1/servers/"+h.Name+"/faults", nil)
+}
+
+func countVolumes(t *testing.T, rf redfish, system string) int {
+	n := 0
+	for _, st := range members(rf.get(t, system+"/Storage")) {
+		storage := rf.get(t, st)
+		vols, ok := storage["Volumes"].(map[string]any)
+		if !ok {
+			continue
+		}
+		n += len(members(rf.get(t, fmt.Sprint(vols["@odata.id"]))))
+	}
+	return n
+}
+
+func ptr[T any](v T) *T { return &v }
