@@ -85,7 +85,7 @@ func TestDeleteFromEveryState(t *testing.T) {
 				deleteHost(t, ns, "h")
 			}
 			if tc.release {
-				waitEvent(t, ns, "h", transitionReason(state))
+				waitTransition(t, ns, "h", state)
 				fix.SetLatency(tc.holdOp, 0)
 			}
 			waitGone(t, ns, "h")

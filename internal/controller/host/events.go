@@ -1,6 +1,8 @@
 package host
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
@@ -41,6 +43,31 @@ const (
 // never announce something that was not recorded).
 type event struct {
 	eventType, reason, action, note string
+}
+
+// transitionEvent is the one Event for the state changes of a reconcile. Steps that finish at once
+// (a fast provisioner) pass several states in one reconcile; they share one Event whose reason is
+// the last state's and whose note names every state on the way, instead of one Event object per
+// state written within the same second. Slow steps still get an Event each.
+func transitionEvent(transitions [][2]metal3.ProvisioningState) (event, bool) {
+	if len(transitions) == 0 {
+		return event{}, false
+	}
+	path := make([]string, 0, len(transitions)+1)
+	path = append(path, stateName(transitions[0][0]))
+	for _, t := range transitions {
+		path = append(path, stateName(t[1]))
+	}
+	last := transitions[len(transitions)-1][1]
+	return event{eventType: eventNormal, reason: transitionReason(last), action: "StateChange",
+		note: "State changed: " + strings.Join(path, " → ")}, true
+}
+
+func stateName(s metal3.ProvisioningState) string {
+	if s == metal3.StateNone {
+		return "(none)"
+	}
+	return string(s)
 }
 
 func (s *hostScope) event(eventType, reason, action, note string) {

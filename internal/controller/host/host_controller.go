@@ -249,7 +249,7 @@ func (r *Reconciler) write(ctx context.Context, s *hostScope, snapshot *metal3.B
 	if _, err := r.patchStatus(ctx, host, snapshot, s); err != nil {
 		return err
 	}
-	r.emit(host, s.fx.events)
+	r.emit(host, &s.fx)
 	recordMetrics(&s.fx)
 	return nil
 }
@@ -264,7 +264,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *hostScope) error {
 	if err := r.releaseSecrets(ctx, host); err != nil {
 		return err
 	}
-	r.emit(host, s.fx.events)
+	r.emit(host, &s.fx)
 	recordMetrics(&s.fx)
 	err := r.patchMetadata(ctx, host, func(h *metal3.BareMetalHost) {
 		controllerutil.RemoveFinalizer(h, metal3.BareMetalHostFinalizer)
@@ -277,7 +277,11 @@ func (r *Reconciler) finalize(ctx context.Context, s *hostScope) error {
 	return err
 }
 
-func (r *Reconciler) emit(host *metal3.BareMetalHost, events []event) {
+func (r *Reconciler) emit(host *metal3.BareMetalHost, fx *effects) {
+	events := fx.events
+	if e, ok := transitionEvent(fx.transitions); ok {
+		events = append([]event{e}, events...)
+	}
 	for _, e := range events {
 		r.Recorder.Eventf(host, nil, e.eventType, e.reason, e.action, "%s", e.note)
 	}

@@ -59,10 +59,11 @@ func TestLifecycle(t *testing.T) {
 		hd.OwnerReferences[0].UID != h.UID || hd.Spec.HardwareDetails == nil || hd.Spec.HardwareDetails.CPU.Arch != "x86_64" {
 		t.Fatalf("hardware data: finalizers %v owners %+v", hd.Finalizers, hd.OwnerReferences)
 	}
-	for _, reason := range []string{reasonRegistering, reasonInspectionStarted, reasonPreparationStarted,
-		reasonAvailable, reasonProvisioningStarted, reasonProvisioningComplete} {
-		waitEvent(t, ns, "h", reason)
+	for _, state := range []metal3.ProvisioningState{metal3.StateRegistering, metal3.StateInspecting, metal3.StatePreparing,
+		metal3.StateAvailable, metal3.StateProvisioning, metal3.StateProvisioned} {
+		waitTransition(t, ns, "h", state)
 	}
+	waitEvent(t, ns, "h", reasonProvisioningComplete)
 	if n := fix.Count(ns, "h", fixture.OpProvision); n != 1 {
 		t.Fatalf("provisioned %d times", n)
 	}

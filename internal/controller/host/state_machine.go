@@ -207,6 +207,5 @@ func (s *hostScope) moveTo(next metal3.ProvisioningState, keepError bool) (outco
 		s.clearError()
 	}
 	s.fx.transitions = append(s.fx.transitions, [2]metal3.ProvisioningState{from, next})
-	s.event(eventNormal, transitionReason(next), "StateChange", fmt.Sprintf("State changed from %q to %q", from, next))
 	return outcome{}, false
 }

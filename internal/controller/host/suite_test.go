@@ -227,8 +227,8 @@ func deleteHost(t *testing.T, ns, name string) {
 	}
 }
 
-// eventsFor lists the reasons of the events about a host.
-func eventsFor(t *testing.T, ns, name string) []string {
+// eventsFor lists the reasons (and with notes, "reason: note") of the events about a host.
+func eventsFor(t *testing.T, ns, name string, notes ...bool) []string {
 	t.Helper()
 	var list corev1.EventList
 	if err := env.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
@@ -237,7 +237,11 @@ func eventsFor(t *testing.T, ns, name string) []string {
 	var reasons []string
 	for _, e := range list.Items {
 		if e.InvolvedObject.Name == name && e.InvolvedObject.Kind == "BareMetalHost" {
-			reasons = append(reasons, e.Reason)
+			if len(notes) > 0 {
+				reasons = append(reasons, e.Reason+": "+e.Message)
+			} else {
+				reasons = append(reasons, e.Reason)
+			}
 		}
 	}
 	return reasons
@@ -253,6 +257,20 @@ func waitEvent(t *testing.T, ns, name, reason string) {
 			}
 		}
 		return false, strings.Join(got, ",")
+	})
+}
+
+// waitTransition waits for an event naming a move into state.
+func waitTransition(t *testing.T, ns, name string, state metal3.ProvisioningState) {
+	t.Helper()
+	eventually(t, "an event for the move to "+string(state), func() (bool, string) {
+		got := eventsFor(t, ns, name, true)
+		for _, e := range got {
+			if strings.Contains(e, "→ "+string(state)) {
+				return true, ""
+			}
+		}
+		return false, strings.Join(got, "; ")
 	})
 }
 

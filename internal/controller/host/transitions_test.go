@@ -108,7 +108,7 @@ func TestReinspection(t *testing.T) {
 	})
 	annotate(t, ns, "h", metal3.InspectAnnotationPrefix, metal3.InspectAnnotationValueDisabled)
 	annotate(t, ns, "h", "touch", "1") // a later reconcile must still not inspect
-	waitEvent(t, ns, "h", reasonInspectionStarted)
+	waitTransition(t, ns, "h", metal3.StateInspecting)
 	if h := getHost(t, ns, "h"); h.Annotations[metal3.InspectAnnotationPrefix] != metal3.InspectAnnotationValueDisabled ||
 		fix.Count(ns, "h", fixture.OpInspect) != 2 {
 		t.Fatalf("inspect: disabled was acted on: %v, %d inspections", h.Annotations, fix.Count(ns, "h", fixture.OpInspect))
@@ -155,5 +155,5 @@ func TestImageChangeReprovisions(t *testing.T) {
 	if n, d := fix.Count(ns, "h", fixture.OpProvision), fix.Count(ns, "h", fixture.OpDeprovision); n != 2 || d != 1 {
 		t.Fatalf("provisioned %d times, deprovisioned %d times; want 2 and 1", n, d)
 	}
-	waitEvent(t, ns, "h", reasonDeprovisioningStarted)
+	waitTransition(t, ns, "h", metal3.StateDeprovisioning)
 }
