@@ -234,6 +234,7 @@ write_config() {
 		[deploy]
 		http_url = http://127.0.0.1:$IRONIC_HTTP_PORT
 		http_root = $s/httpboot
+		iso_master_path = $s/master_iso_images
 		default_boot_mode = uefi
 
 		[pxe]

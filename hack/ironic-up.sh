@@ -18,6 +18,8 @@
 #   IRONIC_DEBUG=1      debug logging in Ironic (also adds ipa-debug=1 to the agent's kernel params)
 #   IRONIC_EXTRA_CONF   a file appended to ironic.conf (later options win; e.g. short timeouts in tests)
 #   IRONIC_CACHE_DIR    where the root and instances live; default <repo>/.cache/ironic
+#   IRONIC_OWNER_PID    stop and delete the instance when this process exits (tests set it, so a
+#                       killed test run leaves no Ironic behind)
 #
 # Layout: $IRONIC_CACHE_DIR/root is a debootstrapped sid with ironic-api + ironic-conductor; each
 # instance keeps its state inside the root under /var/lib/ironic/<instance> (ironic.conf, sqlite,
@@ -68,7 +70,7 @@ if [[ $WIPE_DB == 1 ]]; then
 	log "wiping the database of instance $INSTANCE"
 	rm -f "$STATE/ironic.sqlite" "$STATE/ironic.sqlite-journal" "$STATE/ironic.sqlite-wal" "$STATE/ironic.sqlite-shm"
 fi
-mkdir -p "$STATE/httpboot/metalforge" "$STATE/lock" "$STATE/images" "$STATE/master_images" "$STATE/tftpboot" "$STATE/deploy-logs"
+mkdir -p "$STATE/httpboot/metalforge" "$STATE/lock" "$STATE/images" "$STATE/master_images" "$STATE/master_iso_images" "$STATE/tftpboot" "$STATE/deploy-logs"
 
 API_URL="http://127.0.0.1:$IRONIC_PORT"
 HTTP_URL="http://127.0.0.1:$IRONIC_HTTP_PORT"
@@ -104,4 +106,8 @@ wait_ironic
 	echo "IRONIC_LOG=$STATE/ironic.log"
 } >"$STATE/env.tmp"
 mv "$STATE/env.tmp" "$STATE/env"
+if [[ -n ${IRONIC_OWNER_PID:-} ]]; then
+	setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 2; done; IRONIC_INSTANCE=$2 "$3" --purge' _ \
+		"$IRONIC_OWNER_PID" "$INSTANCE" "$REPO/hack/ironic-down.sh" </dev/null >/dev/null 2>&1 8>&- 9>&- &
+fi
 cat "$STATE/env"

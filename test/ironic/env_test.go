@@ -62,6 +62,10 @@ service_callback_timeout = 300
 	}
 	instance := fmt.Sprintf("gotest-%d", os.Getpid())
 	env := append(os.Environ(), "IRONIC_INSTANCE="+instance, "IRONIC_EXTRA_CONF="+extra, "IRONIC_DEBUG=1")
+	if os.Getenv("KEEP_IRONIC") == "" {
+		// A test binary killed before its cleanup (timeout) still stops its Ironic.
+		env = append(env, fmt.Sprintf("IRONIC_OWNER_PID=%d", os.Getpid()))
+	}
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(filepath.Join(repo, "hack/ironic-up.sh"))
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, &stdout, &stderr
