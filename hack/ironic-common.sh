@@ -107,6 +107,11 @@ prepare_root() {
 		path-exclude=/usr/share/locale/*
 		path-exclude=/usr/share/info/*
 	EOF
+	# Byte-compiling ~280 packages' Python modules is most of the install time on two cores: divert
+	# py3compile to a no-op. Python compiles what Ironic imports on its first start instead.
+	chroot "$partial" dpkg-divert --quiet --local --divert /usr/bin/py3compile.real --no-rename --add /usr/bin/py3compile
+	printf '#!/bin/sh\nexit 0\n' >"$partial/usr/bin/py3compile"
+	chmod +x "$partial/usr/bin/py3compile"
 	printf '#!/bin/sh\nexit 101\n' >"$partial/usr/sbin/policy-rc.d"
 	chmod +x "$partial/usr/sbin/policy-rc.d"
 	cp /etc/resolv.conf "$partial/etc/resolv.conf" 2>/dev/null || true
