@@ -49,6 +49,20 @@ lint: ## gofmt and go vet
 	if [ -n "$$files" ]; then echo "gofmt needed on:"; echo "$$files"; exit 1; fi
 	go vet ./...
 
+.PHONY: docs
+docs: ## Generate docs/host-state-machine.md from the host state machine's table (a test fails when it is stale)
+	go run ./hack/statemachine-docs docs/host-state-machine.md
+
+##@ Host benchmark
+
+N ?= 1000
+
+# Builds bin/baremetal-operator, starts kube-apiserver + etcd from bin/, runs the operator as a
+# subprocess with the fixture provisioner at zero latency and creates N hosts at once.
+.PHONY: bench-hosts
+bench-hosts: tools ## Provision N (1000) hosts at once with the fixture provisioner; print time, API writes, Events, RSS, CPU
+	go run ./test/bench/hosts -n $(N)
+
 ##@ Ironic
 
 .PHONY: ironic-up

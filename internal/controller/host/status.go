@@ -25,9 +25,12 @@ func (r *Reconciler) patchStatus(ctx context.Context, host, snapshot *metal3.Bar
 	now := s.now
 	host.Status.LastUpdated = &now
 	var err error
-	if snapshot.Status.LastUpdated == nil {
+	if snapshot.Status.LastUpdated == nil || !equality.Semantic.DeepEqual(snapshot.Status.HardwareDetails, host.Status.HardwareDetails) {
 		// The first write must carry the fields the schema requires even when they are empty
 		// (errorMessage, poweredOn...), which a merge patch from an empty status would leave out.
+		// New hardware replaces the old whole (a merge patch would merge it into the stored one,
+		// and the cached copy is compacted: see compactHost). Update is optimistic: a conflict
+		// retries the reconcile on a fresh copy.
 		err = r.Client.Status().Update(ctx, host)
 	} else {
 		err = r.Client.Status().Patch(ctx, host, client.MergeFrom(snapshot))

@@ -13,6 +13,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -47,6 +48,7 @@ type options struct {
 	burst       int
 	timeout     time.Duration
 	extraArgs   string
+	apiProfile  string
 }
 
 func main() {
@@ -59,6 +61,7 @@ func main() {
 	flag.IntVar(&o.burst, "kube-api-burst", 0, "Operator --kube-api-burst (0: its default).")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "Give up waiting after this long.")
 	flag.StringVar(&o.extraArgs, "operator-args", "", "Extra operator arguments, space separated.")
+	flag.StringVar(&o.apiProfile, "apiserver-cpu-profile", "", "Write a 20 s CPU profile of kube-apiserver, taken while the hosts are created, to this file.")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-hosts:", err)
@@ -140,16 +143,27 @@ func run(o options) error {
 	}
 	apiCPU0 := cpuSeconds(apiPIDs...)
 
+	if o.apiProfile != "" {
+		go profileAPIServer(env.Config, o.apiProfile)
+	}
 	fmt.Printf("creating %d hosts with %d concurrent creators\n", o.n, o.creators)
 	start := time.Now()
 	if err := createHosts(ctx, env.Config, ns, o); err != nil {
 		return err
 	}
 	created := time.Since(start)
-	select {
-	case <-watcher.done:
-	case <-ctx.Done():
-		return fmt.Errorf("only %d of %d hosts provisioned after %s", watcher.count.Load(), o.n, o.timeout)
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case <-watcher.done:
+			break wait
+		case <-tick.C:
+			fmt.Printf("  %5.1f s: %d provisioned\n", time.Since(start).Seconds(), watcher.count.Load())
+		case <-ctx.Done():
+			return fmt.Errorf("only %d of %d hosts provisioned after %s", watcher.count.Load(), o.n, o.timeout)
+		}
 	}
 	wall := watcher.last.Sub(start)
 	// Let trailing reconciles (woken by the operator's own last writes) and queued Events land,
@@ -291,13 +305,16 @@ func label(series, name string) string {
 
 func report(o options, wall, created time.Duration, before, after sample, opPID int, apiCPU float64) {
 	writes, events := 0.0, 0.0
-	byKind := map[string]float64{}
+	byKind, reads := map[string]float64{}, map[string]float64{}
 	for series, v := range after {
 		d := v - before[series]
 		verb, resource, sub := label(series, "verb"), label(series, "resource"), label(series, "subresource")
 		switch verb {
 		case "create", "update", "patch", "delete":
 		default:
+			if d > 0 {
+				reads[resource+" "+verb] += d
+			}
 			continue
 		}
 		if resource == "events" {
@@ -326,9 +343,40 @@ func report(o options, wall, created time.Duration, before, after sample, opPID 
 		fmt.Printf("    %-34s %.2f\n", k, byKind[k]/n)
 	}
 	fmt.Printf("operator Events per host:       %.2f\n", events/n)
+	keys = keys[:0]
+	for k := range reads {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Printf("operator reads per host:\n")
+	for _, k := range keys {
+		fmt.Printf("    %-34s %.2f\n", k, reads[k]/n)
+	}
 	fmt.Printf("operator peak RSS (VmHWM):      %.1f MiB\n", float64(vmHWM(opPID))/1024)
 	fmt.Printf("operator CPU:                   %.1f s\n", cpuSeconds(opPID))
 	fmt.Printf("kube-apiserver + etcd CPU:      %.1f s\n", apiCPU)
+}
+
+// profileAPIServer saves a CPU profile of kube-apiserver (its /debug/pprof is on by default).
+func profileAPIServer(cfg *rest.Config, path string) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "apiserver profile:", err)
+		return
+	}
+	resp, err := hc.Get(cfg.Host + "/debug/pprof/profile?seconds=20") //nolint:noctx // bench
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "apiserver profile:", err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "apiserver profile:", err)
+		return
+	}
+	defer f.Close()
+	_, _ = io.Copy(f, resp.Body)
 }
 
 func waitReady(ctx context.Context, url string) error {
