@@ -16,7 +16,7 @@ func CacheOptions(namespaces []string) cache.Options {
 	opts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}:          {Label: labels.SelectorFromSet(labels.Set{metal3.EnvironmentLabel: metal3.EnvironmentLabelValue})},
+			&corev1.Secret{}:        {Label: labels.SelectorFromSet(labels.Set{metal3.EnvironmentLabel: metal3.EnvironmentLabelValue})},
 			&metal3.BareMetalHost{}: {Transform: compactHost},
 		},
 	}
