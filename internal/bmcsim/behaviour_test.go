@@ -229,11 +229,44 @@ func TestFirmwareUpdateCompletesOnReset(t *testing.T) {
 	equal(t, "Manager FirmwareVersion", str(e.get("/redfish/v1/Managers/"+e.host.ID).body, "FirmwareVersion"), "3.5")
 	equal(t, "BiosVersion unchanged by a BMC update", str(e.get(e.sys()).body, "BiosVersion"), "2.1.0")
 
+	// Ironic reboots right after SimpleUpdate, usually before the BMC has the image: the update
+	// then activates when the download ends, without waiting for another reset.
+	r = e.must(http.StatusAccepted, http.MethodPost, update, map[string]any{"ImageURI": e.imageURL("/slow/bios-2.2.0.bin")})
+	slowTask := str(r.body, "@odata.id")
+	e.must(http.StatusNoContent, http.MethodPost, e.sys()+"/Actions/ComputerSystem.Reset", map[string]string{"ResetType": "ForceRestart"})
+	equal(t, "TaskState while downloading", e.get(slowTask).body["TaskState"], "Running")
+	equal(t, "BiosVersion while downloading", str(e.get(e.sys()).body, "BiosVersion"), "2.1.0")
+	e.releaseSlow()
+	e.sim.Fleet.Quiesce()
+	equal(t, "TaskState once downloaded after the reset", e.get(slowTask).body["TaskState"], "Completed")
+	equal(t, "BiosVersion once downloaded after the reset", str(e.get(e.sys()).body, "BiosVersion"), "2.2.0")
+
 	// An image the BMC cannot fetch fails the task without any reset.
 	r = e.must(http.StatusAccepted, http.MethodPost, update, map[string]any{"ImageURI": e.imageURL("/nowhere/bios-9.bin")})
 	e.sim.Fleet.Quiesce()
 	r = e.get(str(r.body, "@odata.id"))
 	equal(t, "TaskState of an unfetchable image", r.body["TaskState"], "Exception")
+}
+
+func TestBMCUpdateActivatesItself(t *testing.T) {
+	// Ironic 39 does not reboot the host for a BMC update: it waits for Manager.FirmwareVersion to
+	// change, as a real BMC flashes itself and restarts.
+	e := newEnv(t, envOptions{hosts: 1, configure: func(c *config.Config) { c.BMCUpdateTime = config.Duration{Duration: time.Second} }})
+	r := e.must(http.StatusAccepted, http.MethodPost, "/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate",
+		map[string]any{"ImageURI": e.imageURL("/firmware/bmc-7.1.bin")})
+	task := str(r.body, "@odata.id")
+	e.sim.Fleet.Quiesce()
+	manager := "/redfish/v1/Managers/" + e.host.ID
+	equal(t, "FirmwareVersion right after the download", str(e.get(manager).body, "FirmwareVersion"), "1.00")
+	deadline := time.Now().Add(10 * time.Second)
+	for str(e.get(manager).body, "FirmwareVersion") != "7.1" {
+		if time.Now().After(deadline) {
+			t.Fatalf("FirmwareVersion is still %s, want 7.1 without any reset", str(e.get(manager).body, "FirmwareVersion"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	equal(t, "TaskState", e.get(task).body["TaskState"], "Completed")
+	equal(t, "PowerState (no reset)", e.power(), "Off")
 }
 
 func TestFaultInjection(t *testing.T) {

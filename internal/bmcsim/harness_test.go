@@ -68,7 +68,12 @@ type env struct {
 	// fetches counts GETs per image path.
 	fetchMu sync.Mutex
 	fetches map[string]int
+	// release lets downloads of /slow/... images finish.
+	release     chan struct{}
+	releaseOnce sync.Once
 }
+
+func (e *env) releaseSlow() { e.releaseOnce.Do(func() { close(e.release) }) }
 
 type envOptions struct {
 	hosts     int
@@ -89,7 +94,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if o.hosts == 0 {
 		o.hosts = 2
 	}
-	e := &env{t: t, runner: &fakeRunner{}, fetches: map[string]int{}}
+	e := &env{t: t, runner: &fakeRunner{}, fetches: map[string]int{}, release: make(chan struct{})}
 	e.iso = isotest.Build("deploy", []isotest.File{{Name: "grub.cfg", Data: []byte("linux /vmlinuz ipa-api-url=http://127.0.0.1:6385 --\n")}})
 	e.images = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.fetchMu.Lock()
@@ -100,6 +105,9 @@ func newEnv(t *testing.T, o envOptions) *env {
 			_, _ = w.Write(e.iso)
 		case r.URL.Path == "/not-an-iso.img":
 			_, _ = w.Write(bytes.Repeat([]byte("x"), 40000))
+		case strings.HasPrefix(r.URL.Path, "/slow/"):
+			<-e.release
+			_, _ = w.Write([]byte("firmware payload"))
 		case strings.HasPrefix(r.URL.Path, "/firmware/"):
 			_, _ = w.Write([]byte("firmware payload"))
 		default:
@@ -107,6 +115,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		}
 	}))
 	t.Cleanup(e.images.Close)
+	t.Cleanup(e.releaseSlow) // runs before images.Close, which waits for the slow handlers
 	cfg := testConfig(o.hosts)
 	if o.configure != nil {
 		o.configure(&cfg)
@@ -136,6 +145,7 @@ func (e *env) stop() {
 	if e.sim == nil {
 		return
 	}
+	e.releaseSlow() // the simulator waits for its downloads
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := e.sim.Close(ctx); err != nil {

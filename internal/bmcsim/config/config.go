@@ -31,6 +31,9 @@ type Config struct {
 	BootTime Duration `json:"bootTime"`
 	// WriteSpeedMBps is the simulated image write speed, passed to the agent.
 	WriteSpeedMBps int `json:"writeSpeedMBps"`
+	// BMCUpdateTime is how long a BMC takes to flash its own firmware and restart once it has
+	// downloaded it; then Manager.FirmwareVersion changes (no host reset needed).
+	BMCUpdateTime Duration `json:"bmcUpdateTime"`
 	// RedfishLatency is added to every Redfish answer.
 	RedfishLatency Duration `json:"redfishLatency"`
 	// Faults are the global faults at start.
@@ -143,6 +146,7 @@ func Default() Config {
 		Secret:         "bmcsim",
 		BootTime:       Duration{2 * time.Second},
 		WriteSpeedMBps: 500,
+		BMCUpdateTime:  Duration{5 * time.Second},
 		Profile: Profile{
 			Manufacturer: "Metalforge",
 			Model:        "SimServer 1000",
@@ -196,8 +200,8 @@ func (c *Config) Validate() error {
 	if c.Secret == "" {
 		errs = append(errs, errors.New("secret: must not be empty"))
 	}
-	if c.BootTime.Duration < 0 || c.RedfishLatency.Duration < 0 {
-		errs = append(errs, errors.New("bootTime, redfishLatency: must not be negative"))
+	if c.BootTime.Duration < 0 || c.RedfishLatency.Duration < 0 || c.BMCUpdateTime.Duration < 0 {
+		errs = append(errs, errors.New("bootTime, redfishLatency, bmcUpdateTime: must not be negative"))
 	}
 	if c.WriteSpeedMBps <= 0 {
 		errs = append(errs, fmt.Errorf("writeSpeedMBps: %d must be positive", c.WriteSpeedMBps))

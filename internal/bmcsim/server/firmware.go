@@ -30,8 +30,9 @@ type UpdateRequest struct {
 }
 
 // SimpleUpdate starts a firmware update and returns its task id. The BMC downloads the image at
-// once; the new version is activated on the next reset of the server (a BMC update also on a
-// Manager.Reset). The component comes from Targets (a FirmwareInventory member, the Manager or the
+// once. A BIOS or NIC update is activated on the next reset of the server (a reset during the
+// download activates it when the download ends); a BMC update activates itself BMCUpdateTime
+// after the download, as a BMC flashes and restarts itself (or earlier on a reset). The component comes from Targets (a FirmwareInventory member, the Manager or the
 // System), else from the image file name (bmc, nic, else BIOS). The new version comes from a
 // version= query parameter, else from the last dotted number in the file name, else the current
 // version with its last number increased.
@@ -81,8 +82,26 @@ func (s *Server) download(taskID, image string) {
 					return true
 				}
 				st.Jobs[i].Downloaded = true
-				if t := s.taskLocked(taskID); t != nil {
+				j := st.Jobs[i]
+				bmcNow := j.Component == ComponentBMC && s.fleet.cfg.BMCUpdateTime.Duration <= 0
+				if j.ResetSeen || bmcNow {
+					st.Jobs = append(st.Jobs[:i], st.Jobs[i+1:]...)
+					s.applyFirmwareLocked(j)
+					return true
+				}
+				t := s.taskLocked(taskID)
+				if t != nil {
 					t.Percent = 50
+				}
+				if j.Component == ComponentBMC {
+					if t != nil {
+						t.Messages = append(t.Messages, TaskMessage{ID: "Update.1.0.InstallingOnComponent", Severity: StatusOK,
+							Args: []string{image, ComponentBMC}, Message: "Image '" + image + "' is being installed on 'BMC'; the BMC restarts when done."})
+					}
+					s.scheduleBMCActivation(taskID)
+					return true
+				}
+				if t != nil {
 					t.Messages = append(t.Messages, TaskMessage{ID: "Update.1.0.AwaitToActivate", Severity: StatusOK,
 						Args: []string{image, "ForceRestart"}, Message: "Awaiting a reset to activate image '" + image + "'."})
 				}
@@ -178,5 +197,23 @@ func (s *Server) ManagerReset() {
 	s.update(func(st *State) bool {
 		s.applyOnResetLocked(true)
 		return true
+	})
+}
+
+// scheduleBMCActivation activates a downloaded BMC update after the configured flash time: a BMC
+// updates and restarts itself, and Ironic waits for Manager.FirmwareVersion to change instead of
+// rebooting the host. (A host reset or a Manager.Reset before that activates it at once.)
+func (s *Server) scheduleBMCActivation(taskID string) {
+	time.AfterFunc(s.fleet.cfg.BMCUpdateTime.Duration, func() {
+		s.update(func(st *State) bool {
+			for i, j := range st.Jobs {
+				if j.TaskID == taskID && j.Downloaded {
+					st.Jobs = append(st.Jobs[:i], st.Jobs[i+1:]...)
+					s.applyFirmwareLocked(j)
+					return true
+				}
+			}
+			return false
+		})
 	})
 }

@@ -120,21 +120,27 @@ func normalize(st *State, bootMode *string) {
 	st.NextSub = max(st.NextSub, 1)
 }
 
-// Resume restarts the agents of servers that were running one when the state was saved, and the
-// downloads of firmware updates that had not finished.
+// Resume restarts the agents of servers that were running one when the state was saved, the
+// downloads of firmware updates that had not finished and the BMC updates being flashed.
 func (f *Fleet) Resume() {
 	for _, s := range f.Servers {
 		s.resume()
 		s.mu.Lock()
-		var pending []Job
+		var pending, flashing []Job
 		for _, j := range s.st.Jobs {
-			if j.Kind == "firmware" && !j.Downloaded {
+			switch {
+			case j.Kind == "firmware" && !j.Downloaded:
 				pending = append(pending, j)
+			case j.Kind == "firmware" && j.Component == ComponentBMC:
+				flashing = append(flashing, j)
 			}
 		}
 		s.mu.Unlock()
 		for _, j := range pending {
 			s.download(j.TaskID, j.ImageURI)
+		}
+		for _, j := range flashing {
+			s.scheduleBMCActivation(j.TaskID)
 		}
 	}
 }

@@ -51,13 +51,15 @@ func (t *Task) Done() bool { return t.State == TaskCompleted || t.State == TaskE
 type Job struct {
 	TaskID string `json:"taskId"`
 	// Kind is firmware, createVolume or deleteVolume.
-	Kind       string  `json:"kind"`
-	Component  string  `json:"component,omitempty"`
-	ImageURI   string  `json:"imageUri,omitempty"`
-	Version    string  `json:"version,omitempty"`
-	Downloaded bool    `json:"downloaded,omitempty"`
-	Volume     *Volume `json:"volume,omitempty"`
-	VolumeID   string  `json:"volumeId,omitempty"`
+	Kind       string `json:"kind"`
+	Component  string `json:"component,omitempty"`
+	ImageURI   string `json:"imageUri,omitempty"`
+	Version    string `json:"version,omitempty"`
+	Downloaded bool   `json:"downloaded,omitempty"`
+	// ResetSeen records a reset while the image was still downloading.
+	ResetSeen bool    `json:"resetSeen,omitempty"`
+	Volume    *Volume `json:"volume,omitempty"`
+	VolumeID  string  `json:"volumeId,omitempty"`
 }
 
 func (s *Server) newTaskLocked(name, targetURI, method string) *Task {
@@ -115,23 +117,18 @@ func (s *Server) applyOnResetLocked(bmcOnly bool) {
 	if !bmcOnly {
 		s.applyBIOSLocked()
 	}
-	failFirmware := s.fleet.Faults.For(s.Name).FailFirmwareUpdate
 	var keep []Job
 	for _, j := range s.st.Jobs {
 		switch {
-		case j.Kind == "firmware" && (!bmcOnly || j.Component == ComponentBMC) && j.Downloaded:
-			if failFirmware {
-				s.finishTaskLocked(j.TaskID, TaskException, StatusCritical, TaskMessage{
-					ID: "Update.1.0.ApplyFailed", Severity: StatusCritical, Args: []string{j.ImageURI, j.Component},
-					Message: "Installing or applying the image '" + j.ImageURI + "' to '" + j.Component + "' failed (injected fault).",
-				})
+		case j.Kind == "firmware" && (!bmcOnly || j.Component == ComponentBMC):
+			if !j.Downloaded {
+				// Ironic reboots right after SimpleUpdate, often before the BMC has the image:
+				// the update then activates as soon as the download ends.
+				j.ResetSeen = true
+				keep = append(keep, j)
 				continue
 			}
-			s.setVersionLocked(j.Component, j.Version)
-			s.finishTaskLocked(j.TaskID, TaskCompleted, StatusOK, TaskMessage{
-				ID: "Update.1.0.UpdateSuccessful", Severity: StatusOK, Args: []string{j.Component, j.ImageURI},
-				Message: "Device '" + j.Component + "' successfully updated with image '" + j.ImageURI + "'; version " + j.Version + ".",
-			})
+			s.applyFirmwareLocked(j)
 		case j.Kind == "createVolume" && !bmcOnly:
 			s.st.Volumes = append(s.st.Volumes, *j.Volume)
 			s.finishTaskLocked(j.TaskID, TaskCompleted, StatusOK, TaskMessage{
@@ -147,4 +144,21 @@ func (s *Server) applyOnResetLocked(bmcOnly bool) {
 		}
 	}
 	s.st.Jobs = keep
+}
+
+// applyFirmwareLocked activates a downloaded firmware update (or fails it under the
+// FailFirmwareUpdate fault) and ends its task.
+func (s *Server) applyFirmwareLocked(j Job) {
+	if s.fleet.Faults.For(s.Name).FailFirmwareUpdate {
+		s.finishTaskLocked(j.TaskID, TaskException, StatusCritical, TaskMessage{
+			ID: "Update.1.0.ApplyFailed", Severity: StatusCritical, Args: []string{j.ImageURI, j.Component},
+			Message: "Installing or applying the image '" + j.ImageURI + "' to '" + j.Component + "' failed (injected fault).",
+		})
+		return
+	}
+	s.setVersionLocked(j.Component, j.Version)
+	s.finishTaskLocked(j.TaskID, TaskCompleted, StatusOK, TaskMessage{
+		ID: "Update.1.0.UpdateSuccessful", Severity: StatusOK, Args: []string{j.Component, j.ImageURI},
+		Message: "Device '" + j.Component + "' successfully updated with image '" + j.ImageURI + "'; version " + j.Version + ".",
+	})
 }
