@@ -95,7 +95,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	var hosts metal3.BareMetalHostList
-	if err := r.List(context.Background(), &hosts); err != nil {
+	// Read-only counting: no deep copy of every cached host on each scrape.
+	if err := r.List(context.Background(), &hosts, client.UnsafeDisableDeepCopy); err != nil {
 		return
 	}
 	counts := map[metal3.ProvisioningState]int{}
