@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -22,46 +23,47 @@ var errSecretNotFound = errors.New("secret not found")
 
 // secrets reads the Secrets hosts use. The manager caches only Secrets labelled
 // environment.metal3.io=baremetal, so memory does not grow with the cluster's other Secrets. A
-// Secret seen for the first time is read once through the API reader, then labelled and given
-// the secret finalizer in ONE update; from then on the cache has it and its changes wake the
-// hosts that use it (through the index on secretNamesField).
+// Secret not in that cache yet is labelled and given the secret finalizer in ONE patch that also
+// returns it; from then on the cache has it and its changes wake the hosts that use it (through
+// the index on secretNamesField).
 type secrets struct {
 	client client.Client // cached (label-filtered) reads, writes
 	reader client.Reader // uncached reads
 }
 
-// get returns the Secret, labelled and finalized when adopt is set.
+// get returns the Secret, labelled and finalized when adopt is set. A Secret missing from the
+// (label-filtered) cache is labelled and finalized with one strategic merge patch, whose response
+// carries the Secret: no read first, and other finalizers and labels are kept (finalizers merge
+// as a set). A deleting host only reads (it must not take a Secret it is about to release).
 func (m secrets) get(ctx context.Context, key types.NamespacedName, adopt bool) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
 	err := m.client.Get(ctx, key, secret)
-	if err == nil && managed(secret) {
+	if err == nil && (managed(secret) || !adopt) {
 		return secret, nil
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("reading secret %s: %w", key, err)
 	}
-	if apierrors.IsNotFound(err) {
+	if !adopt {
 		if err := m.reader.Get(ctx, key, secret); apierrors.IsNotFound(err) {
 			return nil, errSecretNotFound
 		} else if err != nil {
 			return nil, fmt.Errorf("reading secret %s: %w", key, err)
 		}
-	}
-	if managed(secret) || !adopt {
-		// Labelled already (the cache has not caught up yet), or the host is being deleted and
-		// must not take a Secret it is about to release.
 		return secret, nil
 	}
-	if secret.Labels == nil {
-		secret.Labels = map[string]string{}
-	}
-	secret.Labels[metal3.EnvironmentLabel] = metal3.EnvironmentLabelValue
-	controllerutil.AddFinalizer(secret, metal3.SecretsFinalizer)
-	if err := m.client.Update(ctx, secret); err != nil {
+	secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	if err := m.client.Patch(ctx, secret, client.RawPatch(types.StrategicMergePatchType, adoptSecretPatch)); apierrors.IsNotFound(err) {
+		return nil, errSecretNotFound
+	} else if err != nil {
 		return nil, fmt.Errorf("labelling secret %s: %w", key, err)
 	}
 	return secret, nil
 }
+
+// adoptSecretPatch labels a Secret for the operator's cache and adds the secret finalizer.
+var adoptSecretPatch = []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%q},"finalizers":[%q]}}`,
+	metal3.EnvironmentLabel, metal3.EnvironmentLabelValue, metal3.SecretsFinalizer))
 
 func managed(s *corev1.Secret) bool {
 	return s.Labels[metal3.EnvironmentLabel] == metal3.EnvironmentLabelValue &&
