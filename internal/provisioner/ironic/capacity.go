@@ -1,0 +1,97 @@
+package ironic
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// busyStates are the states that count against PROVISIONING_LIMIT, as in metal3.
+var busyStates = map[nodes.ProvisionState]bool{
+	nodes.Cleaning: true, nodes.CleanWait: true,
+	nodes.Inspecting: true, nodes.InspectWait: true,
+	nodes.Deploying: true, nodes.DeployWait: true,
+	nodes.Deleting: true,
+}
+
+// HasCapacity reports whether fewer than PROVISIONING_LIMIT nodes are busy. Nodes that boot by
+// virtual media do not count (metal3: they need no DHCP and share one image). The count comes from
+// one list request and is reused for CapacityCacheTTL, so a thousand hosts asking at once cost one
+// request.
+func (p *Provisioner) HasCapacity(ctx context.Context) (bool, error) {
+	ctx = withOp(ctx, "capacity")
+	busy, err := p.capacity.count(ctx, func(ctx context.Context) (int, error) { return p.countBusy(ctx) })
+	if err != nil {
+		return false, err
+	}
+	return busy < p.cfg.ProvisioningLimit, nil
+}
+
+func (p *Provisioner) countBusy(ctx context.Context) (int, error) {
+	s, err := p.session(ctx)
+	if err != nil {
+		return 0, err
+	}
+	pages, err := nodes.List(s.sc, nodes.ListOpts{Fields: []string{"uuid", "provision_state", "boot_interface"}, Limit: 1000}).AllPages(ctx)
+	if err != nil {
+		return 0, classifyError(err, "listing Ironic nodes")
+	}
+	list, err := nodes.ExtractNodes(pages)
+	if err != nil {
+		return 0, classifyError(err, "reading the list of Ironic nodes")
+	}
+	return busyCount(list), nil
+}
+
+// busyCount counts the nodes busy in states that count against the limit, leaving out virtual
+// media nodes.
+func busyCount(list []nodes.Node) int {
+	n := 0
+	for _, node := range list {
+		if busyStates[nodes.ProvisionState(node.ProvisionState)] && !strings.Contains(node.BootInterface, "virtual-media") {
+			n++
+		}
+	}
+	return n
+}
+
+// capacityCache keeps the busy count for a few seconds; one caller refreshes it while the others
+// wait for the result.
+type capacityCache struct {
+	ttl time.Duration
+	mu  sync.Mutex
+	at  time.Time
+	n   int
+}
+
+func (c *capacityCache) count(ctx context.Context, fetch func(context.Context) (int, error)) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && time.Since(c.at) < c.ttl {
+		return c.n, nil
+	}
+	n, err := fetch(ctx)
+	if err != nil {
+		return 0, err
+	}
+	c.n, c.at = n, time.Now()
+	return n, nil
+}
+
+// PreprovisioningImageFormats: with an image builder, the formats it may build, ISO first (virtual
+// media hosts boot it directly; others fall back to the initrd, see deployImage). Without one, nil.
+// The interface gives no host, so the list cannot depend on the host's BMC as metal3's does.
+func (p *Provisioner) PreprovisioningImageFormats() ([]metal3.ImageFormat, error) {
+	if !p.cfg.PreprovisioningImageBuilder {
+		return nil, nil
+	}
+	return []metal3.ImageFormat{metal3.ImageFormatISO, metal3.ImageFormatInitRD}, nil
+}
+
+var _ provisioner.Capacity = (*Provisioner)(nil)

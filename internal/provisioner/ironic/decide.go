@@ -1,0 +1,308 @@
+package ironic
+
+import (
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// Every operation first decides, from the node it read and nothing else, what to do next; the
+// decide* functions below are that decision, pure and table-tested. The operation then carries
+// it out (a patch and a state change at most).
+
+// action is the next thing an operation does.
+type action int
+
+const (
+	actDone       action = iota // finished
+	actWaitShort                // Ironic works on something quick: look again soon
+	actWaitLong                 // Ironic works on something long: look again later
+	actFail                     // the operation failed; decision.msg says why
+	actUnexpected               // the node is in a state the operation cannot work from
+	actManage                   // → manageable (from enroll, available, clean/adopt failed)
+	actProvide                  // manageable → available (automated cleaning)
+	actInspect                  // → inspecting
+	actClean                    // manageable → manual cleaning
+	actDeploy                   // available / deploy failed → deploying
+	actUndeploy                 // active / deploy failed / error → deleting
+	actAdopt                    // manageable / adopt failed → adopting
+	actService                  // active / service failed → servicing
+	actAbort                    // stop what the node waits for
+	actPowerOn
+	actPowerOff     // hard
+	actSoftPowerOff // soft, falling back to hard
+)
+
+var actionNames = map[action]string{
+	actDone: "done", actWaitShort: "wait-short", actWaitLong: "wait-long", actFail: "fail", actUnexpected: "unexpected",
+	actManage: "manage", actProvide: "provide", actInspect: "inspect", actClean: "clean", actDeploy: "deploy",
+	actUndeploy: "undeploy", actAdopt: "adopt", actService: "service", actAbort: "abort",
+	actPowerOn: "power-on", actPowerOff: "power-off", actSoftPowerOff: "soft-power-off",
+}
+
+func (a action) String() string { return actionNames[a] }
+
+// decision is an action with, for actFail, the status message.
+type decision struct {
+	act action
+	msg string
+}
+
+func do(a action) decision { return decision{act: a} }
+func fail(what string, n *nodes.Node) decision {
+	return decision{act: actFail, msg: failureMessage(what, n.LastError)}
+}
+
+// failureMessage is the status message for a failed Ironic operation. Known secrets are removed
+// by the caller (result), which knows the host.
+func failureMessage(what, lastError string) string {
+	if lastError == "" {
+		return what
+	}
+	return what + ": " + lastError
+}
+
+// result turns the simple decisions into a provisioner.Result; ok is false for the actions the
+// operation must carry out itself.
+func (p *Provisioner) result(d decision, host provisioner.Host) (provisioner.Result, bool) {
+	switch d.act {
+	case actDone:
+		return provisioner.Done(), true
+	case actWaitShort:
+		return p.short(), true
+	case actWaitLong:
+		return p.long(), true
+	case actFail:
+		return provisioner.Failed(sanitize(d.msg, host.BMCCredentials.Password)), true
+	}
+	return provisioner.Result{}, false
+}
+
+func state(n *nodes.Node) nodes.ProvisionState { return nodes.ProvisionState(n.ProvisionState) }
+
+// decideRegistration: after enrollment and updates, move enroll → manageable (Ironic verifies the
+// BMC). A failed verification is reported unless there is something new to try (credentials just
+// written, or a retry asked for).
+func decideRegistration(n *nodes.Node, newCredentials, restartOnFailure bool) decision {
+	switch state(n) {
+	case nodes.Enroll:
+		if n.LastError != "" && !newCredentials && !restartOnFailure {
+			return decision{act: actFail, msg: bmcProblem(n.LastError)}
+		}
+		if n.TargetProvisionState == string(nodes.Manageable) || n.TargetProvisionState == string(nodes.TargetManage) {
+			return do(actWaitShort) // manage already asked for
+		}
+		return do(actManage)
+	case nodes.Verifying:
+		return do(actWaitShort)
+	}
+	return do(actDone)
+}
+
+// decideInspection: inspection runs from manageable; a node inspected before answers with its
+// inventory unless refresh.
+func decideInspection(n *nodes.Node, opts provisioner.InspectOptions) decision {
+	inspected := n.InspectionFinishedAt != nil
+	switch state(n) {
+	case nodes.Available:
+		return do(actManage)
+	case nodes.Inspecting, nodes.InspectWait:
+		return do(actWaitLong)
+	case nodes.InspectFail:
+		if !opts.RestartOnFailure && !opts.Refresh {
+			return fail("Inspection failed", n)
+		}
+		return do(actInspect)
+	case nodes.Manageable:
+		if opts.Refresh || !inspected {
+			return do(actInspect)
+		}
+		return do(actDone)
+	}
+	if opts.Refresh || !inspected {
+		return do(actUnexpected)
+	}
+	return do(actDone)
+}
+
+// decidePreparation: manual cleaning from manageable, unless there are no steps or the same steps
+// already ran (finished).
+func decidePreparation(n *nodes.Node, hasSteps, finished, restartOnFailure bool) decision {
+	switch state(n) {
+	case nodes.Manageable:
+		if !hasSteps || finished {
+			return do(actDone)
+		}
+		return do(actClean)
+	case nodes.Available:
+		if !hasSteps || finished {
+			return do(actDone)
+		}
+		return do(actManage)
+	case nodes.Cleaning, nodes.CleanWait, nodes.CleanHold:
+		return do(actWaitLong)
+	case nodes.CleanFail:
+		if !restartOnFailure {
+			return fail("Preparation (manual cleaning) failed", n)
+		}
+		return do(actManage)
+	}
+	return do(actUnexpected)
+}
+
+// decideProvisioning: manageable → provide → available → deploy → active. matches says the node is
+// set up for the requested image, which tells an old failure (report it) or an old deployment
+// (abort it, with API 1.110) from the current request.
+func decideProvisioning(n *nodes.Node, matches, restartOnFailure bool, f Features) decision {
+	switch state(n) {
+	case nodes.Manageable:
+		return do(actProvide)
+	case nodes.Cleaning, nodes.CleanWait, nodes.Deleting:
+		return do(actWaitLong)
+	case nodes.CleanFail:
+		if !restartOnFailure {
+			return fail("Cleaning before provisioning failed", n)
+		}
+		return do(actManage)
+	case nodes.Available:
+		return do(actDeploy)
+	case nodes.DeployWait:
+		if !matches && f.DeployWaitAbort {
+			return do(actAbort)
+		}
+		return do(actWaitLong)
+	case nodes.Deploying, nodes.DeployHold:
+		return do(actWaitLong)
+	case nodes.DeployFail:
+		if matches && !restartOnFailure {
+			return fail("Image provisioning failed", n)
+		}
+		return do(actDeploy)
+	case nodes.Active:
+		return do(actDone)
+	}
+	return do(actUnexpected)
+}
+
+// decideDeprovisioning: active → deleting → (cleaning) → available; a failed clean is retried from
+// manageable; a manual cleaning in the way is aborted.
+func decideDeprovisioning(n *nodes.Node, restartOnFailure bool) decision {
+	switch state(n) {
+	case nodes.Active, nodes.DeployFail, nodes.DeployWait, nodes.DeployHold:
+		return do(actUndeploy)
+	case nodes.Deleting, nodes.Cleaning, nodes.Deploying:
+		return do(actWaitLong)
+	case nodes.CleanWait:
+		if n.TargetProvisionState == string(nodes.Manageable) {
+			return do(actAbort)
+		}
+		return do(actWaitLong)
+	case nodes.Error:
+		if !restartOnFailure {
+			return fail("Deprovisioning failed", n)
+		}
+		return do(actUndeploy)
+	case nodes.CleanFail:
+		if !restartOnFailure && !containsFold(n.LastError, "abort") {
+			return fail("Cleaning failed", n)
+		}
+		return do(actManage)
+	case nodes.Manageable:
+		return do(actProvide)
+	case nodes.Available:
+		return do(actDone)
+	}
+	return do(actUnexpected)
+}
+
+// decideAdoption: an active node is done (the steady state); a manageable one (re-registered after
+// Ironic lost its database) is adopted, unless it is being deprovisioned with no image to adopt.
+func decideAdoption(n *nodes.Node, hostState metal3.ProvisioningState, hasImage, restartOnFailure bool) decision {
+	switch state(n) {
+	case nodes.Active:
+		return do(actDone)
+	case nodes.Manageable:
+		if hostState == metal3.StateDeprovisioning && !hasImage &&
+			isEmpty(n.InstanceInfo["image_source"]) && isEmpty(n.InstanceInfo["boot_iso"]) {
+			return do(actDone)
+		}
+		return do(actAdopt)
+	case nodes.Available:
+		return do(actManage)
+	case nodes.Adopting, nodes.Verifying:
+		return do(actWaitShort)
+	case nodes.AdoptFail:
+		if !restartOnFailure {
+			return fail("Host adoption failed", n)
+		}
+		return do(actAdopt)
+	case nodes.Enroll:
+		return do(actUnexpected)
+	}
+	// Busy with something else (cleaning, servicing, deleting...): nothing to adopt.
+	return do(actDone)
+}
+
+// decideServicing: servicing from active; no steps while waiting or failed means abort.
+func decideServicing(n *nodes.Node, hasSteps, finished, restartOnFailure bool) decision {
+	switch state(n) {
+	case nodes.Active:
+		if !hasSteps || finished {
+			return do(actDone)
+		}
+		return do(actService)
+	case nodes.Servicing, nodes.ServiceHold:
+		return do(actWaitLong)
+	case nodes.ServiceWait:
+		if !hasSteps {
+			return do(actAbort)
+		}
+		return do(actWaitLong)
+	case nodes.ServiceFail:
+		if !hasSteps {
+			return do(actAbort)
+		}
+		if !restartOnFailure {
+			return fail("Servicing failed", n)
+		}
+		return do(actService)
+	}
+	return do(actUnexpected)
+}
+
+// decidePowerOn: last is the power change this provisioner asked for last ("" when none): asked,
+// not pending, not on, and Ironic recorded an error means the power on failed.
+func decidePowerOn(n *nodes.Node, last string, force bool) decision {
+	switch {
+	case n.PowerState == powerOn:
+		return do(actDone)
+	case n.TargetPowerState == powerOn:
+		return do(actWaitShort)
+	case last == powerOn && n.LastError != "" && !force:
+		return fail("Power on failed", n)
+	case n.TargetProvisionState != "":
+		return do(actWaitShort) // Ironic refuses power changes during a provision state change
+	}
+	return do(actPowerOn)
+}
+
+// decidePowerOff: soft by default; hard for the hard mode, force, or after a soft power off that
+// did not take.
+func decidePowerOff(n *nodes.Node, mode metal3.RebootMode, last string, force bool) decision {
+	switch {
+	case n.PowerState == powerOff:
+		return do(actDone)
+	case n.TargetPowerState == powerOff || n.TargetPowerState == softPowerOff:
+		return do(actWaitShort)
+	case n.DisablePowerOff:
+		return decision{act: actFail, msg: "power off is disabled for this host (spec.disablePowerOff)"}
+	case last == powerOff && n.LastError != "" && !force:
+		return fail("Power off failed", n)
+	case n.TargetProvisionState != "":
+		return do(actWaitShort)
+	case last == softPowerOff || mode == metal3.RebootModeHard || force:
+		return do(actPowerOff)
+	}
+	return do(actSoftPowerOff)
+}

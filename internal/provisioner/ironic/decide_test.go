@@ -1,0 +1,224 @@
+package ironic
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// node is a node fixture: provision state, then optional key=value settings.
+func node(st nodes.ProvisionState, opts ...func(*nodes.Node)) *nodes.Node {
+	n := &nodes.Node{UUID: "n1", ProvisionState: string(st), InstanceInfo: map[string]any{}}
+	for _, o := range opts {
+		o(n)
+	}
+	return n
+}
+
+func lastError(msg string) func(*nodes.Node) { return func(n *nodes.Node) { n.LastError = msg } }
+func target(t string) func(*nodes.Node)      { return func(n *nodes.Node) { n.TargetProvisionState = t } }
+func power(s, target string) func(*nodes.Node) {
+	return func(n *nodes.Node) { n.PowerState, n.TargetPowerState = s, target }
+}
+func inspected(n *nodes.Node) { t := time.Unix(1, 0); n.InspectionFinishedAt = &t }
+
+type decideCase struct {
+	got      decision
+	want     action
+	wantMsg  string // substring of the failure message
+	noSecret string
+}
+
+func checkDecisions(t *testing.T, cases map[string]decideCase) {
+	t.Helper()
+	for name, tc := range cases {
+		if tc.got.act != tc.want {
+			t.Errorf("%s: %s, want %s", name, tc.got.act, tc.want)
+			continue
+		}
+		if tc.want == actFail && !strings.Contains(tc.got.msg, tc.wantMsg) {
+			t.Errorf("%s: message %q, want it to contain %q", name, tc.got.msg, tc.wantMsg)
+		}
+	}
+}
+
+func TestDecideRegistration(t *testing.T) {
+	bad := "Failed to get power state for node n1. Error: HTTP GET http://bmc/redfish/v1/Systems/1 returned code 401. Base.1.18.NoValidSession: x"
+	checkDecisions(t, map[string]decideCase{
+		"fresh node":                   {got: decideRegistration(node(nodes.Enroll), true, false), want: actManage},
+		"manage under way":             {got: decideRegistration(node(nodes.Enroll, target("manageable")), false, false), want: actWaitShort},
+		"verifying":                    {got: decideRegistration(node(nodes.Verifying), false, false), want: actWaitShort},
+		"wrong credentials":            {got: decideRegistration(node(nodes.Enroll, lastError(bad)), false, false), want: actFail, wantMsg: "BMC rejected the credentials (HTTP 401)"},
+		"new credentials after a fail": {got: decideRegistration(node(nodes.Enroll, lastError(bad)), true, false), want: actManage},
+		"retry after a fail":           {got: decideRegistration(node(nodes.Enroll, lastError(bad)), false, true), want: actManage},
+		"manageable":                   {got: decideRegistration(node(nodes.Manageable), false, false), want: actDone},
+		"active":                       {got: decideRegistration(node(nodes.Active), false, false), want: actDone},
+	})
+}
+
+func TestDecideInspection(t *testing.T) {
+	none := provisioner.InspectOptions{}
+	refresh := provisioner.InspectOptions{Refresh: true}
+	restart := provisioner.InspectOptions{RestartOnFailure: true}
+	checkDecisions(t, map[string]decideCase{
+		"never inspected":           {got: decideInspection(node(nodes.Manageable), none), want: actInspect},
+		"inspected":                 {got: decideInspection(node(nodes.Manageable, inspected), none), want: actDone},
+		"inspected, refresh":        {got: decideInspection(node(nodes.Manageable, inspected), refresh), want: actInspect},
+		"available":                 {got: decideInspection(node(nodes.Available), none), want: actManage},
+		"inspecting":                {got: decideInspection(node(nodes.Inspecting), none), want: actWaitLong},
+		"inspect wait":              {got: decideInspection(node(nodes.InspectWait), none), want: actWaitLong},
+		"failed":                    {got: decideInspection(node(nodes.InspectFail, lastError("boom")), none), want: actFail, wantMsg: "Inspection failed: boom"},
+		"failed, restart":           {got: decideInspection(node(nodes.InspectFail), restart), want: actInspect},
+		"active with data":          {got: decideInspection(node(nodes.Active, inspected), none), want: actDone},
+		"active without data":       {got: decideInspection(node(nodes.Active), none), want: actUnexpected},
+		"active, refresh requested": {got: decideInspection(node(nodes.Active, inspected), refresh), want: actUnexpected},
+	})
+}
+
+func TestDecidePreparation(t *testing.T) {
+	checkDecisions(t, map[string]decideCase{
+		"steps to run":         {got: decidePreparation(node(nodes.Manageable), true, false, false), want: actClean},
+		"no steps":             {got: decidePreparation(node(nodes.Manageable), false, false, false), want: actDone},
+		"same steps ran":       {got: decidePreparation(node(nodes.Manageable), true, true, false), want: actDone},
+		"available with steps": {got: decidePreparation(node(nodes.Available), true, false, false), want: actManage},
+		"available, no steps":  {got: decidePreparation(node(nodes.Available), false, false, false), want: actDone},
+		"cleaning":             {got: decidePreparation(node(nodes.Cleaning), true, true, false), want: actWaitLong},
+		"clean wait":           {got: decidePreparation(node(nodes.CleanWait), true, true, false), want: actWaitLong},
+		"failed":               {got: decidePreparation(node(nodes.CleanFail, lastError("raid")), true, true, false), want: actFail, wantMsg: "manual cleaning) failed: raid"},
+		"failed, restart":      {got: decidePreparation(node(nodes.CleanFail), true, true, true), want: actManage},
+		"active":               {got: decidePreparation(node(nodes.Active), true, false, false), want: actUnexpected},
+	})
+}
+
+func TestDecideProvisioning(t *testing.T) {
+	with := Features{DeployWaitAbort: true}
+	without := Features{}
+	checkDecisions(t, map[string]decideCase{
+		"manageable":                    {got: decideProvisioning(node(nodes.Manageable), true, false, with), want: actProvide},
+		"cleaning":                      {got: decideProvisioning(node(nodes.Cleaning), true, false, with), want: actWaitLong},
+		"clean failed":                  {got: decideProvisioning(node(nodes.CleanFail, lastError("x")), true, false, with), want: actFail, wantMsg: "Cleaning before provisioning failed: x"},
+		"clean failed, restart":         {got: decideProvisioning(node(nodes.CleanFail), true, true, with), want: actManage},
+		"available":                     {got: decideProvisioning(node(nodes.Available), false, false, with), want: actDeploy},
+		"deploying":                     {got: decideProvisioning(node(nodes.Deploying), true, false, with), want: actWaitLong},
+		"deploy wait":                   {got: decideProvisioning(node(nodes.DeployWait), true, false, with), want: actWaitLong},
+		"deploy wait, new image, 1.110": {got: decideProvisioning(node(nodes.DeployWait), false, false, with), want: actAbort},
+		"deploy wait, new image, old":   {got: decideProvisioning(node(nodes.DeployWait), false, false, without), want: actWaitLong},
+		"deploy failed, same image":     {got: decideProvisioning(node(nodes.DeployFail, lastError("checksum")), true, false, with), want: actFail, wantMsg: "Image provisioning failed: checksum"},
+		"deploy failed, restart":        {got: decideProvisioning(node(nodes.DeployFail), true, true, with), want: actDeploy},
+		"deploy failed, new image":      {got: decideProvisioning(node(nodes.DeployFail), false, false, with), want: actDeploy},
+		"active":                        {got: decideProvisioning(node(nodes.Active), true, false, with), want: actDone},
+		"enroll":                        {got: decideProvisioning(node(nodes.Enroll), true, false, with), want: actUnexpected},
+	})
+}
+
+func TestDecideDeprovisioning(t *testing.T) {
+	checkDecisions(t, map[string]decideCase{
+		"active":                  {got: decideDeprovisioning(node(nodes.Active), false), want: actUndeploy},
+		"deploy failed":           {got: decideDeprovisioning(node(nodes.DeployFail), false), want: actUndeploy},
+		"deploy wait":             {got: decideDeprovisioning(node(nodes.DeployWait), false), want: actUndeploy},
+		"deleting":                {got: decideDeprovisioning(node(nodes.Deleting), false), want: actWaitLong},
+		"automated clean wait":    {got: decideDeprovisioning(node(nodes.CleanWait, target("available")), false), want: actWaitLong},
+		"manual clean wait":       {got: decideDeprovisioning(node(nodes.CleanWait, target("manageable")), false), want: actAbort},
+		"error":                   {got: decideDeprovisioning(node(nodes.Error, lastError("x")), false), want: actFail, wantMsg: "Deprovisioning failed: x"},
+		"error, restart":          {got: decideDeprovisioning(node(nodes.Error), true), want: actUndeploy},
+		"clean failed":            {got: decideDeprovisioning(node(nodes.CleanFail, lastError("disk")), false), want: actFail, wantMsg: "Cleaning failed: disk"},
+		"clean failed, restart":   {got: decideDeprovisioning(node(nodes.CleanFail), true), want: actManage},
+		"clean aborted by us":     {got: decideDeprovisioning(node(nodes.CleanFail, lastError("Clean operation aborted")), false), want: actManage},
+		"manageable":              {got: decideDeprovisioning(node(nodes.Manageable), false), want: actProvide},
+		"available":               {got: decideDeprovisioning(node(nodes.Available), false), want: actDone},
+		"inspecting (unexpected)": {got: decideDeprovisioning(node(nodes.Inspecting), false), want: actUnexpected},
+	})
+}
+
+func TestDecideAdoption(t *testing.T) {
+	withImage := func(n *nodes.Node) { n.InstanceInfo["image_source"] = "http://x/img" }
+	checkDecisions(t, map[string]decideCase{
+		"active (steady state)":            {got: decideAdoption(node(nodes.Active), metal3.StateProvisioned, true, false), want: actDone},
+		"re-registered":                    {got: decideAdoption(node(nodes.Manageable), metal3.StateProvisioned, true, false), want: actAdopt},
+		"deprovisioning, nothing to adopt": {got: decideAdoption(node(nodes.Manageable), metal3.StateDeprovisioning, false, false), want: actDone},
+		"deprovisioning, image on node":    {got: decideAdoption(node(nodes.Manageable, withImage), metal3.StateDeprovisioning, false, false), want: actAdopt},
+		"available":                        {got: decideAdoption(node(nodes.Available), metal3.StateProvisioned, true, false), want: actManage},
+		"adopting":                         {got: decideAdoption(node(nodes.Adopting), metal3.StateProvisioned, true, false), want: actWaitShort},
+		"adopt failed":                     {got: decideAdoption(node(nodes.AdoptFail, lastError("x")), metal3.StateProvisioned, true, false), want: actFail, wantMsg: "Host adoption failed: x"},
+		"adopt failed, restart":            {got: decideAdoption(node(nodes.AdoptFail), metal3.StateProvisioned, true, true), want: actAdopt},
+		"enroll":                           {got: decideAdoption(node(nodes.Enroll), metal3.StateProvisioned, true, false), want: actUnexpected},
+		"servicing":                        {got: decideAdoption(node(nodes.ServiceWait), metal3.StateProvisioned, true, false), want: actDone},
+	})
+}
+
+func TestDecideServicing(t *testing.T) {
+	checkDecisions(t, map[string]decideCase{
+		"steps":                    {got: decideServicing(node(nodes.Active), true, false, false), want: actService},
+		"same steps ran":           {got: decideServicing(node(nodes.Active), true, true, false), want: actDone},
+		"nothing to do":            {got: decideServicing(node(nodes.Active), false, false, false), want: actDone},
+		"servicing":                {got: decideServicing(node(nodes.Servicing), true, true, false), want: actWaitLong},
+		"service wait":             {got: decideServicing(node(nodes.ServiceWait), true, true, false), want: actWaitLong},
+		"service wait, taken back": {got: decideServicing(node(nodes.ServiceWait), false, false, false), want: actAbort},
+		"failed":                   {got: decideServicing(node(nodes.ServiceFail, lastError("bios")), true, true, false), want: actFail, wantMsg: "Servicing failed: bios"},
+		"failed, taken back":       {got: decideServicing(node(nodes.ServiceFail), false, false, false), want: actAbort},
+		"failed, restart":          {got: decideServicing(node(nodes.ServiceFail), true, true, true), want: actService},
+		"manageable":               {got: decideServicing(node(nodes.Manageable), true, false, false), want: actUnexpected},
+	})
+}
+
+func TestDecidePower(t *testing.T) {
+	soft, hard := metal3.RebootModeSoft, metal3.RebootModeHard
+	checkDecisions(t, map[string]decideCase{
+		"on: done":                   {got: decidePowerOn(node(nodes.Active, power(powerOn, "")), "", false), want: actDone},
+		"on: pending":                {got: decidePowerOn(node(nodes.Active, power(powerOff, powerOn)), powerOn, false), want: actWaitShort},
+		"on: start":                  {got: decidePowerOn(node(nodes.Active, power(powerOff, "")), "", false), want: actPowerOn},
+		"on: tried and failed":       {got: decidePowerOn(node(nodes.Active, power(powerOff, ""), lastError("timeout")), powerOn, false), want: actFail, wantMsg: "Power on failed: timeout"},
+		"on: failed, forced":         {got: decidePowerOn(node(nodes.Active, power(powerOff, ""), lastError("timeout")), powerOn, true), want: actPowerOn},
+		"on: old error, not ours":    {got: decidePowerOn(node(nodes.Active, power(powerOff, ""), lastError("old")), "", false), want: actPowerOn},
+		"on: provision state change": {got: decidePowerOn(node(nodes.Deploying, power(powerOff, ""), target("active")), "", false), want: actWaitShort},
+		"off: done":                  {got: decidePowerOff(node(nodes.Active, power(powerOff, "")), soft, "", false), want: actDone},
+		"off: soft":                  {got: decidePowerOff(node(nodes.Active, power(powerOn, "")), soft, "", false), want: actSoftPowerOff},
+		"off: hard":                  {got: decidePowerOff(node(nodes.Active, power(powerOn, "")), hard, "", false), want: actPowerOff},
+		"off: forced":                {got: decidePowerOff(node(nodes.Active, power(powerOn, "")), soft, "", true), want: actPowerOff},
+		"off: soft did not take":     {got: decidePowerOff(node(nodes.Active, power(powerOn, ""), lastError("timeout")), soft, softPowerOff, false), want: actPowerOff},
+		"off: pending soft":          {got: decidePowerOff(node(nodes.Active, power(powerOn, softPowerOff)), soft, softPowerOff, false), want: actWaitShort},
+		"off: hard failed":           {got: decidePowerOff(node(nodes.Active, power(powerOn, ""), lastError("bmc")), hard, powerOff, false), want: actFail, wantMsg: "Power off failed: bmc"},
+		"off: disabled":              {got: decidePowerOff(node(nodes.Active, power(powerOn, ""), func(n *nodes.Node) { n.DisablePowerOff = true }), hard, "", false), want: actFail, wantMsg: "disablePowerOff"},
+	})
+}
+
+// TestResult maps the simple decisions to results with metal3's delays and sanitized messages.
+func TestResult(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Endpoint = "http://127.0.0.1:1/v1/"
+	p, err := New(cfg, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.jitter = func() float64 { return 1 } // the most jitter
+	host := provisioner.Host{BMCCredentials: provisioner.Credentials{Password: "hunter22"}}
+
+	if res, ok := p.result(do(actDone), host); !ok || res.Busy || res.Failed() {
+		t.Errorf("done: %+v", res)
+	}
+	if res, _ := p.result(do(actWaitShort), host); !res.Busy || res.RequeueAfter != 3750*time.Millisecond {
+		t.Errorf("short wait: %+v, want busy for 3s + 25%%", res)
+	}
+	if res, _ := p.result(do(actWaitLong), host); !res.Busy || res.RequeueAfter != 12500*time.Millisecond {
+		t.Errorf("long wait: %+v, want busy for 10s + 25%%", res)
+	}
+	p.jitter = func() float64 { return 0 }
+	if res, _ := p.result(do(actWaitLong), host); res.RequeueAfter != 10*time.Second {
+		t.Errorf("long wait without jitter: %s", res.RequeueAfter)
+	}
+	msg := "Deploy failed (req-0f8a6f3c-1111-2222-3333-444455556666): bad password hunter22. Extended information: [{'Message': 'x [y]'}]"
+	res, _ := p.result(fail("Image provisioning failed", node(nodes.DeployFail, lastError(msg))), host)
+	if !res.Failed() || strings.Contains(res.ErrorMessage, "hunter22") || strings.Contains(res.ErrorMessage, "req-") ||
+		strings.Contains(res.ErrorMessage, "Extended") {
+		t.Errorf("failure message not sanitized: %q", res.ErrorMessage)
+	}
+	if _, ok := p.result(do(actDeploy), host); ok {
+		t.Error("an action that needs carrying out was turned into a result")
+	}
+}

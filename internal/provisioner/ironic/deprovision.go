@@ -1,0 +1,57 @@
+package ironic
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// Deprovision takes the image away: active → deleting → (automated cleaning) → available. The
+// host's cleaning mode decides whether Ironic cleans; a failed clean is retried from manageable.
+func (p *Provisioner) Deprovision(ctx context.Context, host provisioner.Host, restartOnFailure bool) (provisioner.Result, error) {
+	ctx = withOp(ctx, "deprovision")
+	s, n, err := p.getNode(ctx, host)
+	if err != nil {
+		return provisioner.Result{}, err
+	}
+	access, err := parseAccess(host)
+	if err != nil {
+		return provisioner.Failed(err.Error()), nil
+	}
+	d := decideDeprovisioning(n, restartOnFailure)
+	switch d.act {
+	case actUndeploy:
+		var pt patch
+		clean := automatedClean(host.AutomatedCleaningMode)
+		if n.AutomatedClean == nil || *n.AutomatedClean != clean {
+			pt.setField("automated_clean", clean, n.AutomatedClean)
+		}
+		if clean {
+			if err := p.setDeployImage(&pt, n, host, access); err != nil {
+				return provisioner.Result{}, err
+			}
+		}
+		n, res, err, ok := p.update(ctx, s, n, pt)
+		if !ok {
+			return res, err
+		}
+		return p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetDeleted}, p.long())
+	case actAbort:
+		// A manual cleaning (preparing) is in the way: stop it; clean failed → manage → provide.
+		return p.abort(ctx, s, n, "manual cleaning")
+	case actManage:
+		return p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetManage}, p.short())
+	case actProvide:
+		// After a failed or aborted cleaning, or a fresh registration: clean (or not) on the way
+		// to available.
+		return p.provide(ctx, s, n, host, access)
+	case actUnexpected:
+		return provisioner.Result{}, fmt.Errorf("deprovisioning host %s/%s: Ironic node %s is %q",
+			host.Namespace, host.Name, n.UUID, n.ProvisionState)
+	}
+	res, _ := p.result(d, host)
+	return res, nil
+}

@@ -1,0 +1,135 @@
+package ironic
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// Deploy interfaces. Direct is Ironic's default and is written as "remove the field".
+const (
+	deployRamdisk     = "ramdisk"
+	deployCustomAgent = "custom-agent"
+)
+
+// deployPlan is how a host is provisioned: which deploy interface, which instance_info, which
+// deploy steps, and whether the agent boots (everything but a live ISO).
+type deployPlan struct {
+	// deployInterface is nil for direct (Ironic's default), else ramdisk or custom-agent.
+	deployInterface any
+	// instanceInfo holds every image key; nil values are removed from the node.
+	instanceInfo map[string]any
+	// driverInfo holds driver_info keys the deploy sets.
+	driverInfo map[string]any
+	steps      []nodes.DeployStep
+	liveISO    bool
+}
+
+// imageKeys are the instance_info keys a deploy plan owns.
+var imageKeys = []string{"image_source", "image_checksum", "image_os_hash_algo", "image_os_hash_value", "image_disk_format", "boot_iso"}
+
+// planDeploy builds the plan for a disk image (direct deploy: image_source and its checksum), a
+// live ISO (ramdisk deploy booting boot_iso), or a custom deploy method (custom-agent with the
+// method as a deploy step; the image, if any, is passed along for the method to use).
+func planDeploy(cfg Config, data provisioner.ProvisionData) (deployPlan, error) {
+	plan := deployPlan{instanceInfo: map[string]any{}, driverInfo: map[string]any{}}
+	for _, k := range imageKeys {
+		plan.instanceInfo[k] = nil
+	}
+	caps := map[string]any{}
+	if bootMode(data.BootMode) == metal3.UEFISecureBoot {
+		caps["secure_boot"] = "true"
+	}
+	plan.instanceInfo["capabilities"] = caps
+	img := data.Image
+	hasImage := img != nil && img.URL != ""
+
+	switch {
+	case data.CustomDeploy != nil && data.CustomDeploy.Method != "":
+		plan.deployInterface = deployCustomAgent
+		plan.steps = customDeploySteps(data.CustomDeploy)
+		if hasImage {
+			setImage(plan.instanceInfo, img)
+		}
+	case img.IsLiveISO():
+		if !hasImage {
+			return plan, errors.New("spec.image.url: a live ISO needs a URL")
+		}
+		plan.deployInterface = deployRamdisk
+		plan.liveISO = true
+		plan.instanceInfo["boot_iso"] = img.URL
+		persistent := cfg.LiveISOForcePersistentBootDevice
+		if persistent == "" {
+			persistent = "Default"
+		}
+		plan.driverInfo["force_persistent_boot_device"] = persistent
+	case hasImage:
+		if img.Checksum == "" && !img.IsOCI() {
+			return plan, errors.New("spec.image.checksum: a disk image needs a checksum (or the URL of a checksum file)")
+		}
+		setImage(plan.instanceInfo, img)
+		plan.driverInfo["force_persistent_boot_device"] = "Default"
+	default:
+		return plan, errors.New("spec.image or spec.customDeploy: nothing to provision")
+	}
+	return plan, nil
+}
+
+// setImage writes image_source, the checksum and the disk format. A checksum without a type (or
+// "auto") goes to image_checksum, where Ironic detects the algorithm by its length or fetches it
+// when it is a URL; a typed one goes to image_os_hash_algo/value.
+func setImage(info map[string]any, img *metal3.Image) {
+	info["image_source"] = img.URL
+	if img.DiskFormat != nil && *img.DiskFormat != "" {
+		info["image_disk_format"] = *img.DiskFormat
+	}
+	if img.Checksum == "" {
+		return
+	}
+	switch t := img.ChecksumType; t {
+	case "", metal3.AutoChecksum:
+		info["image_checksum"] = img.Checksum
+	default:
+		info["image_os_hash_algo"] = strings.ToLower(string(t))
+		info["image_os_hash_value"] = img.Checksum
+	}
+}
+
+// applies writes the plan into a patch for the node.
+func (plan deployPlan) apply(pt *patch, n *nodes.Node) {
+	pt.setKeys("instance_info", n.InstanceInfo, plan.instanceInfo)
+	pt.setKeys("driver_info", n.DriverInfo, plan.driverInfo)
+	if plan.deployInterface == nil {
+		// Back to Ironic's default only when the node has one of ours set.
+		if n.DeployInterface == deployRamdisk || n.DeployInterface == deployCustomAgent {
+			pt.setField("deploy_interface", nil, n.DeployInterface)
+		}
+		return
+	}
+	pt.setField("deploy_interface", plan.deployInterface, n.DeployInterface)
+}
+
+// matches reports whether the node is set up for this plan: the same image keys and deploy
+// interface. It tells "still deploying what we asked" from "asked for something else since".
+func (plan deployPlan) matches(n *nodes.Node) bool {
+	for _, k := range imageKeys {
+		want, have := plan.instanceInfo[k], n.InstanceInfo[k]
+		if want == nil {
+			if !isEmpty(have) {
+				return false
+			}
+			continue
+		}
+		if !sameJSON(want, have) {
+			return false
+		}
+	}
+	if plan.deployInterface == nil {
+		return n.DeployInterface != deployRamdisk && n.DeployInterface != deployCustomAgent
+	}
+	return n.DeployInterface == plan.deployInterface
+}

@@ -1,0 +1,457 @@
+package ironic
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// TestRegisterWrongCredentialsThenFixed: wrong credentials fail registration with a message naming
+// the BMC problem (never the password); the right ones, passed as changed, register.
+func TestRegisterWrongCredentialsThenFixed(t *testing.T) {
+	e := integration(t)
+	t.Parallel()
+	p := e.provisioner(t)
+	srv := e.host(t)
+	host := testHost(t, srv)
+	good := host.BMCCredentials
+	host.BMCCredentials.Password = "wrong-password-1234"
+
+	res := drive(t, "register with a wrong password", time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		res, id, err := p.Register(ctx, host, provisioner.RegisterOptions{})
+		host.NodeID = id
+		return res, err
+	})
+	if !res.Failed() {
+		t.Fatalf("registration with a wrong password: %s, want failed", describe(res))
+	}
+	if strings.Contains(res.ErrorMessage, "wrong-password-1234") || !strings.Contains(res.ErrorMessage, "credentials") {
+		t.Errorf("error message %q: want it to name the credentials and not contain the password", res.ErrorMessage)
+	}
+	// The same call again reports the same failure (stable message), without retrying.
+	res2, _, err := p.Register(context.Background(), host, provisioner.RegisterOptions{})
+	if err != nil || res2.ErrorMessage != res.ErrorMessage {
+		t.Errorf("second call: %s, %v; want the same failure", describe(res2), err)
+	}
+
+	host.BMCCredentials = good
+	mustDone(t, "register with the right password", time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		res, id, err := p.Register(ctx, host, provisioner.RegisterOptions{CredentialsChanged: true})
+		host.NodeID = id
+		return res, err
+	})
+}
+
+// TestLifecycle drives one host through register → inspect (agent) → prepare (RAID + BIOS) →
+// provision a disk image → power off/on → reboot → service (BIOS) → deprovision with cleaning,
+// checking bmcsim at each step, and logs the Ironic calls each operation made.
+func TestLifecycle(t *testing.T) {
+	e := integration(t)
+	t.Parallel()
+	p := e.provisioner(t)
+	srv := e.host(t)
+	host := testHost(t, srv)
+	calls := map[string]map[string]int64{}
+	step := func(name string, fn func()) { calls[name] = callsDelta(p, fn) }
+	defer func() {
+		for name, c := range calls {
+			t.Logf("Ironic calls for %s: %v", name, c)
+		}
+	}()
+
+	step("register", func() { register(t, p, &host) })
+
+	var hw *metal3.HardwareDetails
+	step("inspect", func() {
+		mustDone(t, "inspect", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+			res, details, err := p.Inspect(ctx, host, provisioner.InspectOptions{})
+			hw = details
+			return res, err
+		})
+	})
+	checkHardware(t, hw, srv.BootMAC)
+
+	two, size := 2, 50
+	data := provisioner.PrepareData{
+		TargetRAIDConfig: &metal3.RAIDConfig{HardwareRAIDVolumes: []metal3.HardwareRAIDVolume{
+			{Name: "root", Level: "1", NumberOfPhysicalDisks: &two, SizeGibibytes: &size},
+		}},
+		FirmwareSettings: metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")},
+	}
+	step("prepare", func() {
+		mustDone(t, "prepare", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+			return p.Prepare(ctx, host, data, false)
+		})
+	})
+	st := e.server(t, srv.Name)
+	if len(st.State.Volumes) != 1 || st.State.Volumes[0].RAIDType != "RAID1" {
+		t.Errorf("bmcsim volumes after prepare: %+v, want one RAID1 volume", st.State.Volumes)
+	}
+	if got := st.State.BIOS["ProcTurboMode"]; got != "Disabled" {
+		t.Errorf("bmcsim BIOS ProcTurboMode after prepare: %v, want Disabled", got)
+	}
+	// Preparing again with the same data does not clean again.
+	if c := callsDelta(p, func() {
+		res, err := p.Prepare(context.Background(), host, data, false)
+		if err != nil || res.Busy || res.Failed() {
+			t.Errorf("prepare again: %s, %v; want done", describe(res), err)
+		}
+	}); c["prepare"] > 1 {
+		t.Errorf("prepare again made %d Ironic calls, want at most 1 (the node GET)", c["prepare"])
+	}
+
+	image := e.images.URL + "/disk.img"
+	raw := "raw"
+	pdata := provisioner.ProvisionData{
+		Image:      &metal3.Image{URL: image, Checksum: e.images.sha256("/disk.img"), ChecksumType: metal3.SHA256, DiskFormat: &raw},
+		BootMode:   metal3.UEFI,
+		HostConfig: provisioner.HostConfig{UserData: "#cloud-config\n", NetworkData: `{"links": [], "networks": []}`},
+	}
+	step("provision", func() {
+		mustDone(t, "provision", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+			return p.Provision(ctx, host, pdata, false)
+		})
+	})
+	st = e.server(t, srv.Name)
+	if st.State.DiskImage != image || st.State.Power != "On" {
+		t.Errorf("bmcsim after provision: disk image %q, power %s; want %q, On", st.State.DiskImage, st.State.Power, image)
+	}
+
+	step("power off", func() {
+		mustDone(t, "power off", time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+			return p.PowerOff(ctx, host, metal3.RebootModeHard, false)
+		})
+	})
+	if on, known, err := p.PowerState(context.Background(), host); err != nil || !known || on {
+		t.Errorf("power state after power off: on=%t known=%t err=%v", on, known, err)
+	}
+	if st := e.server(t, srv.Name); st.State.Power != "Off" {
+		t.Errorf("bmcsim power after power off: %s", st.State.Power)
+	}
+	step("power on", func() {
+		mustDone(t, "power on", time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+			return p.PowerOn(ctx, host, false)
+		})
+	})
+	if st := e.server(t, srv.Name); st.State.Power != "On" || st.State.Booted != "Hdd" {
+		t.Errorf("bmcsim after power on: power %s booted %q, want On from Hdd", st.State.Power, st.State.Booted)
+	}
+	step("soft power off", func() {
+		mustDone(t, "soft power off", time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+			return p.PowerOff(ctx, host, metal3.RebootModeSoft, false)
+		})
+	})
+	mustDone(t, "power on again", time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.PowerOn(ctx, host, false)
+	})
+	step("reboot", func() {
+		res, err := p.Reboot(context.Background(), host, metal3.RebootModeHard)
+		if err != nil || !res.Busy {
+			t.Fatalf("reboot: %s, %v", describe(res), err)
+		}
+		waitNode(t, p, host, "the reboot to finish", func(n *nodes.Node) bool {
+			return n.TargetPowerState == "" && n.PowerState == powerOn
+		})
+	})
+
+	sdata := provisioner.ServiceData{FirmwareSettings: metal3.DesiredSettingsMap{"ProcCStates": intstr.FromString("Disabled")}}
+	step("service", func() {
+		mustDone(t, "service", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+			return p.Service(ctx, host, sdata, false)
+		})
+	})
+	st = e.server(t, srv.Name)
+	if got := st.State.BIOS["ProcCStates"]; got != "Disabled" {
+		t.Errorf("bmcsim BIOS ProcCStates after servicing: %v, want Disabled", got)
+	}
+	if st.State.DiskImage != image || st.State.Power != "On" {
+		t.Errorf("bmcsim after servicing: disk image %q, power %s; want the image kept and On", st.State.DiskImage, st.State.Power)
+	}
+	settings, schema, err := p.FirmwareSettings(context.Background(), host, true)
+	if err != nil || settings["ProcCStates"] != "Disabled" || schema["ProcCStates"].AttributeType != "Enumeration" {
+		t.Errorf("firmware settings: ProcCStates=%q schema %+v err %v", settings["ProcCStates"], schema["ProcCStates"], err)
+	}
+	components, err := p.FirmwareComponents(context.Background(), host)
+	if err != nil || len(components) < 2 {
+		t.Errorf("firmware components: %+v, %v; want bios and bmc", components, err)
+	}
+
+	step("deprovision", func() {
+		mustDone(t, "deprovision", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+			return p.Deprovision(ctx, host, false)
+		})
+	})
+	if st := e.server(t, srv.Name); st.State.Power != "Off" {
+		t.Errorf("bmcsim power after deprovisioning: %s, want Off", st.State.Power)
+	}
+	step("delete", func() {
+		mustDone(t, "delete", time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+			return p.Delete(ctx, host)
+		})
+	})
+}
+
+// checkHardware compares inspected details with bmcsim's default profile.
+func checkHardware(t *testing.T, hw *metal3.HardwareDetails, bootMAC string) {
+	t.Helper()
+	if hw == nil {
+		t.Fatal("no hardware details")
+	}
+	if hw.CPU.Count != 32 || hw.CPU.Arch != "x86_64" || hw.CPU.Model != "Sim Xeon 8000" || hw.CPU.ClockMegahertz != 3000 {
+		t.Errorf("CPU %+v, want 32 x86_64 Sim Xeon 8000 at 3000 MHz", hw.CPU)
+	}
+	if hw.RAMMebibytes != 32*1024 {
+		t.Errorf("RAM %d MiB, want 32768", hw.RAMMebibytes)
+	}
+	if hw.SystemVendor.Manufacturer != "Metalforge" || hw.SystemVendor.SerialNumber == "" {
+		t.Errorf("system vendor %+v", hw.SystemVendor)
+	}
+	if len(hw.Storage) != 2 || hw.Storage[0].SizeBytes != 100*metal3.GibiByte {
+		t.Errorf("storage %+v, want two 100 GiB disks", hw.Storage)
+	}
+	pxe := 0
+	for _, nic := range hw.NIC {
+		if nic.PXE {
+			pxe++
+			if !strings.EqualFold(nic.MAC, bootMAC) {
+				t.Errorf("PXE NIC %s, want the boot MAC %s", nic.MAC, bootMAC)
+			}
+		}
+	}
+	if len(hw.NIC) != 2 || pxe != 1 {
+		t.Errorf("NICs %+v, want 2 with the boot NIC marked PXE", hw.NIC)
+	}
+}
+
+// provisionData is a disk image served by the test image server, with its real checksum.
+func (e *testEnv) diskImage() provisioner.ProvisionData {
+	raw := "raw"
+	return provisioner.ProvisionData{
+		Image:    &metal3.Image{URL: e.images.URL + "/disk.img", Checksum: e.images.sha256("/disk.img"), ChecksumType: metal3.SHA256, DiskFormat: &raw},
+		BootMode: metal3.UEFI,
+	}
+}
+
+// TestFastInspectionNoCleaning: out-of-band (redfish) inspection, then a disk image deployed and
+// taken away again with automated cleaning disabled (no agent boots for deprovisioning).
+func TestFastInspectionNoCleaning(t *testing.T) {
+	e := integration(t)
+	t.Parallel()
+	p := e.provisioner(t)
+	srv := e.host(t)
+	host := testHost(t, srv)
+	host.InspectionMode = metal3.InspectionModeFast
+	host.AutomatedCleaningMode = metal3.CleaningModeDisabled
+	register(t, p, &host)
+
+	var hw *metal3.HardwareDetails
+	mustDone(t, "fast inspection", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		res, details, err := p.Inspect(ctx, host, provisioner.InspectOptions{})
+		hw = details
+		return res, err
+	})
+	if hw == nil || hw.CPU.Count != 32 || hw.RAMMebibytes != 32768 || len(hw.NIC) != 2 || len(hw.Storage) == 0 {
+		t.Errorf("out-of-band hardware details: %+v", hw)
+	}
+	if st := e.server(t, srv.Name); st.State.Booted == "Cd" {
+		t.Errorf("fast inspection booted the agent (booted %q)", st.State.Booted)
+	}
+
+	data := e.diskImage()
+	mustDone(t, "provision", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Provision(ctx, host, data, false)
+	})
+	c := callsDelta(p, func() {
+		mustDone(t, "deprovision without cleaning", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+			return p.Deprovision(ctx, host, false)
+		})
+	})
+	t.Logf("Ironic calls for deprovision without cleaning: %v", c)
+	if n := waitNode(t, p, host, "available", func(n *nodes.Node) bool { return true }); n.AutomatedClean == nil || *n.AutomatedClean {
+		t.Errorf("automated_clean %v, want false", n.AutomatedClean)
+	}
+	mustDone(t, "delete", time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Delete(ctx, host) })
+}
+
+// TestLiveISO boots a live ISO through the ramdisk deploy interface: no agent, no disk write.
+func TestLiveISO(t *testing.T) {
+	e := integration(t)
+	t.Parallel()
+	p := e.provisioner(t)
+	srv := e.host(t)
+	host := testHost(t, srv)
+	register(t, p, &host)
+	live := "live-iso"
+	data := provisioner.ProvisionData{Image: &metal3.Image{URL: e.images.URL + "/live.iso", DiskFormat: &live}, BootMode: metal3.UEFI}
+	mustDone(t, "provision a live ISO", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Provision(ctx, host, data, false)
+	})
+	n := waitNode(t, p, host, "active", func(n *nodes.Node) bool { return true })
+	if n.DeployInterface != deployRamdisk || n.InstanceInfo["boot_iso"] != data.Image.URL {
+		t.Errorf("node deploy_interface %q boot_iso %v, want ramdisk and the ISO", n.DeployInterface, n.InstanceInfo["boot_iso"])
+	}
+	st := e.server(t, srv.Name)
+	if st.State.Booted != "Cd" || st.State.Power != "On" || st.State.DiskImage != "" {
+		t.Errorf("bmcsim after live ISO: booted %q (%s), power %s, disk %q; want the CD, on, no disk image",
+			st.State.Booted, st.State.BootedImage, st.State.Power, st.State.DiskImage)
+	}
+	mustDone(t, "deprovision", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Deprovision(ctx, host, false)
+	})
+	mustDone(t, "delete", time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Delete(ctx, host) })
+}
+
+// TestCustomDeploy runs a custom deploy method (the agent's install_coreos) as the deploy step.
+func TestCustomDeploy(t *testing.T) {
+	e := integration(t)
+	t.Parallel()
+	p := e.provisioner(t)
+	srv := e.host(t)
+	host := testHost(t, srv)
+	register(t, p, &host)
+	data := provisioner.ProvisionData{
+		CustomDeploy: &metal3.CustomDeploy{Method: "install_coreos"},
+		BootMode:     metal3.UEFI,
+		HostConfig:   provisioner.HostConfig{UserData: `{"ignition": {"version": "3.2.0"}}`},
+	}
+	mustDone(t, "custom deploy", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Provision(ctx, host, data, false)
+	})
+	n := waitNode(t, p, host, "active", func(n *nodes.Node) bool { return true })
+	if n.DeployInterface != deployCustomAgent || n.ProvisionState != string(nodes.Active) {
+		t.Errorf("node %s with deploy_interface %q, want active with custom-agent", n.ProvisionState, n.DeployInterface)
+	}
+	mustDone(t, "deprovision", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Deprovision(ctx, host, false)
+	})
+	mustDone(t, "delete", time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Delete(ctx, host) })
+}
+
+// TestDetach removes a powered-on node from Ironic without touching the server, then registers the
+// host again.
+func TestDetach(t *testing.T) {
+	e := integration(t)
+	t.Parallel()
+	p := e.provisioner(t)
+	srv := e.host(t)
+	host := testHost(t, srv)
+	register(t, p, &host)
+	mustDone(t, "power on", time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.PowerOn(ctx, host, false) })
+	before := e.server(t, srv.Name)
+
+	mustDone(t, "detach", time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Detach(ctx, host) })
+	if _, _, err := p.getNode(context.Background(), host); !errors.Is(err, provisioner.ErrNeedsRegistration) {
+		t.Errorf("node after detach: %v, want ErrNeedsRegistration", err)
+	}
+	after := e.server(t, srv.Name)
+	if after.State.Power != "On" || after.State.Booted != before.State.Booted {
+		t.Errorf("bmcsim after detach: power %s booted %q, want it untouched (On, %q)", after.State.Power, after.State.Booted, before.State.Booted)
+	}
+	old := host.NodeID
+	register(t, p, &host)
+	if host.NodeID == old || host.NodeID == "" {
+		t.Errorf("node ID after re-registration: %q (was %q), want a new node", host.NodeID, old)
+	}
+	// Capacity is a list of nodes; virtual media nodes never count.
+	if ok, err := p.HasCapacity(context.Background()); err != nil || !ok {
+		t.Errorf("HasCapacity: %t, %v", ok, err)
+	}
+	mustDone(t, "delete", time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Delete(ctx, host) })
+}
+
+// TestRecovery uses an Ironic of its own: with a provisioned host, Ironic loses its database; the
+// provisioner reports ErrNeedsRegistration, registers the host again and adopts it, and the node
+// ends active without a new deploy (the image is not downloaded again, the server keeps running
+// its disk). Then Ironic stops: calls return ErrUnavailable until it is back.
+func TestRecovery(t *testing.T) {
+	e := integration(t)
+	t.Parallel()
+	ironic := e.secondIronic(t)
+	p := newTestProvisioner(t, ironic.config())
+	srv := e.host(t)
+	host := testHost(t, srv)
+	register(t, p, &host)
+	data := e.diskImage()
+	mustDone(t, "provision", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Provision(ctx, host, data, false)
+	})
+	downloads := e.images.downloads("/disk.img")
+	before := e.server(t, srv.Name)
+	if before.State.DiskImage != data.Image.URL || before.State.Booted != "Hdd" {
+		t.Fatalf("bmcsim after provisioning: disk %q booted %q", before.State.DiskImage, before.State.Booted)
+	}
+
+	restarted, err := startIronic(ironic.name, true)
+	if err != nil {
+		t.Fatalf("restarting Ironic with an empty database: %v", err)
+	}
+	if restarted.vars["IRONIC_ENDPOINT"] != ironic.vars["IRONIC_ENDPOINT"] {
+		t.Fatalf("Ironic moved from %s to %s", ironic.vars["IRONIC_ENDPOINT"], restarted.vars["IRONIC_ENDPOINT"])
+	}
+	_, err = p.Adopt(context.Background(), host, data, false)
+	if !errors.Is(err, provisioner.ErrNeedsRegistration) {
+		t.Fatalf("adopt after the database loss: %v, want ErrNeedsRegistration", err)
+	}
+	host.State = metal3.StateProvisioned
+	old := host.NodeID
+	c := callsDelta(p, func() {
+		register(t, p, &host)
+		mustDone(t, "adopt", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+			return p.Adopt(ctx, host, data, false)
+		})
+	})
+	t.Logf("Ironic calls for re-registration and adoption: %v", c)
+	if host.NodeID == old {
+		t.Errorf("node ID %s unchanged after the database loss", old)
+	}
+	n := waitNode(t, p, host, "active", func(n *nodes.Node) bool { return true })
+	if n.ProvisionState != string(nodes.Active) || n.InstanceInfo["image_source"] != data.Image.URL {
+		t.Errorf("adopted node: %s with image %v", n.ProvisionState, n.InstanceInfo["image_source"])
+	}
+	after := e.server(t, srv.Name)
+	if got := e.images.downloads("/disk.img"); got != downloads {
+		t.Errorf("the image was downloaded %d more times during adoption, want 0 (no new deploy)", got-downloads)
+	}
+	if after.State.DiskImage != before.State.DiskImage || after.State.Booted != "Hdd" || after.State.Power != "On" {
+		t.Errorf("bmcsim after adoption: disk %q booted %q power %s; want the same disk, running from it",
+			after.State.DiskImage, after.State.Booted, after.State.Power)
+	}
+	// Steady state: Adopt and PowerState together read the node once.
+	time.Sleep(200 * time.Millisecond)
+	if c := callsDelta(p, func() {
+		if res, err := p.Adopt(context.Background(), host, data, false); err != nil || res.Busy || res.Failed() {
+			t.Errorf("adopt of an active node: %s, %v", describe(res), err)
+		}
+		if on, known, err := p.PowerState(context.Background(), host); err != nil || !known || !on {
+			t.Errorf("power state: %t %t %v", on, known, err)
+		}
+	}); c["adopt"]+c["power"] != 1 {
+		t.Errorf("steady state made %v Ironic calls, want 1", c)
+	}
+
+	// Ironic down: the host waits.
+	if err := ironic.stop(); err != nil {
+		t.Fatal(err)
+	}
+	p.nodes.forget(host.NodeID)
+	if _, err := p.Adopt(context.Background(), host, data, false); !isUnavailable(err) {
+		t.Errorf("adopt with Ironic stopped: %v, want ErrUnavailable", err)
+	}
+	if _, _, err := p.PowerState(context.Background(), host); !isUnavailable(err) {
+		t.Errorf("power state with Ironic stopped: %v, want ErrUnavailable", err)
+	}
+	if _, err := startIronic(ironic.name, false); err != nil {
+		t.Fatalf("starting Ironic again: %v", err)
+	}
+	mustDone(t, "adopt after Ironic is back", time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Adopt(ctx, host, data, false)
+	})
+}

@@ -1,0 +1,207 @@
+package ironic
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// nameSeparator joins namespace and name in the node name, as in metal3.
+const nameSeparator = "~"
+
+func nodeName(host provisioner.Host) string { return host.Namespace + nameSeparator + host.Name }
+
+// getNode reads the host's node by its ID. No ID, or no such node, is ErrNeedsRegistration.
+func (p *Provisioner) getNode(ctx context.Context, host provisioner.Host) (*session, *nodes.Node, error) {
+	s, err := p.session(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if host.NodeID == "" {
+		return s, nil, fmt.Errorf("host %s/%s has no Ironic node yet: %w", host.Namespace, host.Name, provisioner.ErrNeedsRegistration)
+	}
+	if n := p.nodes.get(host.NodeID); n != nil {
+		return s, n, nil
+	}
+	n, err := p.fetchNode(ctx, s, host.NodeID)
+	if notFound(err) {
+		return s, nil, fmt.Errorf("Ironic node %s of host %s/%s is gone: %w", host.NodeID, host.Namespace, host.Name, provisioner.ErrNeedsRegistration)
+	}
+	if err != nil {
+		return s, nil, err
+	}
+	p.nodes.put(n)
+	return s, n, nil
+}
+
+// fetchNode is GET /v1/nodes/{id or name}; errors are classified (404 stays an *apiError).
+func (p *Provisioner) fetchNode(ctx context.Context, s *session, ident string) (*nodes.Node, error) {
+	n, err := nodes.Get(ctx, s.sc, ident).Extract()
+	if err != nil {
+		return nil, classifyError(err, "reading Ironic node "+ident)
+	}
+	return n, nil
+}
+
+// patchNode applies a JSON patch and returns the updated node. An empty patch costs nothing.
+func (p *Provisioner) patchNode(ctx context.Context, s *session, n *nodes.Node, pt patch) (*nodes.Node, error) {
+	if len(pt) == 0 {
+		return n, nil
+	}
+	p.nodes.forget(n.UUID)
+	p.log.V(1).Info("Updating Ironic node", "node", n.UUID, "paths", pt.paths())
+	updated, err := nodes.Update(ctx, s.sc, n.UUID, pt.opts()).Extract()
+	if err != nil {
+		return nil, classifyError(err, "updating Ironic node "+n.UUID)
+	}
+	return updated, nil
+}
+
+// changeState asks Ironic for a provision state change and answers Working: after `then` when it
+// was accepted, after a short delay when Ironic was busy (409: locked, or the state moved on). See
+// startState.
+func (p *Provisioner) changeState(ctx context.Context, s *session, n *nodes.Node, opts nodes.ProvisionStateOpts, then provisioner.Result) (provisioner.Result, error) {
+	res, _, err := p.startState(ctx, s, n, opts, then)
+	return res, err
+}
+
+// startState is changeState that also says whether Ironic accepted the change. A node in
+// maintenance cannot change state: maintenance set by hand (no fault) is cleared first; a fault
+// (set by Ironic, e.g. after power sync failures) clears itself, so the call waits. A 400 answer
+// (Ironic rejects the request, e.g. an unknown step) is a failed operation with Ironic's reason.
+func (p *Provisioner) startState(ctx context.Context, s *session, n *nodes.Node, opts nodes.ProvisionStateOpts, then provisioner.Result) (provisioner.Result, bool, error) {
+	if n.Maintenance {
+		if n.Fault != "" {
+			p.log.Info("Waiting for Ironic to clear a fault before changing the provision state", "node", n.UUID, "fault", n.Fault)
+			return p.short(), false, nil
+		}
+		if res, err := p.setMaintenance(ctx, s, n, false, ""); err != nil || res.Busy {
+			return res, false, err
+		}
+	}
+	p.nodes.forget(n.UUID)
+	p.log.Info("Changing the provision state", "node", n.UUID, "state", n.ProvisionState, "target", opts.Target)
+	err := nodes.ChangeProvisionState(ctx, s.sc, n.UUID, opts).ExtractErr()
+	switch {
+	case err == nil:
+		return then, true, nil
+	case busy(err):
+		p.log.Info("Ironic node busy, retrying later", "node", n.UUID, "target", opts.Target)
+		return p.short(), false, nil
+	case isStatus(err, http.StatusBadRequest):
+		return provisioner.Failed(fmt.Sprintf("Ironic refused to %s the node: %s", opts.Target, faultOf(err))), false, nil
+	}
+	return provisioner.Result{}, false, classifyError(err, fmt.Sprintf("asking Ironic to %s node %s", opts.Target, n.UUID))
+}
+
+// finished reports whether the operation fingerprinted fp was started on this node earlier (its
+// fingerprint is in extra[key]) and is therefore done when the node is back in its stable state.
+func (p *Provisioner) finished(n *nodes.Node, key, fp string) bool {
+	if v, _ := n.Extra[key].(string); v != fp {
+		return false
+	}
+	bad, failed := p.failedStarts.Load(n.UUID + "/" + key)
+	return !failed || bad != fp
+}
+
+// recordStart notes whether the state change for fp went through after its fingerprint was
+// written: a fingerprint whose operation never started must not count as finished.
+func (p *Provisioner) recordStart(n *nodes.Node, key, fp string, started bool) {
+	if started {
+		p.failedStarts.Delete(n.UUID + "/" + key)
+	} else {
+		p.failedStarts.Store(n.UUID+"/"+key, fp)
+	}
+}
+
+// setMaintenance sets or clears maintenance; Working(short) when busy.
+func (p *Provisioner) setMaintenance(ctx context.Context, s *session, n *nodes.Node, on bool, reason string) (provisioner.Result, error) {
+	p.nodes.forget(n.UUID)
+	var err error
+	if on {
+		err = nodes.SetMaintenance(ctx, s.sc, n.UUID, nodes.MaintenanceOpts{Reason: reason}).ExtractErr()
+	} else {
+		err = nodes.UnsetMaintenance(ctx, s.sc, n.UUID).ExtractErr()
+	}
+	switch {
+	case err == nil:
+		n.Maintenance = on
+		return provisioner.Result{}, nil
+	case busy(err):
+		return p.short(), nil
+	}
+	return provisioner.Result{}, classifyError(err, fmt.Sprintf("setting maintenance=%t on Ironic node %s", on, n.UUID))
+}
+
+// update applies a patch, answering Working(short) when Ironic is busy; ok is false when the
+// caller must return res, err.
+func (p *Provisioner) update(ctx context.Context, s *session, n *nodes.Node, pt patch) (updated *nodes.Node, res provisioner.Result, err error, ok bool) {
+	updated, err = p.patchNode(ctx, s, n, pt)
+	switch {
+	case err == nil:
+		return updated, provisioner.Result{}, nil, true
+	case busy(err):
+		p.log.Info("Ironic node busy, retrying the update later", "node", n.UUID)
+		return nil, p.short(), nil, false
+	}
+	return nil, provisioner.Result{}, err, false
+}
+
+// nodeCache keeps node reads for a moment, so that read-only calls in one reconcile (Adopt, then
+// PowerState) share one GET. Every write forgets the node.
+type nodeCache struct {
+	ttl  time.Duration
+	mu   sync.Mutex
+	m    map[string]cachedNode
+	puts int
+}
+
+type cachedNode struct {
+	n  *nodes.Node
+	at time.Time
+}
+
+func (c *nodeCache) get(id string) *nodes.Node {
+	if c.ttl <= 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[id]
+	if !ok || time.Since(e.at) > c.ttl {
+		return nil
+	}
+	return e.n
+}
+
+func (c *nodeCache) put(n *nodes.Node) {
+	if c.ttl <= 0 || n == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]cachedNode{}
+	}
+	now := time.Now()
+	if c.puts++; c.puts%1024 == 0 { // now and then drop what has expired
+		for id, e := range c.m {
+			if now.Sub(e.at) > c.ttl {
+				delete(c.m, id)
+			}
+		}
+	}
+	c.m[n.UUID] = cachedNode{n: n, at: now}
+}
+
+func (c *nodeCache) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, id)
+}

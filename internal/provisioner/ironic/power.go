@@ -1,0 +1,128 @@
+package ironic
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// Ironic power states.
+const (
+	powerOn      = string(nodes.PowerOn)
+	powerOff     = string(nodes.PowerOff)
+	softPowerOff = string(nodes.SoftPowerOff)
+)
+
+// PowerOn turns the host on. A power on Ironic tried and could not do is a failure (unless
+// force), reported once; the next call tries again.
+func (p *Provisioner) PowerOn(ctx context.Context, host provisioner.Host, force bool) (provisioner.Result, error) {
+	ctx = withOp(ctx, "power")
+	s, n, err := p.getNode(ctx, host)
+	if err != nil {
+		return provisioner.Result{}, err
+	}
+	return p.power(ctx, s, n, host, decidePowerOn(n, p.lastPower(n), force))
+}
+
+// PowerOff turns the host off: soft (ACPI) by default with fallback to hard when the BMC cannot do
+// it or it did not work; hard for RebootModeHard or force.
+func (p *Provisioner) PowerOff(ctx context.Context, host provisioner.Host, mode metal3.RebootMode, force bool) (provisioner.Result, error) {
+	ctx = withOp(ctx, "power")
+	s, n, err := p.getNode(ctx, host)
+	if err != nil {
+		return provisioner.Result{}, err
+	}
+	return p.power(ctx, s, n, host, decidePowerOff(n, mode, p.lastPower(n), force))
+}
+
+// lastPower is the last power change asked for this node, if it has not been seen through.
+func (p *Provisioner) lastPower(n *nodes.Node) string {
+	last, _ := p.powerRequests.Load(n.UUID)
+	s, _ := last.(string)
+	return s
+}
+
+func (p *Provisioner) power(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, d decision) (provisioner.Result, error) {
+	switch d.act {
+	case actDone, actFail:
+		// Seen through, or reported: the next request starts afresh.
+		p.powerRequests.Delete(n.UUID)
+	case actPowerOn:
+		return p.changePower(ctx, s, n, nodes.PowerOn)
+	case actPowerOff:
+		return p.changePower(ctx, s, n, nodes.PowerOff)
+	case actSoftPowerOff:
+		res, err := p.changePower(ctx, s, n, nodes.SoftPowerOff)
+		if isStatus(err, http.StatusBadRequest) {
+			p.log.Info("Soft power off is not supported, powering off", "node", n.UUID)
+			return p.changePower(ctx, s, n, nodes.PowerOff)
+		}
+		return res, err
+	}
+	res, _ := p.result(d, host)
+	return res, nil
+}
+
+// Reboot restarts the host through Ironic (hard: power cycle; soft: ACPI restart, falling back to
+// hard when the BMC cannot do it). The host controller reboots with PowerOff then PowerOn instead;
+// this is for callers that want one step.
+func (p *Provisioner) Reboot(ctx context.Context, host provisioner.Host, mode metal3.RebootMode) (provisioner.Result, error) {
+	ctx = withOp(ctx, "power")
+	s, n, err := p.getNode(ctx, host)
+	if err != nil {
+		return provisioner.Result{}, err
+	}
+	if n.TargetPowerState != "" || n.TargetProvisionState != "" {
+		return p.short(), nil
+	}
+	if mode == metal3.RebootModeSoft && n.PowerState == powerOn {
+		res, err := p.changePower(ctx, s, n, nodes.SoftRebooting)
+		if !isStatus(err, http.StatusBadRequest) {
+			return res, err
+		}
+	}
+	return p.changePower(ctx, s, n, nodes.Rebooting)
+}
+
+// PowerState reports the node's power as Ironic last saw it.
+func (p *Provisioner) PowerState(ctx context.Context, host provisioner.Host) (bool, bool, error) {
+	ctx = withOp(ctx, "power")
+	_, n, err := p.getNode(ctx, host)
+	if err != nil {
+		return false, false, err
+	}
+	switch n.PowerState {
+	case powerOn:
+		return true, true, nil
+	case powerOff:
+		return false, true, nil
+	}
+	return false, false, nil
+}
+
+// changePower asks for a power change. Ironic refuses (409) while the node is locked or changing
+// provision state: that is a retry. A 400 is returned as the error so the caller can fall back.
+func (p *Provisioner) changePower(ctx context.Context, s *session, n *nodes.Node, target nodes.TargetPowerState) (provisioner.Result, error) {
+	opts := nodes.PowerStateOpts{Target: target}
+	if target == nodes.SoftPowerOff || target == nodes.SoftRebooting {
+		opts.Timeout = int(p.cfg.SoftPowerOffTimeout.Seconds())
+	}
+	p.nodes.forget(n.UUID)
+	p.log.Info("Changing power", "node", n.UUID, "from", n.PowerState, "target", target)
+	err := nodes.ChangePowerState(ctx, s.sc, n.UUID, opts).ExtractErr()
+	switch {
+	case err == nil:
+		if target != nodes.Rebooting && target != nodes.SoftRebooting {
+			p.powerRequests.Store(n.UUID, string(target))
+		}
+		return p.short(), nil
+	case busy(err):
+		return p.short(), nil
+	}
+	return provisioner.Result{}, classifyError(err, fmt.Sprintf("asking Ironic for %s on node %s", target, n.UUID))
+}

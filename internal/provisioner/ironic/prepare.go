@@ -1,0 +1,138 @@
+package ironic
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/metalforge/metalforge/internal/bmc"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// extraPrepared and extraServiced hold, in the node's extra, the fingerprint of the last manual
+// cleaning (prepare) and servicing the provisioner started, so that a finished operation is
+// recognised as finished (Ironic keeps no trace of which steps ran) and not started again.
+const (
+	extraPrepared = "metalforge_prepared"
+	extraServiced = "metalforge_serviced"
+)
+
+// Prepare applies RAID, root device hints, BIOS settings and firmware updates through manual
+// cleaning (manageable → cleaning → manageable). Root device hints alone need no cleaning.
+func (p *Provisioner) Prepare(ctx context.Context, host provisioner.Host, data provisioner.PrepareData, restartOnFailure bool) (provisioner.Result, error) {
+	ctx = withOp(ctx, "prepare")
+	s, n, err := p.getNode(ctx, host)
+	if err != nil {
+		return provisioner.Result{}, err
+	}
+	access, err := parseAccess(host)
+	if err != nil {
+		return provisioner.Failed(err.Error()), nil
+	}
+	raid, err := planRAID(access, data.TargetRAIDConfig, data.RootDeviceHints)
+	if err != nil {
+		return provisioner.Failed(err.Error()), nil
+	}
+	steps := cleanSteps(raid, data)
+	fp := fingerprint(raid.iface, raid.logical, steps)
+
+	d := decidePreparation(n, len(steps) > 0, p.finished(n, extraPrepared, fp), restartOnFailure)
+	switch d.act {
+	case actDone:
+		return p.setRootDeviceHints(ctx, s, n, data)
+	case actClean:
+		return p.startCleaning(ctx, s, n, host, access, data, raid, steps, fp)
+	case actManage:
+		if state(n) == nodes.CleanFail {
+			// Forget the failed attempt, so the next call starts it again from manageable.
+			var pt patch
+			pt.setKeys("extra", n.Extra, map[string]any{extraPrepared: nil})
+			updated, res, err, ok := p.update(ctx, s, n, pt)
+			if !ok {
+				return res, err
+			}
+			n = updated
+		}
+		return p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetManage}, p.short())
+	case actUnexpected:
+		return provisioner.Result{}, fmt.Errorf("preparing host %s/%s: Ironic node %s is %q, preparing needs it manageable",
+			host.Namespace, host.Name, n.UUID, n.ProvisionState)
+	}
+	res, _ := p.result(d, host)
+	return res, nil
+}
+
+// cleanSteps lists the manual cleaning steps: RAID first (the volumes the BIOS and firmware steps
+// do not care about), then BIOS settings, then firmware.
+func cleanSteps(raid raidPlan, data provisioner.PrepareData) []nodes.CleanStep {
+	steps := append([]nodes.CleanStep(nil), raid.steps...)
+	if st, ok := biosStep(data.FirmwareSettings); ok {
+		steps = append(steps, st)
+	}
+	if st, ok := firmwareStep(data.FirmwareUpdates); ok {
+		steps = append(steps, st)
+	}
+	return steps
+}
+
+// startCleaning writes what the steps need (raid_interface, root device hints, the agent image, the
+// fingerprint), sets target_raid_config, and starts manual cleaning.
+func (p *Provisioner) startCleaning(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access,
+	data provisioner.PrepareData, raid raidPlan, steps []nodes.CleanStep, fp string) (provisioner.Result, error) {
+	var pt patch
+	if raid.iface != "" {
+		pt.setField("raid_interface", raid.iface, n.RAIDInterface)
+	}
+	if hints := rootDeviceHints(data.RootDeviceHints); hints != nil {
+		pt.setKeys("properties", n.Properties, map[string]any{"root_device": hints})
+	}
+	if err := p.setDeployImage(&pt, n, host, access); err != nil {
+		return provisioner.Result{}, err
+	}
+	pt.setKeys("extra", n.Extra, map[string]any{extraPrepared: fp})
+	n, res, err, ok := p.update(ctx, s, n, pt)
+	if !ok {
+		return res, err
+	}
+	if len(raid.logical) > 0 {
+		p.nodes.forget(n.UUID)
+		err := nodes.SetRAIDConfig(ctx, s.sc, n.UUID, nodes.RAIDConfigOpts{LogicalDisks: raid.logical}).ExtractErr()
+		if err != nil {
+			p.recordStart(n, extraPrepared, fp, false)
+		}
+		switch {
+		case busy(err):
+			return p.short(), nil
+		case isStatus(err, http.StatusBadRequest):
+			return provisioner.Failed("Ironic refused the RAID configuration: " + faultOf(err)), nil
+		case err != nil:
+			return provisioner.Result{}, classifyError(err, "setting the target RAID configuration of Ironic node "+n.UUID)
+		}
+	}
+	p.log.Info("Starting manual cleaning", "node", n.UUID, "steps", stepNames(steps))
+	res, started, err := p.startState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: steps}, p.long())
+	p.recordStart(n, extraPrepared, fp, started)
+	return res, err
+}
+
+// setRootDeviceHints writes properties/root_device when hints are given; done either way.
+func (p *Provisioner) setRootDeviceHints(ctx context.Context, s *session, n *nodes.Node, data provisioner.PrepareData) (provisioner.Result, error) {
+	var pt patch
+	if hints := rootDeviceHints(data.RootDeviceHints); hints != nil {
+		pt.setKeys("properties", n.Properties, map[string]any{"root_device": hints})
+	}
+	if _, res, err, ok := p.update(ctx, s, n, pt); !ok {
+		return res, err
+	}
+	return provisioner.Done(), nil
+}
+
+func stepNames(steps []nodes.CleanStep) []string {
+	out := make([]string, len(steps))
+	for i, st := range steps {
+		out[i] = string(st.Interface) + "." + st.Step
+	}
+	return out
+}

@@ -1,0 +1,107 @@
+package ironic
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/metalforge/metalforge/internal/bmc"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// Provision takes the node to active with the host's image: manageable → provide (automated
+// cleaning) → available → deploy. A node already active is done.
+func (p *Provisioner) Provision(ctx context.Context, host provisioner.Host, data provisioner.ProvisionData, restartOnFailure bool) (provisioner.Result, error) {
+	ctx = withOp(ctx, "provision")
+	s, n, err := p.getNode(ctx, host)
+	if err != nil {
+		return provisioner.Result{}, err
+	}
+	access, err := parseAccess(host)
+	if err != nil {
+		return provisioner.Failed(err.Error()), nil
+	}
+	plan, err := planDeploy(p.cfg, data)
+	if err != nil {
+		return provisioner.Failed(err.Error()), nil
+	}
+
+	d := decideProvisioning(n, plan.matches(n), restartOnFailure, s.features)
+	switch d.act {
+	case actProvide:
+		return p.provide(ctx, s, n, host, access)
+	case actManage:
+		return p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetManage}, p.short())
+	case actDeploy:
+		return p.deploy(ctx, s, n, host, access, data, plan)
+	case actAbort:
+		// The image changed while the agent waits for it: stop this deployment (deploy failed);
+		// the next call deploys the new image.
+		return p.abort(ctx, s, n, "deployment")
+	case actUnexpected:
+		return provisioner.Result{}, fmt.Errorf("provisioning host %s/%s: Ironic node %s is %q",
+			host.Namespace, host.Name, n.UUID, n.ProvisionState)
+	}
+	res, _ := p.result(d, host)
+	return res, nil
+}
+
+// provide moves a manageable node to available, running automated cleaning when the host's
+// cleaning mode asks for it.
+func (p *Provisioner) provide(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access) (provisioner.Result, error) {
+	var pt patch
+	clean := automatedClean(host.AutomatedCleaningMode)
+	if n.AutomatedClean == nil || *n.AutomatedClean != clean {
+		pt.setField("automated_clean", clean, n.AutomatedClean)
+	}
+	if clean {
+		if err := p.setDeployImage(&pt, n, host, access); err != nil {
+			return provisioner.Result{}, err
+		}
+	}
+	n, res, err, ok := p.update(ctx, s, n, pt)
+	if !ok {
+		return res, err
+	}
+	then := p.short()
+	if clean {
+		then = p.long()
+	}
+	return p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetProvide}, then)
+}
+
+// deploy writes the plan (instance_info, deploy interface, root device hints, boot mode, agent
+// image) and asks Ironic to deploy with the config drive and custom deploy steps.
+func (p *Provisioner) deploy(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access,
+	data provisioner.ProvisionData, plan deployPlan) (provisioner.Result, error) {
+	opts := nodes.ProvisionStateOpts{Target: nodes.TargetActive, DeploySteps: plan.steps}
+	if !plan.liveISO {
+		// A live ISO gets no config drive: it would need a second virtual media device, which
+		// some BMCs lack (metal3 does the same).
+		cd, err := configDrive(host, data.HostConfig, n.UUID)
+		if err != nil {
+			return provisioner.Failed(err.Error()), nil
+		}
+		opts.ConfigDrive = cd
+	}
+	var pt patch
+	plan.apply(&pt, n)
+	props := map[string]any{"capabilities": capabilities(n.Properties["capabilities"], data.BootMode)}
+	if hints := rootDeviceHints(data.RootDeviceHints); hints != nil {
+		props["root_device"] = hints
+	}
+	pt.setKeys("properties", n.Properties, props)
+	if !plan.liveISO {
+		if err := p.setDeployImage(&pt, n, host, access); err != nil {
+			return provisioner.Result{}, err
+		}
+	}
+	n, res, err, ok := p.update(ctx, s, n, pt)
+	if !ok {
+		return res, err
+	}
+	p.log.Info("Deploying", "node", n.UUID, "image", n.InstanceInfo["image_source"], "bootISO", n.InstanceInfo["boot_iso"],
+		"deployInterface", n.DeployInterface)
+	return p.changeState(ctx, s, n, opts, p.long())
+}

@@ -1,0 +1,317 @@
+package ironic
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
+	"sigs.k8s.io/yaml"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/bmc"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// Register creates the host's node (driver, interfaces and driver_info from the BMC address, a
+// port for the boot MAC) or finds it (by ID, then by name: a node found by name is re-linked), brings
+// its settings in line (credentials, disable_power_off, automated_clean, network data) and moves it
+// from enroll to manageable, which makes Ironic check the BMC. A node past enroll is registered.
+func (p *Provisioner) Register(ctx context.Context, host provisioner.Host, opts provisioner.RegisterOptions) (provisioner.Result, string, error) {
+	ctx = withOp(ctx, "register")
+	access, err := parseAccess(host)
+	if err != nil {
+		return provisioner.Failed(err.Error()), host.NodeID, nil
+	}
+	s, err := p.session(ctx)
+	if err != nil {
+		return provisioner.Result{}, host.NodeID, err
+	}
+	if msg := registrationProblem(host, access, s.features); msg != "" {
+		return provisioner.Failed(msg), host.NodeID, nil
+	}
+	networkData, err := preprovisioningNetworkData(p.cfg, host)
+	if err != nil {
+		return provisioner.Failed(err.Error()), host.NodeID, nil
+	}
+
+	n, err := p.findNode(ctx, s, host)
+	if err != nil {
+		return provisioner.Result{}, host.NodeID, err
+	}
+	driverInfo := access.DriverInfo(host.BMCCredentials.Username, host.BMCCredentials.Password, host.DisableCertificateVerification)
+	fingerprint := credentialsFingerprint(driverInfo)
+	newCredentials := false
+
+	if n == nil {
+		res, created, err := p.enroll(ctx, s, host, access, driverInfo, networkData)
+		if created == nil {
+			return res, host.NodeID, err
+		}
+		n, newCredentials = created, true
+		p.appliedCreds.Store(n.UUID, fingerprint)
+		if res, err := p.ensurePort(ctx, s, n, host.BootMACAddress, true); err != nil || res.Failed() || res.Busy {
+			return res, n.UUID, err
+		}
+	} else {
+		var pt patch
+		if n.Name != nodeName(host) {
+			pt.setField("name", nodeName(host), n.Name)
+		}
+		applied, _ := p.appliedCreds.Load(n.UUID)
+		if !sameBMC(n.DriverInfo, driverInfo) || (opts.CredentialsChanged && applied != fingerprint) {
+			p.log.Info("Updating the BMC access of the Ironic node", "node", n.UUID,
+				"driverInfo", bmc.RedactDriverInfo(driverInfo))
+			info := maps.Clone(driverInfo)
+			for k := range n.DriverInfo { // keep deploy image and other settings; replace BMC keys
+				if _, bmcKey := info[k]; !bmcKey && !isBMCKey(k) {
+					info[k] = n.DriverInfo[k]
+				}
+			}
+			pt.setField("driver_info", info, nil)
+			newCredentials = true
+		}
+		if s.features.DisablePowerOff && n.DisablePowerOff != host.DisablePowerOff {
+			pt.setField("disable_power_off", host.DisablePowerOff, n.DisablePowerOff)
+		}
+		if networkData != nil {
+			pt.setField("network_data", networkData, n.NetworkData)
+		}
+		updated, res, err, ok := p.update(ctx, s, n, pt)
+		if !ok {
+			return res, n.UUID, err
+		}
+		n = updated
+		if newCredentials {
+			p.appliedCreds.Store(n.UUID, fingerprint)
+		}
+		// Polling a verification needs no port check; everything else (first call, re-link,
+		// credentials or spec change) does.
+		if n.ProvisionState != string(nodes.Verifying) {
+			if res, err := p.ensurePort(ctx, s, n, host.BootMACAddress, false); err != nil || res.Failed() || res.Busy {
+				return res, n.UUID, err
+			}
+		}
+	}
+
+	d := decideRegistration(n, newCredentials, opts.RestartOnFailure)
+	if res, ok := p.result(d, host); ok {
+		return res, n.UUID, nil
+	}
+	if d.act == actManage {
+		res, err := p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetManage}, p.short())
+		return res, n.UUID, err
+	}
+	return provisioner.Result{}, n.UUID, fmt.Errorf("registering host %s/%s: unexpected action %s", host.Namespace, host.Name, d.act)
+}
+
+// registrationProblem checks what Ironic cannot do for this host; "" when nothing.
+func registrationProblem(host provisioner.Host, access *bmc.Access, f Features) string {
+	switch {
+	case access.NeedsMAC && host.BootMACAddress == "":
+		return fmt.Sprintf("BMC type %s needs spec.bootMACAddress", access.Type)
+	case host.BootMode == metal3.UEFISecureBoot && !access.SupportsSecureBoot:
+		return fmt.Sprintf("BMC type %s cannot turn on secure boot (spec.bootMode UEFISecureBoot)", access.Type)
+	case host.DisablePowerOff && !f.DisablePowerOff:
+		// Powering such a host off by accident could need a trip to the data center.
+		return fmt.Sprintf("Ironic API %s cannot keep a host from being powered off (spec.disablePowerOff needs 1.%d); not managing the host",
+			f.MaxVersion, minorDisablePowerOff)
+	}
+	return ""
+}
+
+// findNode looks the node up by ID, then by name. nil when Ironic has neither (never registered,
+// or Ironic lost its database).
+func (p *Provisioner) findNode(ctx context.Context, s *session, host provisioner.Host) (*nodes.Node, error) {
+	if host.NodeID != "" {
+		n, err := p.fetchNode(ctx, s, host.NodeID)
+		if err == nil {
+			return n, nil
+		}
+		if !notFound(err) {
+			return nil, err
+		}
+	}
+	n, err := p.fetchNode(ctx, s, nodeName(host))
+	switch {
+	case err == nil:
+		if host.NodeID != "" && n.UUID != host.NodeID {
+			p.log.Info("Found the host's Ironic node by name; re-linking", "node", n.UUID, "previous", host.NodeID)
+		}
+		return n, nil
+	case notFound(err):
+		return nil, nil
+	}
+	return nil, err
+}
+
+// enroll creates the node. created is nil when the caller must return res, err.
+func (p *Provisioner) enroll(ctx context.Context, s *session, host provisioner.Host, access *bmc.Access, driverInfo map[string]any, networkData map[string]any) (provisioner.Result, *nodes.Node, error) {
+	info := maps.Clone(driverInfo)
+	if img, ok := deployImage(p.cfg, access, host.PreprovisioningImage); ok {
+		for k, v := range img {
+			if v != nil {
+				info[k] = v
+			}
+		}
+	}
+	clean := automatedClean(host.AutomatedCleaningMode)
+	props := map[string]any{"capabilities": capabilities(nil, host.BootMode)}
+	if host.Architecture != "" {
+		props["cpu_arch"] = host.Architecture
+	}
+	opts := nodes.CreateOpts{
+		Name:                nodeName(host),
+		Driver:              access.Driver,
+		DriverInfo:          info,
+		BootInterface:       access.Interfaces.Boot,
+		BIOSInterface:       access.Interfaces.BIOS,
+		ManagementInterface: access.Interfaces.Management,
+		PowerInterface:      access.Interfaces.Power,
+		RAIDInterface:       access.Interfaces.RAID,
+		VendorInterface:     access.Interfaces.Vendor,
+		FirmwareInterface:   access.Interfaces.Firmware,
+		InspectInterface:    inspectInterface(host, access),
+		AutomatedClean:      &clean,
+		Properties:          props,
+		NetworkData:         networkData,
+	}
+	if s.features.DisablePowerOff {
+		opts.DisablePowerOff = &host.DisablePowerOff
+	}
+	p.log.Info("Enrolling the host in Ironic", "name", opts.Name, "driver", opts.Driver,
+		"driverInfo", bmc.RedactDriverInfo(info))
+	n, err := nodes.Create(ctx, s.sc, opts).Extract()
+	switch {
+	case err == nil:
+		return provisioner.Result{}, n, nil
+	case isStatus(err, http.StatusConflict):
+		// Another reconcile created it a moment ago (the name is taken): look again soon.
+		return p.short(), nil, nil
+	}
+	return provisioner.Result{}, nil, classifyError(err, "enrolling host "+opts.Name+" in Ironic")
+}
+
+// ensurePort makes sure the boot MAC has a port on this node. A MAC already on another node is a
+// host error (two hosts claim one NIC).
+func (p *Provisioner) ensurePort(ctx context.Context, s *session, n *nodes.Node, mac string, fresh bool) (provisioner.Result, error) {
+	if mac == "" {
+		return provisioner.Result{}, nil
+	}
+	mac = strings.ToLower(mac)
+	if !fresh {
+		owner, err := p.portOwner(ctx, s, mac)
+		if err != nil {
+			return provisioner.Result{}, err
+		}
+		switch owner {
+		case n.UUID:
+			return provisioner.Result{}, nil
+		case "":
+		default:
+			return provisioner.Failed(fmt.Sprintf("boot MAC address %s belongs to another Ironic node (%s)", mac, owner)), nil
+		}
+	}
+	pxe := true
+	_, err := ports.Create(ctx, s.sc, ports.CreateOpts{NodeUUID: n.UUID, Address: mac, PXEEnabled: &pxe}).Extract()
+	switch {
+	case err == nil:
+		return provisioner.Result{}, nil
+	case busy(err):
+		owner, lookErr := p.portOwner(ctx, s, mac)
+		if lookErr == nil && owner != "" && owner != n.UUID {
+			return provisioner.Failed(fmt.Sprintf("boot MAC address %s belongs to another Ironic node (%s)", mac, owner)), nil
+		}
+		if lookErr == nil && owner == n.UUID {
+			return provisioner.Result{}, nil
+		}
+		return p.short(), nil
+	}
+	return provisioner.Result{}, classifyError(err, fmt.Sprintf("creating the port %s of Ironic node %s", mac, n.UUID))
+}
+
+// portOwner returns the node that has a port with this MAC, "" when none.
+func (p *Provisioner) portOwner(ctx context.Context, s *session, mac string) (string, error) {
+	pages, err := ports.List(s.sc, ports.ListOpts{Address: mac, Fields: []string{"uuid", "node_uuid"}}).AllPages(ctx)
+	if err != nil {
+		return "", classifyError(err, "looking up the Ironic port of "+mac)
+	}
+	list, err := ports.ExtractPorts(pages)
+	if err != nil {
+		return "", fmt.Errorf("reading the Ironic ports of %s: %w", mac, err)
+	}
+	if len(list) == 0 {
+		return "", nil
+	}
+	return list[0].NodeUUID, nil
+}
+
+// isBMCKey: driver_info keys that describe BMC access (replaced as a whole when it changes).
+func isBMCKey(k string) bool {
+	for _, prefix := range []string{"redfish_", "ipmi_", "idrac_"} {
+		if strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameBMC compares the non-secret BMC keys of a node's driver_info with the wanted ones (Ironic
+// masks secrets, so passwords cannot be compared; a changed Secret is CredentialsChanged).
+func sameBMC(have, want map[string]any) bool {
+	for k, v := range want {
+		if isSecretKey(k) {
+			continue
+		}
+		if !sameJSON(v, have[k]) {
+			return false
+		}
+	}
+	for k := range have {
+		if isBMCKey(k) && !isSecretKey(k) {
+			if _, ok := want[k]; !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isSecretKey(k string) bool {
+	redacted := bmc.RedactDriverInfo(map[string]any{k: "x"})
+	return redacted[k] != "x"
+}
+
+// credentialsFingerprint identifies what was written to driver_info without keeping the password
+// (in memory only, never logged).
+func credentialsFingerprint(driverInfo map[string]any) string {
+	h := sha256.New()
+	keys := make([]string, 0, len(driverInfo))
+	for k := range driverInfo {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(h, "%s=%v\x00", k, driverInfo[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// preprovisioningNetworkData is the node's network_data when no image builder puts it into the
+// agent image: Ironic then writes it into the ISO it builds.
+func preprovisioningNetworkData(cfg Config, host provisioner.Host) (map[string]any, error) {
+	if cfg.PreprovisioningImageBuilder || host.PreprovisioningNetworkData == "" {
+		return nil, nil
+	}
+	var data map[string]any
+	if err := yaml.Unmarshal([]byte(host.PreprovisioningNetworkData), &data); err != nil {
+		return nil, fmt.Errorf("spec.preprovisioningNetworkDataName: the network data is not valid YAML or JSON: %w", err)
+	}
+	return data, nil
+}

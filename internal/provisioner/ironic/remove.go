@@ -1,0 +1,62 @@
+package ironic
+
+import (
+	"context"
+	"errors"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// Detach removes the node from Ironic without touching the host: no power change, no cleaning, the
+// disk as it is. A node in a state Ironic will not delete (active, failed...) is put in maintenance
+// first, which makes Ironic skip its checks and leave the hardware alone.
+func (p *Provisioner) Detach(ctx context.Context, host provisioner.Host) (provisioner.Result, error) {
+	return p.remove(withOp(ctx, "detach"), host)
+}
+
+// Delete removes the node from Ironic for good. The host controller deprovisions and powers off
+// before it deletes, so this is the same as Detach.
+func (p *Provisioner) Delete(ctx context.Context, host provisioner.Host) (provisioner.Result, error) {
+	return p.remove(withOp(ctx, "delete"), host)
+}
+
+// deletableStates are where Ironic deletes a node without maintenance.
+var deletableStates = map[nodes.ProvisionState]bool{
+	nodes.Enroll: true, nodes.Manageable: true, nodes.Available: true,
+	nodes.InspectFail: true, nodes.CleanFail: true, nodes.AdoptFail: true,
+}
+
+func (p *Provisioner) remove(ctx context.Context, host provisioner.Host) (provisioner.Result, error) {
+	s, n, err := p.getNode(ctx, host)
+	if errors.Is(err, provisioner.ErrNeedsRegistration) {
+		// No ID or a stale one: the node may still exist under the host's name.
+		n, err = p.findNode(ctx, s, provisioner.Host{Namespace: host.Namespace, Name: host.Name})
+		if err != nil {
+			return provisioner.Result{}, err
+		}
+		if n == nil {
+			return provisioner.Done(), nil
+		}
+	} else if err != nil {
+		return provisioner.Result{}, err
+	}
+	if !deletableStates[nodes.ProvisionState(n.ProvisionState)] && !n.Maintenance {
+		if res, err := p.setMaintenance(ctx, s, n, true, "removed by Metalforge"); err != nil || res.Busy {
+			return res, err
+		}
+	}
+	p.nodes.forget(n.UUID)
+	p.appliedCreds.Delete(n.UUID)
+	p.powerRequests.Delete(n.UUID)
+	err = nodes.Delete(ctx, s.sc, n.UUID).ExtractErr()
+	switch {
+	case err == nil, notFound(err):
+		p.log.Info("Removed the Ironic node", "node", n.UUID, "host", host.Namespace+"/"+host.Name)
+		return provisioner.Done(), nil
+	case busy(err):
+		return p.short(), nil
+	}
+	return provisioner.Result{}, classifyError(err, "deleting Ironic node "+n.UUID)
+}

@@ -1,0 +1,107 @@
+package ironic
+
+import (
+	"regexp"
+	"strings"
+)
+
+// The one place that makes Ironic's text safe and stable for status, events and returned errors.
+// Ironic's last_error embeds request IDs (different on every attempt, so the status would change
+// on every retry), Redfish error bodies ("Extended information: [...]", long and volatile) and, in
+// some drivers' messages, values from driver_info. sanitize removes the first two; secrets passes
+// the values that must never appear (the BMC password), which are replaced by "******".
+
+var (
+	requestIDPattern = regexp.MustCompile(`\s*\(?\[?\s*req-[0-9a-fA-F-]{36}\s*\]?\)?`)
+	spaces           = regexp.MustCompile(`\s+`)
+	httpCodePattern  = regexp.MustCompile(`returned code (40[13])\b`)
+)
+
+// sanitize cleans a message from Ironic: request IDs and provider bodies removed, whitespace
+// collapsed, each non-empty secret replaced, length capped.
+func sanitize(msg string, secrets ...string) string {
+	for _, s := range secrets {
+		if len(s) >= 3 {
+			msg = strings.ReplaceAll(msg, s, "******")
+		}
+	}
+	msg = requestIDPattern.ReplaceAllString(msg, "")
+	msg = dropExtendedInfo(msg)
+	msg = strings.TrimSpace(spaces.ReplaceAllString(msg, " "))
+	if len(msg) > errorMessageLimit {
+		cut := errorMessageLimit
+		for cut > 0 && !utf8Start(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
+	return msg
+}
+
+// extendedInfoMarker starts sushy's rendering of a Redfish error body: a bracketed list of message
+// objects. dropExtendedInfo removes it up to the matching bracket (a regular expression cannot
+// match the nesting).
+const extendedInfoMarker = "Extended information:"
+
+func dropExtendedInfo(msg string) string {
+	for {
+		i := strings.Index(msg, extendedInfoMarker)
+		if i < 0 {
+			return msg
+		}
+		j := i + len(extendedInfoMarker)
+		for j < len(msg) && msg[j] == ' ' {
+			j++
+		}
+		end := len(msg)
+		if j < len(msg) && (msg[j] == '[' || msg[j] == '{') {
+			depth := 0
+			var quote byte
+			for k := j; k < len(msg); k++ {
+				c := msg[k]
+				switch {
+				case quote != 0:
+					if c == quote {
+						quote = 0
+					}
+				case c == '\'' || c == '"':
+					quote = c
+				case c == '[' || c == '{':
+					depth++
+				case c == ']' || c == '}':
+					depth--
+					if depth == 0 {
+						end = k + 1
+					}
+				}
+				if end != len(msg) {
+					break
+				}
+			}
+		}
+		msg = strings.TrimRight(msg[:i], " ") + msg[end:]
+	}
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// bmcProblem turns a registration failure into a message naming the BMC problem. Credentials are
+// the common case and Ironic's text for them is a wall of Redfish JSON, so it gets a plain
+// sentence; other failures keep Ironic's (sanitized) words.
+func bmcProblem(lastError string, secrets ...string) string {
+	if m := httpCodePattern.FindStringSubmatch(lastError); m != nil {
+		return "BMC rejected the credentials (HTTP " + m[1] + "): check the username and password in the BMC credentials Secret"
+	}
+	lower := strings.ToLower(lastError)
+	if strings.Contains(lower, "authentication") || strings.Contains(lower, "unauthorized") {
+		return "BMC rejected the credentials: check the username and password in the BMC credentials Secret"
+	}
+	if lastError == "" {
+		return "BMC access could not be verified"
+	}
+	return "BMC access could not be verified: " + sanitize(lastError, secrets...)
+}
+
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
+}

@@ -1,0 +1,71 @@
+package ironic
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/metalforge/metalforge/internal/bmc"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// Service applies BIOS settings and firmware updates to an active node through Ironic servicing
+// (active → servicing ↔ service wait → active; Ironic reboots the host as the steps need). Empty
+// data while servicing waits or has failed aborts it (the user took the changes back).
+func (p *Provisioner) Service(ctx context.Context, host provisioner.Host, data provisioner.ServiceData, restartOnFailure bool) (provisioner.Result, error) {
+	ctx = withOp(ctx, "service")
+	s, n, err := p.getNode(ctx, host)
+	if err != nil {
+		return provisioner.Result{}, err
+	}
+	access, err := parseAccess(host)
+	if err != nil {
+		return provisioner.Failed(err.Error()), nil
+	}
+	var steps []nodes.ServiceStep
+	if st, ok := biosStep(data.FirmwareSettings); ok {
+		steps = append(steps, st)
+	}
+	if st, ok := firmwareStep(data.FirmwareUpdates); ok {
+		steps = append(steps, st)
+	}
+	fp := fingerprint(steps)
+
+	d := decideServicing(n, len(steps) > 0, p.finished(n, extraServiced, fp), restartOnFailure)
+	switch d.act {
+	case actService:
+		return p.startServicing(ctx, s, n, host, access, steps, fp)
+	case actAbort:
+		return p.abort(ctx, s, n, "servicing")
+	case actUnexpected:
+		return provisioner.Result{}, fmt.Errorf("servicing host %s/%s: Ironic node %s is %q, servicing needs it active",
+			host.Namespace, host.Name, n.UUID, n.ProvisionState)
+	}
+	res, _ := p.result(d, host)
+	return res, nil
+}
+
+func (p *Provisioner) startServicing(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access,
+	steps []nodes.ServiceStep, fp string) (provisioner.Result, error) {
+	var pt patch
+	if err := p.setDeployImage(&pt, n, host, access); err != nil {
+		return provisioner.Result{}, err
+	}
+	pt.setKeys("extra", n.Extra, map[string]any{extraServiced: fp})
+	n, res, err, ok := p.update(ctx, s, n, pt)
+	if !ok {
+		return res, err
+	}
+	p.log.Info("Starting servicing", "node", n.UUID, "steps", stepNames(steps))
+	res, started, err := p.startState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetService, ServiceSteps: steps}, p.long())
+	p.recordStart(n, extraServiced, fp, started)
+	return res, err
+}
+
+// abort stops what the node waits for (clean wait, service wait, inspect wait, and with API 1.110
+// deploy wait).
+func (p *Provisioner) abort(ctx context.Context, s *session, n *nodes.Node, what string) (provisioner.Result, error) {
+	p.log.Info("Aborting", "node", n.UUID, "operation", what, "state", n.ProvisionState)
+	return p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetAbort}, p.short())
+}
