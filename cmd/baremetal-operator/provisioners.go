@@ -6,16 +6,24 @@ import (
 	"fmt"
 	"time"
 
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	"github.com/metalforge/metalforge/internal/provisioner"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
+	"github.com/metalforge/metalforge/internal/provisioner/ironic"
 )
 
-// provisionerFactories is the seam between flags and provisioning engines. The Ironic
-// implementation plugs in here with a constructor that reads metal3's environment variables
-// (IRONIC_ENDPOINT, DEPLOY_KERNEL_URL, ...).
+// provisionerFactories is the seam between flags and provisioning engines. The Ironic provisioner
+// reads metal3's environment variables (IRONIC_ENDPOINT, DEPLOY_KERNEL_URL, ...).
 var provisionerFactories = map[string]func(context.Context, options) (provisioner.Provisioner, error){
 	"ironic": func(context.Context, options) (provisioner.Provisioner, error) {
-		return nil, errIronicNotBuilt
+		cfg, err := ironic.ConfigFromEnv()
+		if err != nil {
+			return nil, err
+		}
+		log := ctrl.Log.WithName("ironic")
+		log.Info("Ironic provisioner configured", "config", cfg.String())
+		return ironic.New(cfg, log)
 	},
 	"fixture": func(_ context.Context, o options) (provisioner.Provisioner, error) {
 		return o.fixture.build()
