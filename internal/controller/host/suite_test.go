@@ -43,6 +43,7 @@ func testConfig() Config {
 
 // operator is the operator running in-process against the test's namespace.
 type operator struct {
+	t      *testing.T
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once
@@ -72,7 +73,7 @@ func startOperator(t *testing.T, ns string, fix *fixture.Fixture, tune ...func(*
 		cancel()
 		t.Fatalf("setting up the controller: %v", err)
 	}
-	op := &operator{cancel: cancel, done: make(chan error, 1)}
+	op := &operator{t: t, cancel: cancel, done: make(chan error, 1)}
 	go func() { op.done <- mgr.Start(ctx) }()
 	t.Cleanup(op.stop)
 	return op
@@ -82,8 +83,9 @@ func startOperator(t *testing.T, ns string, fix *fixture.Fixture, tune ...func(*
 func (o *operator) stop() {
 	o.once.Do(func() {
 		o.cancel()
+		// An error, not a panic: a panic would skip TestMain and leave the API server running.
 		if err := <-o.done; err != nil {
-			panic(fmt.Sprintf("manager stopped with an error: %v", err))
+			o.t.Errorf("manager stopped with an error: %v", err)
 		}
 	})
 }

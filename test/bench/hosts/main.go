@@ -355,6 +355,10 @@ func report(o options, wall, created time.Duration, before, after sample, opPID 
 	fmt.Printf("operator peak RSS (VmHWM):      %.1f MiB\n", float64(vmHWM(opPID))/1024)
 	fmt.Printf("operator CPU:                   %.1f s\n", cpuSeconds(opPID))
 	fmt.Printf("kube-apiserver + etcd CPU:      %.1f s\n", apiCPU)
+	fmt.Printf("this benchmark's own CPU:       %.1f s (creators and watch)\n", cpuSeconds(os.Getpid()))
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Printf("load average (1/5/15 min):      %s\n", strings.Join(strings.Fields(string(b))[:3], " "))
+	}
 }
 
 // profileAPIServer saves a CPU profile of kube-apiserver (its /debug/pprof is on by default).
