@@ -399,6 +399,8 @@ func newImageServer() *imageServer {
 		panic(err)
 	}
 	s.files["/live.iso"] = iso.Bytes()
+	// bmcsim takes the new version from the file name.
+	s.files["/bios-2.1.0.bin"] = []byte("firmware image for tests")
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
 }

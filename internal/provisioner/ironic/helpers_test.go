@@ -34,7 +34,8 @@ func testHost(t *testing.T, h bmcsim.Host) provisioner.Host {
 func drive(t *testing.T, what string, timeout time.Duration, op func(ctx context.Context) (provisioner.Result, error)) provisioner.Result {
 	t.Helper()
 	ctx := context.Background()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
 	calls := 0
 	for {
 		calls++
@@ -43,7 +44,7 @@ func drive(t *testing.T, what string, timeout time.Duration, op func(ctx context
 			t.Fatalf("%s: call %d: %v", what, calls, err)
 		}
 		if !res.Busy {
-			t.Logf("%s: %s after %d calls", what, describe(res), calls)
+			t.Logf("%s: %s after %d calls, %s", what, describe(res), calls, time.Since(start).Round(100*time.Millisecond))
 			return res
 		}
 		if time.Now().After(deadline) {

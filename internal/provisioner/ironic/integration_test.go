@@ -162,7 +162,10 @@ func TestLifecycle(t *testing.T) {
 		})
 	})
 
-	sdata := provisioner.ServiceData{FirmwareSettings: metal3.DesiredSettingsMap{"ProcCStates": intstr.FromString("Disabled")}}
+	sdata := provisioner.ServiceData{
+		FirmwareSettings: metal3.DesiredSettingsMap{"ProcCStates": intstr.FromString("Disabled")},
+		FirmwareUpdates:  []metal3.FirmwareUpdate{{Component: "bios", URL: e.images.URL + "/bios-2.1.0.bin"}},
+	}
 	step("service", func() {
 		mustDone(t, "service", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 			return p.Service(ctx, host, sdata, false)
@@ -180,8 +183,14 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("firmware settings: ProcCStates=%q schema %+v err %v", settings["ProcCStates"], schema["ProcCStates"], err)
 	}
 	components, err := p.FirmwareComponents(context.Background(), host)
-	if err != nil || len(components) < 2 {
-		t.Errorf("firmware components: %+v, %v; want bios and bmc", components, err)
+	bios := ""
+	for _, c := range components {
+		if c.Component == "bios" {
+			bios = c.CurrentVersion
+		}
+	}
+	if err != nil || len(components) < 2 || bios != "2.1.0" {
+		t.Errorf("firmware components: %+v, %v; want bios (at 2.1.0 after the update) and bmc", components, err)
 	}
 
 	step("deprovision", func() {
@@ -197,6 +206,9 @@ func TestLifecycle(t *testing.T) {
 			return p.Delete(ctx, host)
 		})
 	})
+	if _, _, err := p.getNode(context.Background(), host); !errors.Is(err, provisioner.ErrNeedsRegistration) {
+		t.Errorf("node after delete: %v, want ErrNeedsRegistration", err)
+	}
 }
 
 // checkHardware compares inspected details with bmcsim's default profile.
@@ -356,9 +368,22 @@ func TestDetach(t *testing.T) {
 		t.Errorf("bmcsim after detach: power %s booted %q, want it untouched (On, %q)", after.State.Power, after.State.Booted, before.State.Booted)
 	}
 	old := host.NodeID
+	host.DisablePowerOff = true
 	register(t, p, &host)
 	if host.NodeID == old || host.NodeID == "" {
 		t.Errorf("node ID after re-registration: %q (was %q), want a new node", host.NodeID, old)
+	}
+	if n := waitNode(t, p, host, "registered", func(*nodes.Node) bool { return true }); !n.DisablePowerOff {
+		t.Error("disable_power_off not set on the node")
+	}
+	if res, err := p.PowerOff(context.Background(), host, metal3.RebootModeHard, false); err != nil || !res.Failed() {
+		t.Errorf("power off with disablePowerOff: %s, %v; want refused", describe(res), err)
+	}
+	// A stale node ID: the node is found by name and re-linked.
+	stale := host
+	stale.NodeID = "7b6a8f1e-0000-4000-8000-000000000000"
+	if res, id, err := p.Register(context.Background(), stale, provisioner.RegisterOptions{}); err != nil || res.Busy || res.Failed() || id != host.NodeID {
+		t.Errorf("register with a stale node ID: %s, %q, %v; want done with %s", describe(res), id, err, host.NodeID)
 	}
 	// Capacity is a list of nodes; virtual media nodes never count.
 	if ok, err := p.HasCapacity(context.Background()); err != nil || !ok {

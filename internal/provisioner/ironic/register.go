@@ -194,6 +194,9 @@ func (p *Provisioner) enroll(ctx context.Context, s *session, host provisioner.H
 	case isStatus(err, http.StatusConflict):
 		// Another reconcile created it a moment ago (the name is taken): look again soon.
 		return p.short(), nil, nil
+	case isStatus(err, http.StatusBadRequest):
+		// E.g. the BMC type needs an interface this Ironic does not enable: the user's to fix.
+		return provisioner.Failed("Ironic refused to enroll the host: " + faultOf(err)), nil, nil
 	}
 	return provisioner.Result{}, nil, classifyError(err, "enrolling host "+opts.Name+" in Ironic")
 }
