@@ -102,8 +102,39 @@ func (svc *Service) route(pattern string, public bool, h func(q *request)) {
 	})
 }
 
-// ServeHTTP adds latency, resolves the caller, injects faults and dispatches.
+// ServeHTTP logs the call at debug level (method, path, caller, status, duration; never
+// credentials or bodies) and serves it.
 func (svc *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !svc.log.Enabled(r.Context(), slog.LevelDebug) {
+		svc.serve(w, r)
+		return
+	}
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	defer func() {
+		user := "-"
+		if u, _, ok := r.BasicAuth(); ok {
+			user = u
+		} else if r.Header.Get("X-Auth-Token") != "" {
+			user = "(session)"
+		}
+		svc.log.Debug("Redfish", "method", r.Method, "path", r.URL.Path, "user", user, "status", sw.status, "duration", time.Since(start))
+	}()
+	svc.serve(sw, r)
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// serve adds latency, resolves the caller, injects faults and dispatches.
+func (svc *Service) serve(w http.ResponseWriter, r *http.Request) {
 	if p := r.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
 		r.URL.Path = strings.TrimRight(p, "/")
 		r.URL.RawPath = ""
