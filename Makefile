@@ -104,3 +104,12 @@ fuzz: ## Fuzz the BMC address parser for FUZZTIME (default 60s)
 	if grep -q '^    context deadline exceeded$$' "$$log" && ! grep -q 'Failing input written' "$$log"; then \
 		echo "fuzz: no failing input; ignoring go1.26's fuzztime deadline race (go.dev/issue/75804)"; exit 0; \
 	fi; exit 1
+
+##@ bmcsim benchmark
+
+BMCSIM_HOSTS ?= 1000
+
+.PHONY: bench-bmcsim
+bench-bmcsim: ## Run bmcsim with BMCSIM_HOSTS (1000) servers; print its RSS and the System GET latency
+	go build -o $(BIN)/bmcsim ./cmd/bmcsim
+	go run ./hack/bmcsim-bench -bmcsim $(BIN)/bmcsim -hosts $(BMCSIM_HOSTS)
