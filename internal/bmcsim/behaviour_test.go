@@ -614,3 +614,12 @@ faults:
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestRedfishLatency(t *testing.T) {
+	e := newEnv(t, envOptions{hosts: 1, configure: func(c *config.Config) { c.RedfishLatency = config.Duration{Duration: 150 * time.Millisecond} }})
+	start := time.Now()
+	equal(t, "status", e.get(e.sys()).status, http.StatusOK)
+	if d := time.Since(start); d < 150*time.Millisecond {
+		t.Errorf("GET took %v with a configured latency of 150ms", d)
+	}
+}
