@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -116,16 +117,27 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		For(&metal3.BareMetalHost{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
 			predicate.LabelChangedPredicate{}, deletionPredicate(), statusClearedPredicate()))).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.hostsUsingSecret)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.hostsUsingSecret), builder.WithPredicates(secretDataChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.Concurrency), SkipNameValidation: &r.skipNameValidation}).
 		Complete(r)
 }
 
-// deletionPredicate wakes a host when it is marked for deletion or loses a finalizer.
+// deletionPredicate wakes a host when it is marked for deletion. (Finalizer changes do not: ours
+// are our own writes, and a removed one is put back at the next poll.)
 func deletionPredicate() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
-		return !e.ObjectNew.GetDeletionTimestamp().Equal(e.ObjectOld.GetDeletionTimestamp()) ||
-			len(e.ObjectNew.GetFinalizers()) != len(e.ObjectOld.GetFinalizers())
+		return !e.ObjectNew.GetDeletionTimestamp().Equal(e.ObjectOld.GetDeletionTimestamp())
+	}}
+}
+
+// secretDataChanged passes Secrets that appear, go, or change content; not our own label and
+// finalizer changes.
+func secretDataChanged() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+		o, okO := e.ObjectOld.(*corev1.Secret)
+		n, okN := e.ObjectNew.(*corev1.Secret)
+		return !okO || !okN || !reflect.DeepEqual(o.Data, n.Data) || !reflect.DeepEqual(o.StringData, n.StringData) ||
+			!n.DeletionTimestamp.Equal(o.DeletionTimestamp)
 	}}
 }
 
