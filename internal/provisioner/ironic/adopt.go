@@ -39,12 +39,10 @@ func (p *Provisioner) Adopt(ctx context.Context, host provisioner.Host, data pro
 // with it) and asks Ironic to adopt.
 func (p *Provisioner) adopt(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, data provisioner.ProvisionData) (provisioner.Result, error) {
 	var pt patch
+	// Externally provisioned without an image: nothing to record; Ironic adopts a node without
+	// image_source too (it only validates the boot interface for non-local boot).
 	if plan, err := planDeploy(p.cfg, data); err == nil {
 		plan.apply(&pt, n)
-	} else if isEmpty(n.InstanceInfo["image_source"]) && isEmpty(n.InstanceInfo["boot_iso"]) {
-		// Externally provisioned without an image: Ironic's direct deploy still wants an
-		// image_source to validate; a placeholder says what it is.
-		pt.setKeys("instance_info", n.InstanceInfo, map[string]any{"image_source": externallyProvisionedImage})
 	}
 	pt.setKeys("properties", n.Properties, map[string]any{"capabilities": capabilities(n.Properties["capabilities"], data.BootMode)})
 	n, res, err, ok := p.update(ctx, s, n, pt)
@@ -53,6 +51,3 @@ func (p *Provisioner) adopt(ctx context.Context, s *session, n *nodes.Node, host
 	}
 	return p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetAdopt}, p.short())
 }
-
-// externallyProvisionedImage stands for "whatever the host was installed with".
-const externallyProvisionedImage = "http://externally-provisioned.invalid/image"

@@ -2,6 +2,8 @@ package ironic
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -452,6 +454,10 @@ func TestSanitize(t *testing.T) {
 	long := sanitize(strings.Repeat("é", 1000))
 	if len(long) > errorMessageLimit+len("…") || !strings.HasSuffix(long, "…") {
 		t.Errorf("long message not capped: %d bytes", len(long))
+	}
+	err := scrub(fmt.Errorf("enrolling: %w: bad value hunter22", provisioner.ErrUnavailable), "hunter22")
+	if strings.Contains(err.Error(), "hunter22") || !errors.Is(err, provisioner.ErrUnavailable) {
+		t.Errorf("scrubbed error %q: want no secret, still ErrUnavailable", err)
 	}
 	if got := bmcProblem("Error: HTTP GET x returned code 403. Forbidden"); !strings.Contains(got, "HTTP 403") {
 		t.Errorf("403: %q", got)

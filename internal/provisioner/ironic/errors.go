@@ -125,3 +125,24 @@ func notFound(err error) bool { return isStatus(err, http.StatusNotFound) }
 
 // errorMessageLimit keeps status messages readable.
 const errorMessageLimit = 600
+
+// scrub removes secrets from an error's message; errors.Is and errors.As still see what it wraps.
+func scrub(err error, secrets ...string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	clean := sanitizeSecrets(msg, secrets...)
+	if clean == msg {
+		return err
+	}
+	return &scrubbed{msg: clean, err: err}
+}
+
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (s *scrubbed) Error() string { return s.msg }
+func (s *scrubbed) Unwrap() error { return s.err }

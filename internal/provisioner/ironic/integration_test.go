@@ -480,3 +480,28 @@ func TestRecovery(t *testing.T) {
 		return p.Adopt(ctx, host, data, false)
 	})
 }
+
+// TestAdoptExternallyProvisioned adopts a host Ironic never deployed and that has no image: the node
+// goes active and the server is not touched.
+func TestAdoptExternallyProvisioned(t *testing.T) {
+	e := integration(t)
+	t.Parallel()
+	p := e.provisioner(t)
+	srv := e.host(t)
+	host := testHost(t, srv)
+	host.State = metal3.StateExternallyProvisioned
+	register(t, p, &host)
+	before := e.server(t, srv.Name)
+	mustDone(t, "adopt", 2*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Adopt(ctx, host, provisioner.ProvisionData{BootMode: metal3.UEFI}, false)
+	})
+	if n := waitNode(t, p, host, "active", func(*nodes.Node) bool { return true }); n.ProvisionState != string(nodes.Active) {
+		t.Errorf("node %s after adoption, want active", n.ProvisionState)
+	}
+	after := e.server(t, srv.Name)
+	if after.State.Booted != before.State.Booted || after.State.DiskImage != before.State.DiskImage {
+		t.Errorf("bmcsim changed by adoption: booted %q→%q disk %q→%q", before.State.Booted, after.State.Booted,
+			before.State.DiskImage, after.State.DiskImage)
+	}
+	mustDone(t, "detach", time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Detach(ctx, host) })
+}

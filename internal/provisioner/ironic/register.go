@@ -24,7 +24,13 @@ import (
 // its settings in line (credentials, disable_power_off, automated_clean, network data) and moves it
 // from enroll to manageable, which makes Ironic check the BMC. A node past enroll is registered.
 func (p *Provisioner) Register(ctx context.Context, host provisioner.Host, opts provisioner.RegisterOptions) (provisioner.Result, string, error) {
-	ctx = withOp(ctx, "register")
+	res, id, err := p.register(withOp(ctx, "register"), host, opts)
+	// Registration is what sends the password: whatever Ironic answers, it never goes further.
+	res.ErrorMessage = sanitizeSecrets(res.ErrorMessage, host.BMCCredentials.Password)
+	return res, id, scrub(err, host.BMCCredentials.Password)
+}
+
+func (p *Provisioner) register(ctx context.Context, host provisioner.Host, opts provisioner.RegisterOptions) (provisioner.Result, string, error) {
 	access, err := parseAccess(host)
 	if err != nil {
 		return provisioner.Failed(err.Error()), host.NodeID, nil

@@ -20,11 +20,7 @@ var (
 // sanitize cleans a message from Ironic: request IDs and provider bodies removed, whitespace
 // collapsed, each non-empty secret replaced, length capped.
 func sanitize(msg string, secrets ...string) string {
-	for _, s := range secrets {
-		if len(s) >= 3 {
-			msg = strings.ReplaceAll(msg, s, "******")
-		}
-	}
+	msg = sanitizeSecrets(msg, secrets...)
 	msg = requestIDPattern.ReplaceAllString(msg, "")
 	msg = dropExtendedInfo(msg)
 	msg = strings.TrimSpace(spaces.ReplaceAllString(msg, " "))
@@ -81,6 +77,17 @@ func dropExtendedInfo(msg string) string {
 		}
 		msg = strings.TrimRight(msg[:i], " ") + msg[end:]
 	}
+}
+
+// sanitizeSecrets replaces each secret (of at least 3 characters: shorter ones would mangle
+// ordinary words) by "******".
+func sanitizeSecrets(msg string, secrets ...string) string {
+	for _, s := range secrets {
+		if len(s) >= 3 {
+			msg = strings.ReplaceAll(msg, s, "******")
+		}
+	}
+	return msg
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
