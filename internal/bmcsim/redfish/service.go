@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -325,8 +326,7 @@ func etagMatches(header, tag string) bool {
 // decode reads a JSON request body into v; on failure it answers 400 and returns false. An empty
 // body decodes as {} when allowEmpty.
 func (q *request) decode(v any, allowEmpty bool) bool {
-	body := http.MaxBytesReader(q.w, q.r.Body, 1<<20)
-	data, err := readAll(body)
+	data, err := io.ReadAll(http.MaxBytesReader(q.w, q.r.Body, 1<<20))
 	if err != nil {
 		q.error(http.StatusBadRequest, "MalformedJSON", "The request body could not be read.")
 		return false
@@ -343,12 +343,6 @@ func (q *request) decode(v any, allowEmpty bool) bool {
 		return false
 	}
 	return true
-}
-
-func readAll(r interface{ Read([]byte) (int, error) }) ([]byte, error) {
-	var b bytes.Buffer
-	_, err := b.ReadFrom(r)
-	return b.Bytes(), err
 }
 
 // fail maps a model error to a Redfish error answer.
