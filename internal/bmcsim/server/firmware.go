@@ -32,9 +32,11 @@ type UpdateRequest struct {
 // SimpleUpdate starts a firmware update and returns its task id. The BMC downloads the image at
 // once. A BIOS or NIC update is activated on the next reset of the server (a reset during the
 // download activates it when the download ends); a BMC update activates itself BMCUpdateTime
-// after the download, as a BMC flashes and restarts itself (or earlier on a reset). The component comes from Targets (a FirmwareInventory member, the Manager or the
-// System), else from the image file name (bmc, nic, else BIOS). The new version comes from a
-// version= query parameter, else from the last dotted number in the file name, else the current
+// after the download, as a BMC flashes and restarts itself (or earlier on a reset).
+//
+// The component comes from Targets (a FirmwareInventory member, the Manager, the System or a
+// NetworkAdapter), else from the image file name (bmc, nic, else BIOS). The new version comes from
+// a version= query parameter, else from the last dotted number in the file name, else the current
 // version with its last number increased.
 func (s *Server) SimpleUpdate(req UpdateRequest) (string, error) {
 	u, err := url.Parse(req.ImageURI)
