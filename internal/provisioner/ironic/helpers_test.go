@@ -75,7 +75,7 @@ func mustDone(t *testing.T, what string, timeout time.Duration, op func(ctx cont
 // register drives Register to Done and returns the node ID.
 func register(t *testing.T, p *Provisioner, host *provisioner.Host) {
 	t.Helper()
-	mustDone(t, "register", time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+	mustDone(t, "register", 4*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		res, id, err := p.Register(ctx, *host, provisioner.RegisterOptions{})
 		if id != "" {
 			host.NodeID = id
@@ -104,7 +104,7 @@ func isUnavailable(err error) bool { return errors.Is(err, provisioner.ErrUnavai
 // waitNode polls the host's node until cond holds.
 func waitNode(t *testing.T, p *Provisioner, host provisioner.Host, what string, cond func(*nodes.Node) bool) *nodes.Node {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(4 * time.Minute)
 	for {
 		p.nodes.forget(host.NodeID)
 		_, n, err := p.getNode(context.Background(), host)

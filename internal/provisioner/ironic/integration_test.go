@@ -25,7 +25,7 @@ func TestRegisterWrongCredentialsThenFixed(t *testing.T) {
 	good := host.BMCCredentials
 	host.BMCCredentials.Password = "wrong-password-1234"
 
-	res := drive(t, "register with a wrong password", time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+	res := drive(t, "register with a wrong password", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		res, id, err := p.Register(ctx, host, provisioner.RegisterOptions{})
 		host.NodeID = id
 		return res, err
@@ -43,7 +43,7 @@ func TestRegisterWrongCredentialsThenFixed(t *testing.T) {
 	}
 
 	host.BMCCredentials = good
-	mustDone(t, "register with the right password", time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+	mustDone(t, "register with the right password", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		res, id, err := p.Register(ctx, host, provisioner.RegisterOptions{CredentialsChanged: true})
 		host.NodeID = id
 		return res, err
@@ -87,7 +87,7 @@ func TestLifecycle(t *testing.T) {
 		FirmwareSettings: metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")},
 	}
 	step("prepare", func() {
-		mustDone(t, "prepare", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		mustDone(t, "prepare", 8*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 			return p.Prepare(ctx, host, data, false)
 		})
 	})
@@ -116,7 +116,7 @@ func TestLifecycle(t *testing.T) {
 		HostConfig: provisioner.HostConfig{UserData: "#cloud-config\n", NetworkData: `{"links": [], "networks": []}`},
 	}
 	step("provision", func() {
-		mustDone(t, "provision", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		mustDone(t, "provision", 8*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 			return p.Provision(ctx, host, pdata, false)
 		})
 	})
@@ -126,7 +126,7 @@ func TestLifecycle(t *testing.T) {
 	}
 
 	step("power off", func() {
-		mustDone(t, "power off", time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		mustDone(t, "power off", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 			return p.PowerOff(ctx, host, metal3.RebootModeHard, false)
 		})
 	})
@@ -137,7 +137,7 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("bmcsim power after power off: %s", st.State.Power)
 	}
 	step("power on", func() {
-		mustDone(t, "power on", time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		mustDone(t, "power on", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 			return p.PowerOn(ctx, host, false)
 		})
 	})
@@ -145,11 +145,11 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("bmcsim after power on: power %s booted %q, want On from Hdd", st.State.Power, st.State.Booted)
 	}
 	step("soft power off", func() {
-		mustDone(t, "soft power off", time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		mustDone(t, "soft power off", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 			return p.PowerOff(ctx, host, metal3.RebootModeSoft, false)
 		})
 	})
-	mustDone(t, "power on again", time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+	mustDone(t, "power on again", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		return p.PowerOn(ctx, host, false)
 	})
 	step("reboot", func() {
@@ -167,7 +167,7 @@ func TestLifecycle(t *testing.T) {
 		FirmwareUpdates:  []metal3.FirmwareUpdate{{Component: "bios", URL: e.images.URL + "/bios-2.1.0.bin"}},
 	}
 	step("service", func() {
-		mustDone(t, "service", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		mustDone(t, "service", 8*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 			return p.Service(ctx, host, sdata, false)
 		})
 	})
@@ -194,7 +194,7 @@ func TestLifecycle(t *testing.T) {
 	}
 
 	step("deprovision", func() {
-		mustDone(t, "deprovision", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		mustDone(t, "deprovision", 8*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 			return p.Deprovision(ctx, host, false)
 		})
 	})
@@ -202,7 +202,7 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("bmcsim power after deprovisioning: %s, want Off", st.State.Power)
 	}
 	step("delete", func() {
-		mustDone(t, "delete", time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		mustDone(t, "delete", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 			return p.Delete(ctx, host)
 		})
 	})
@@ -278,7 +278,7 @@ func TestFastInspectionNoCleaning(t *testing.T) {
 	}
 
 	data := e.diskImage()
-	mustDone(t, "provision", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+	mustDone(t, "provision", 8*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		return p.Provision(ctx, host, data, false)
 	})
 	c := callsDelta(p, func() {
@@ -290,7 +290,7 @@ func TestFastInspectionNoCleaning(t *testing.T) {
 	if n := waitNode(t, p, host, "available", func(n *nodes.Node) bool { return true }); n.AutomatedClean == nil || *n.AutomatedClean {
 		t.Errorf("automated_clean %v, want false", n.AutomatedClean)
 	}
-	mustDone(t, "delete", time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Delete(ctx, host) })
+	mustDone(t, "delete", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Delete(ctx, host) })
 }
 
 // TestLiveISO boots a live ISO through the ramdisk deploy interface: no agent, no disk write.
@@ -303,7 +303,7 @@ func TestLiveISO(t *testing.T) {
 	register(t, p, &host)
 	live := "live-iso"
 	data := provisioner.ProvisionData{Image: &metal3.Image{URL: e.images.URL + "/live.iso", DiskFormat: &live}, BootMode: metal3.UEFI}
-	mustDone(t, "provision a live ISO", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+	mustDone(t, "provision a live ISO", 8*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		return p.Provision(ctx, host, data, false)
 	})
 	n := waitNode(t, p, host, "active", func(n *nodes.Node) bool { return true })
@@ -315,10 +315,10 @@ func TestLiveISO(t *testing.T) {
 		t.Errorf("bmcsim after live ISO: booted %q (%s), power %s, disk %q; want the CD, on, no disk image",
 			st.State.Booted, st.State.BootedImage, st.State.Power, st.State.DiskImage)
 	}
-	mustDone(t, "deprovision", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+	mustDone(t, "deprovision", 8*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		return p.Deprovision(ctx, host, false)
 	})
-	mustDone(t, "delete", time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Delete(ctx, host) })
+	mustDone(t, "delete", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Delete(ctx, host) })
 }
 
 // TestCustomDeploy runs a custom deploy method (the agent's install_coreos) as the deploy step.
@@ -334,17 +334,17 @@ func TestCustomDeploy(t *testing.T) {
 		BootMode:     metal3.UEFI,
 		HostConfig:   provisioner.HostConfig{UserData: `{"ignition": {"version": "3.2.0"}}`},
 	}
-	mustDone(t, "custom deploy", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+	mustDone(t, "custom deploy", 8*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		return p.Provision(ctx, host, data, false)
 	})
 	n := waitNode(t, p, host, "active", func(n *nodes.Node) bool { return true })
 	if n.DeployInterface != deployCustomAgent || n.ProvisionState != string(nodes.Active) {
 		t.Errorf("node %s with deploy_interface %q, want active with custom-agent", n.ProvisionState, n.DeployInterface)
 	}
-	mustDone(t, "deprovision", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+	mustDone(t, "deprovision", 8*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		return p.Deprovision(ctx, host, false)
 	})
-	mustDone(t, "delete", time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Delete(ctx, host) })
+	mustDone(t, "delete", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Delete(ctx, host) })
 }
 
 // TestDetach removes a powered-on node from Ironic without touching the server, then registers the
@@ -356,10 +356,10 @@ func TestDetach(t *testing.T) {
 	srv := e.host(t)
 	host := testHost(t, srv)
 	register(t, p, &host)
-	mustDone(t, "power on", time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.PowerOn(ctx, host, false) })
+	mustDone(t, "power on", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.PowerOn(ctx, host, false) })
 	before := e.server(t, srv.Name)
 
-	mustDone(t, "detach", time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Detach(ctx, host) })
+	mustDone(t, "detach", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Detach(ctx, host) })
 	if _, _, err := p.getNode(context.Background(), host); !errors.Is(err, provisioner.ErrNeedsRegistration) {
 		t.Errorf("node after detach: %v, want ErrNeedsRegistration", err)
 	}
@@ -389,7 +389,7 @@ func TestDetach(t *testing.T) {
 	if ok, err := p.HasCapacity(context.Background()); err != nil || !ok {
 		t.Errorf("HasCapacity: %t, %v", ok, err)
 	}
-	mustDone(t, "delete", time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Delete(ctx, host) })
+	mustDone(t, "delete", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Delete(ctx, host) })
 }
 
 // TestRecovery uses an Ironic of its own: with a provisioned host, Ironic loses its database; the
@@ -405,7 +405,7 @@ func TestRecovery(t *testing.T) {
 	host := testHost(t, srv)
 	register(t, p, &host)
 	data := e.diskImage()
-	mustDone(t, "provision", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+	mustDone(t, "provision", 8*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		return p.Provision(ctx, host, data, false)
 	})
 	downloads := e.images.downloads("/disk.img")
@@ -476,7 +476,7 @@ func TestRecovery(t *testing.T) {
 	if _, err := startIronic(ironic.name, false); err != nil {
 		t.Fatalf("starting Ironic again: %v", err)
 	}
-	mustDone(t, "adopt after Ironic is back", time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+	mustDone(t, "adopt after Ironic is back", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		return p.Adopt(ctx, host, data, false)
 	})
 }
@@ -503,5 +503,5 @@ func TestAdoptExternallyProvisioned(t *testing.T) {
 		t.Errorf("bmcsim changed by adoption: booted %q→%q disk %q→%q", before.State.Booted, after.State.Booted,
 			before.State.DiskImage, after.State.DiskImage)
 	}
-	mustDone(t, "detach", time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Detach(ctx, host) })
+	mustDone(t, "detach", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Detach(ctx, host) })
 }
