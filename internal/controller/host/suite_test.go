@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -53,11 +54,17 @@ type operator struct {
 // given fixture (which outlives the operator). It stops when the test ends.
 func startOperator(t *testing.T, ns string, fix *fixture.Fixture, tune ...func(*Config)) *operator {
 	t.Helper()
+	return startOperatorWith(t, env.Config, ns, fix, tune...)
+}
+
+// startOperatorWith is startOperator with the operator's own REST config (to count its requests).
+func startOperatorWith(t *testing.T, restCfg *rest.Config, ns string, fix *fixture.Fixture, tune ...func(*Config)) *operator {
+	t.Helper()
 	cfg := testConfig()
 	for _, f := range tune {
 		f(&cfg)
 	}
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Cache:                  CacheOptions([]string{ns}),
 		Client:                 ClientOptions(),

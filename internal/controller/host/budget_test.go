@@ -1,0 +1,76 @@
+package host
+
+import (
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/apimetrics"
+	"github.com/metalforge/metalforge/internal/provisioner/fixture"
+)
+
+// writeCounter counts the operator's write requests by "resource verb".
+type writeCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+// wrap is for rest.Config.Wrap, called once per transport the operator makes.
+func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper { return countingTransport{w, rt} }
+
+type countingTransport struct {
+	w    *writeCounter
+	next http.RoundTripper
+}
+
+func (c countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	w := c.w
+	resource, sub := apimetrics.Resource(req.URL.Path)
+	verb := apimetrics.Verb(req.Method, false, false)
+	if apimetrics.IsWrite(verb) {
+		if sub != "" {
+			resource += "/" + sub
+		}
+		w.mu.Lock()
+		w.counts[resource+" "+verb]++
+		w.mu.Unlock()
+	}
+	return c.next.RoundTrip(req)
+}
+
+// TestWriteBudget: a new host with an image reaches provisioned with four API writes (host
+// finalizer, Secret label+finalizer, HardwareData, one status write) and one Event.
+func TestWriteBudget(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	counter := &writeCounter{counts: map[string]int{}}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(counter.wrap)
+	startOperatorWith(t, cfg, ns, fixture.New(fixture.Config{}))
+	const hosts = 3
+	names := []string{"a", "b", "c"}
+	for _, name := range names {
+		h := newHost(ns, name).Build()
+		h.Spec.BMC.CredentialsName = "bmc-" + name
+		createHost(t, h)
+	}
+	for _, name := range names {
+		waitState(t, ns, name, metal3.StateProvisioned)
+	}
+	time.Sleep(time.Second) // trailing reconciles must not write either
+	counter.mu.Lock()
+	defer counter.mu.Unlock()
+	writes := 0
+	for k, n := range counter.counts {
+		if k != "events create" && k != "events patch" {
+			writes += n
+		}
+	}
+	if writes != 4*hosts || counter.counts["events create"] != hosts {
+		t.Fatalf("writes for %d hosts: %v (want 4 per host and 1 event each)", hosts, counter.counts)
+	}
+}
