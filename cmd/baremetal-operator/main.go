@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
@@ -170,6 +169,5 @@ func configureClient(cfg *rest.Config, o options) {
 		cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(float32(o.qps), o.burst)
 	}
-	cfg.Timeout = 30 * time.Second
 	cfg.Wrap(apimetrics.Wrap)
 }
