@@ -58,6 +58,8 @@ var Transitions = []Transition{
 	{metal3.StateDeprovisioning, metal3.StateDeleting, "host deleted, registration failed more than 3 times or never registered"},
 	// Detached hosts skip power off and deprovisioning (any state: force detaches from any).
 	{metal3.StateInspecting, metal3.StateDeleting, triggerDeletedDetached},
+	{metal3.StateMatchProfile, metal3.StateDeleting, triggerDeletedDetached},
+	{metal3.StateReady, metal3.StateDeleting, triggerDeletedDetached},
 	{metal3.StatePreparing, metal3.StateDeleting, triggerDeletedDetached},
 	{metal3.StateAvailable, metal3.StateDeleting, triggerDeletedDetached},
 	{metal3.StateProvisioning, metal3.StateDeleting, triggerDeletedDetached},
