@@ -394,6 +394,8 @@ func newImageServer() *imageServer {
 	disk := make([]byte, 4<<20)
 	_, _ = rand.Read(disk)
 	s.files["/disk.img"] = disk
+	// The same image under another name, for a test that counts its downloads alone.
+	s.files["/recovery/disk.img"] = disk
 	var iso bytes.Buffer
 	if err := iso9660.Write(&iso, iso9660.Options{VolumeID: "LIVE"}, []iso9660.File{{Path: "README.TXT", Data: []byte("a live ISO for tests\n")}}); err != nil {
 		panic(err)

@@ -243,11 +243,11 @@ func checkHardware(t *testing.T, hw *metal3.HardwareDetails, bootMAC string) {
 	}
 }
 
-// provisionData is a disk image served by the test image server, with its real checksum.
-func (e *testEnv) diskImage() provisioner.ProvisionData {
+// diskImage is a disk image served by the test image server, with its real checksum.
+func (e *testEnv) diskImage(path string) provisioner.ProvisionData {
 	raw := "raw"
 	return provisioner.ProvisionData{
-		Image:    &metal3.Image{URL: e.images.URL + "/disk.img", Checksum: e.images.sha256("/disk.img"), ChecksumType: metal3.SHA256, DiskFormat: &raw},
+		Image:    &metal3.Image{URL: e.images.URL + path, Checksum: e.images.sha256(path), ChecksumType: metal3.SHA256, DiskFormat: &raw},
 		BootMode: metal3.UEFI,
 	}
 }
@@ -277,7 +277,7 @@ func TestFastInspectionNoCleaning(t *testing.T) {
 		t.Errorf("fast inspection booted the agent (booted %q)", st.State.Booted)
 	}
 
-	data := e.diskImage()
+	data := e.diskImage("/disk.img")
 	mustDone(t, "provision", 8*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		return p.Provision(ctx, host, data, false)
 	})
@@ -404,11 +404,11 @@ func TestRecovery(t *testing.T) {
 	srv := e.host(t)
 	host := testHost(t, srv)
 	register(t, p, &host)
-	data := e.diskImage()
+	data := e.diskImage("/recovery/disk.img") // counted alone: the other tests use /disk.img
 	mustDone(t, "provision", 8*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		return p.Provision(ctx, host, data, false)
 	})
-	downloads := e.images.downloads("/disk.img")
+	downloads := e.images.downloads("/recovery/disk.img")
 	before := e.server(t, srv.Name)
 	if before.State.DiskImage != data.Image.URL || before.State.Booted != "Hdd" {
 		t.Fatalf("bmcsim after provisioning: disk %q booted %q", before.State.DiskImage, before.State.Booted)
@@ -442,7 +442,7 @@ func TestRecovery(t *testing.T) {
 		t.Errorf("adopted node: %s with image %v", n.ProvisionState, n.InstanceInfo["image_source"])
 	}
 	after := e.server(t, srv.Name)
-	if got := e.images.downloads("/disk.img"); got != downloads {
+	if got := e.images.downloads("/recovery/disk.img"); got != downloads {
 		t.Errorf("the image was downloaded %d more times during adoption, want 0 (no new deploy)", got-downloads)
 	}
 	if after.State.DiskImage != before.State.DiskImage || after.State.Booted != "Hdd" || after.State.Power != "On" {
