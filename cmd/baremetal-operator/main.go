@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -170,4 +171,7 @@ func configureClient(cfg *rest.Config, o options) {
 		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(float32(o.qps), o.burst)
 	}
 	cfg.Wrap(apimetrics.Wrap)
+	// The API server warns on every write of metal3's finalizer names (not domain-qualified, and
+	// kept for compatibility): once is enough.
+	cfg.WarningHandlerWithContext = ctrllog.NewKubeAPIWarningLogger(ctrllog.KubeAPIWarningLoggerOptions{Deduplicate: true})
 }
