@@ -1,22 +1,15 @@
 package ironic_test
 
 import (
-	"bufio"
 	"bytes"
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +20,7 @@ import (
 	"github.com/metalforge/metalforge/internal/bmcsim"
 	"github.com/metalforge/metalforge/internal/bmcsim/agent"
 	"github.com/metalforge/metalforge/internal/bmcsim/config"
+	"github.com/metalforge/metalforge/internal/test/ironicenv"
 )
 
 // microversion is what the test speaks: node inventory (1.81), firmware (1.86), service (1.87).
@@ -35,95 +29,50 @@ const microversion = "1.95"
 // ironicEnv is what hack/ironic-up.sh printed.
 type ironicEnv map[string]string
 
-// exitMirrorUnreachable is hack/ironic-up.sh's exit code when Debian's mirror cannot be reached.
-const exitMirrorUnreachable = 3
-
-// startIronic runs hack/ironic-up.sh for an instance of its own (own ports, database and logs),
-// with short timeouts, and stops and deletes it when the test ends.
+// startIronic starts an Ironic instance of its own (own ports, database and logs), with short
+// timeouts, and stops and deletes it when the test ends.
 func startIronic(t *testing.T) ironicEnv {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: starting Ironic needs root (debootstrap, chroot, mount namespaces)")
+	if why := ironicenv.Unavailable(); why != "" {
+		t.Skip("skipping: " + why)
 	}
-	repo, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	extra := filepath.Join(t.TempDir(), "extra.conf")
-	// deploy_callback_timeout makes the crashed agent's node fail within the test; heartbeats
-	// reset it, so healthy nodes are unaffected.
-	if err := os.WriteFile(extra, []byte(`[conductor]
+	o := ironicenv.Options{
+		Instance: fmt.Sprintf("gotest-%d", os.Getpid()),
+		// deploy_callback_timeout makes the crashed agent's node fail within the test; heartbeats
+		// reset it, so healthy nodes are unaffected.
+		ExtraConf: `[conductor]
 check_provision_state_interval = 5
 deploy_callback_timeout = 30
 clean_callback_timeout = 300
 service_callback_timeout = 300
-`), 0o644); err != nil {
-		t.Fatal(err)
+`,
+		Debug: true,
 	}
-	instance := fmt.Sprintf("gotest-%d", os.Getpid())
-	env := append(os.Environ(), "IRONIC_INSTANCE="+instance, "IRONIC_EXTRA_CONF="+extra, "IRONIC_DEBUG=1")
 	if os.Getenv("KEEP_IRONIC") == "" {
 		// A test binary killed before its cleanup (timeout) still stops its Ironic.
-		env = append(env, fmt.Sprintf("IRONIC_OWNER_PID=%d", os.Getpid()))
+		o.OwnerPID = os.Getpid()
 	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(filepath.Join(repo, "hack/ironic-up.sh"))
-	cmd.Env, cmd.Stdout, cmd.Stderr = env, &stdout, &stderr
-	start := time.Now()
-	err = cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) && ee.ExitCode() == exitMirrorUnreachable {
-		t.Skipf("skipping: the Debian mirror is unreachable, Ironic cannot be installed:\n%s", stderr.String())
+	ironic, err := ironicenv.Start(o)
+	if errors.Is(err, ironicenv.ErrMirrorUnreachable) {
+		t.Skipf("skipping: %v", err)
 	}
 	if err != nil {
-		t.Fatalf("hack/ironic-up.sh: %v\n%s", err, stderr.String())
+		t.Fatal(err)
 	}
-	t.Logf("ironic-up took %s:\n%s", time.Since(start).Round(time.Second), stderr.String())
-	out := ironicEnv{}
-	sc := bufio.NewScanner(&stdout)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), "=")
-		if !ok {
-			t.Fatalf("ironic-up printed a line that is not NAME=value: %q", sc.Text())
-		}
-		out[k] = v
-	}
-	for _, k := range []string{"IRONIC_ENDPOINT", "DEPLOY_ISO_URL", "DEPLOY_KERNEL_URL", "DEPLOY_RAMDISK_URL", "IRONIC_LOG"} {
-		if out[k] == "" {
-			t.Fatalf("ironic-up did not print %s:\n%s", k, stdout.String())
-		}
-	}
+	t.Logf("ironic-up took %s:\n%s", ironic.StartTime.Round(time.Second), ironic.StartLog)
 	t.Cleanup(func() {
 		if t.Failed() {
-			if b, err := os.ReadFile(out["IRONIC_LOG"]); err == nil {
-				lines := strings.Split(string(b), "\n")
-				var errs []string
-				for _, l := range lines {
-					if strings.Contains(l, " ERROR ") || strings.Contains(l, " WARNING ") {
-						errs = append(errs, l)
-					}
-				}
-				t.Logf("Ironic log %s, warnings and errors (last 60):\n%s", out["IRONIC_LOG"], strings.Join(tail(errs, 60), "\n"))
-			}
+			t.Logf("Ironic log %s, warnings and errors (last 60):\n%s", ironic.Vars["IRONIC_LOG"], ironic.LogProblems(60))
 		}
 		if os.Getenv("KEEP_IRONIC") != "" {
-			t.Logf("KEEP_IRONIC set: Ironic instance %s left running", instance)
+			t.Logf("KEEP_IRONIC set: Ironic instance %s left running", ironic.Name)
 			return
 		}
-		down := exec.Command(filepath.Join(repo, "hack/ironic-down.sh"), "--purge")
-		down.Env = env
-		if b, err := down.CombinedOutput(); err != nil {
-			t.Errorf("hack/ironic-down.sh: %v\n%s", err, b)
+		if err := ironic.Purge(); err != nil {
+			t.Errorf("stopping Ironic: %v", err)
 		}
 	})
-	return out
-}
-
-func tail(s []string, n int) []string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
+	return ironic.Vars
 }
 
 func ironicClient(t *testing.T, env ironicEnv) *gophercloud.ServiceClient {
@@ -141,31 +90,20 @@ func ironicClient(t *testing.T, env ironicEnv) *gophercloud.ServiceClient {
 func startBMCSim(t *testing.T, env ironicEnv, hosts int) *bmcsim.Sim {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	runner, err := agent.NewRunner(agent.Config{
-		APIURL:            env["IRONIC_URL"],
-		HeartbeatInterval: time.Second,
-		WriteSpeedMBps:    50,
-		Logger:            logger.With("component", "agent"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := config.Default()
 	cfg.Hosts = hosts
 	cfg.NamePrefix = "gotest-"
 	cfg.BootTime = config.Duration{Duration: 300 * time.Millisecond}
-	sim, err := bmcsim.Start(bmcsim.Options{Config: cfg, Runner: runner, ControlListen: "127.0.0.1:0", Logger: logger.With("component", "bmcsim")})
+	sim, err := ironicenv.StartSim(ironicenv.SimOptions{
+		Config: cfg,
+		Agent:  agent.Config{APIURL: env["IRONIC_URL"], HeartbeatInterval: time.Second, WriteSpeedMBps: 50},
+		Logger: logger,
+	})
 	if err != nil {
-		runner.Close()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = sim.Close(ctx)
-		_ = runner.Close()
-	})
-	return sim
+	t.Cleanup(func() { _ = sim.Close() })
+	return sim.Sim
 }
 
 // testWriter sends bmcsim's log to the test log (shown with -v or on failure).
@@ -178,7 +116,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 // imageServer serves the disk image and firmware files, with HEAD and Range like a real web server.
 type imageServer struct {
-	*httptest.Server
+	*ironicenv.ImageServer
 	diskSHA256 string
 }
 
@@ -187,23 +125,11 @@ func startImageServer(t *testing.T) *imageServer {
 	for i := range disk {
 		disk[i] = byte(i*7 + i>>12)
 	}
-	sum := sha256.Sum256(disk)
-	firmware := bytes.Repeat([]byte("METALFORGE-FIRMWARE"), 1000)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var data []byte
-		switch {
-		case r.URL.Path == "/disk.img":
-			data = disk
-		case strings.HasPrefix(r.URL.Path, "/firmware/"):
-			data = firmware
-		default:
-			http.NotFound(w, r)
-			return
-		}
-		http.ServeContent(w, r, filepath.Base(r.URL.Path), time.Unix(1700000000, 0), bytes.NewReader(data))
-	}))
+	srv := ironicenv.NewImageServer()
+	srv.Add("/disk.img", disk)
+	srv.Add("/firmware/bios-2.1.0.bin", bytes.Repeat([]byte("METALFORGE-FIRMWARE"), 1000))
 	t.Cleanup(srv.Close)
-	return &imageServer{Server: srv, diskSHA256: hex.EncodeToString(sum[:])}
+	return &imageServer{ImageServer: srv, diskSHA256: srv.SHA256("/disk.img")}
 }
 
 // redfish reads bmcsim's Redfish API as a client would (basic auth).
@@ -244,21 +170,8 @@ func members(doc map[string]any) []string {
 	return out
 }
 
-func control(t *testing.T, sim *bmcsim.Sim, method, path string, body any) {
-	t.Helper()
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest(method, sim.ControlURL()+path, bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		msg, _ := io.ReadAll(resp.Body)
-		t.Fatalf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, msg)
-	}
-}
+// controlOf is the control API of the test's bmcsim (fault injection).
+func controlOf(sim *bmcsim.Sim) ironicenv.Control { return ironicenv.Control{URL: sim.ControlURL()} }
 
 // splitBMC turns a redfish+http://host:port/redfish/v1/Systems/ID address into Ironic's
 // redfish_address and redfish_system_id.

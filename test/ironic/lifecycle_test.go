@@ -15,6 +15,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
 
 	"github.com/metalforge/metalforge/internal/bmcsim"
+	"github.com/metalforge/metalforge/internal/bmcsim/fault"
 )
 
 func TestIronicLifecycle(t *testing.T) {
@@ -269,7 +270,9 @@ func crashMidDeploy(t *testing.T, client *gophercloud.ServiceClient, sim *bmcsim
 	provision(t, client, id, nodes.ProvisionStateOpts{Target: nodes.TargetProvide})
 	waitState(t, client, id, "available", 5*time.Minute)
 
-	control(t, sim, "PUT", "/v1/servers/"+h.Name+"/faults", map[string]any{"failDeploy": true})
+	if err := controlOf(sim).SetFaults(h.Name, fault.Set{FailDeploy: true}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := nodes.Update(ctx, client, id, nodes.UpdateOpts{
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_source", Value: images.URL + "/disk.img"},
 		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/instance_info/image_os_hash_algo", Value: "sha256"},
@@ -302,7 +305,9 @@ func crashMidDeploy(t *testing.T, client *gophercloud.ServiceClient, sim *bmcsim
 	if img := sim.Fleet.ByName(h.Name).Snapshot().DiskImage; img != "" {
 		t.Errorf("crashed deploy left disk image %q, want none", img)
 	}
-	control(t, sim, "DELETE", "/v1/servers/"+h.Name+"/faults", nil)
+	if err := controlOf(sim).ClearFaults(h.Name); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func countVolumes(t *testing.T, rf redfish, system string) int {

@@ -111,7 +111,7 @@ func TestLifecycle(t *testing.T) {
 	image := e.images.URL + "/disk.img"
 	raw := "raw"
 	pdata := provisioner.ProvisionData{
-		Image:      &metal3.Image{URL: image, Checksum: e.images.sha256("/disk.img"), ChecksumType: metal3.SHA256, DiskFormat: &raw},
+		Image:      &metal3.Image{URL: image, Checksum: e.images.SHA256("/disk.img"), ChecksumType: metal3.SHA256, DiskFormat: &raw},
 		BootMode:   metal3.UEFI,
 		HostConfig: provisioner.HostConfig{UserData: "#cloud-config\n", NetworkData: `{"links": [], "networks": []}`},
 	}
@@ -247,7 +247,7 @@ func checkHardware(t *testing.T, hw *metal3.HardwareDetails, bootMAC string) {
 func (e *testEnv) diskImage(path string) provisioner.ProvisionData {
 	raw := "raw"
 	return provisioner.ProvisionData{
-		Image:    &metal3.Image{URL: e.images.URL + path, Checksum: e.images.sha256(path), ChecksumType: metal3.SHA256, DiskFormat: &raw},
+		Image:    &metal3.Image{URL: e.images.URL + path, Checksum: e.images.SHA256(path), ChecksumType: metal3.SHA256, DiskFormat: &raw},
 		BootMode: metal3.UEFI,
 	}
 }
@@ -408,20 +408,20 @@ func TestRecovery(t *testing.T) {
 	mustDone(t, "provision", 8*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		return p.Provision(ctx, host, data, false)
 	})
-	downloads := e.images.downloads("/recovery/disk.img")
+	downloads := e.images.Downloads("/recovery/disk.img")
 	before := e.server(t, srv.Name)
 	if before.State.DiskImage != data.Image.URL || before.State.Booted != "Hdd" {
 		t.Fatalf("bmcsim after provisioning: disk %q booted %q", before.State.DiskImage, before.State.Booted)
 	}
 
-	restarted, err := startIronic(ironic.name, true)
-	if err != nil {
+	endpoint := ironic.Endpoint()
+	if err := ironic.Restart(true); err != nil {
 		t.Fatalf("restarting Ironic with an empty database: %v", err)
 	}
-	if restarted.vars["IRONIC_ENDPOINT"] != ironic.vars["IRONIC_ENDPOINT"] {
-		t.Fatalf("Ironic moved from %s to %s", ironic.vars["IRONIC_ENDPOINT"], restarted.vars["IRONIC_ENDPOINT"])
+	if ironic.Endpoint() != endpoint {
+		t.Fatalf("Ironic moved from %s to %s", endpoint, ironic.Endpoint())
 	}
-	_, err = p.Adopt(context.Background(), host, data, false)
+	_, err := p.Adopt(context.Background(), host, data, false)
 	if !errors.Is(err, provisioner.ErrNeedsRegistration) {
 		t.Fatalf("adopt after the database loss: %v, want ErrNeedsRegistration", err)
 	}
@@ -442,7 +442,7 @@ func TestRecovery(t *testing.T) {
 		t.Errorf("adopted node: %s with image %v", n.ProvisionState, n.InstanceInfo["image_source"])
 	}
 	after := e.server(t, srv.Name)
-	if got := e.images.downloads("/recovery/disk.img"); got != downloads {
+	if got := e.images.Downloads("/recovery/disk.img"); got != downloads {
 		t.Errorf("the image was downloaded %d more times during adoption, want 0 (no new deploy)", got-downloads)
 	}
 	if after.State.DiskImage != before.State.DiskImage || after.State.Booted != "Hdd" || after.State.Power != "On" {
@@ -463,7 +463,7 @@ func TestRecovery(t *testing.T) {
 	}
 
 	// Ironic down: the host waits.
-	if err := ironic.stop(); err != nil {
+	if err := ironic.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	p.nodes.forget(host.NodeID)
@@ -473,7 +473,7 @@ func TestRecovery(t *testing.T) {
 	if _, _, err := p.PowerState(context.Background(), host); !isUnavailable(err) {
 		t.Errorf("power state with Ironic stopped: %v, want ErrUnavailable", err)
 	}
-	if _, err := startIronic(ironic.name, false); err != nil {
+	if err := ironic.Resume(); err != nil {
 		t.Fatalf("starting Ironic again: %v", err)
 	}
 	mustDone(t, "adopt after Ironic is back", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
