@@ -94,11 +94,16 @@ func (s *hostScope) specChanged() bool {
 	return false
 }
 
-// credentialsChanged: the Secret is not the version that last worked.
+// credentialsChanged: the Secret is not the version that last worked or, while none has worked yet,
+// not the version last tried: a wrong password fixed in the Secret must reach the provisioner,
+// which cannot compare passwords itself (Ironic masks them).
 func (s *hostScope) credentialsChanged() bool {
-	good := s.host.Status.GoodCredentials
-	return s.in.credsRef != nil && good.Reference != nil &&
-		(good.Reference.Name != s.in.credsRef.Name || good.Version != s.in.credsVersion)
+	last := s.host.Status.GoodCredentials
+	if last.Reference == nil {
+		last = s.host.Status.TriedCredentials
+	}
+	return s.in.credsRef != nil && last.Reference != nil &&
+		(last.Reference.Name != s.in.credsRef.Name || last.Version != s.in.credsVersion)
 }
 
 // registrationErrorType: a provisioned host failing registration is a different error (metal3).
