@@ -41,6 +41,16 @@ func TestRegisterWrongCredentialsThenFixed(t *testing.T) {
 	if err != nil || res2.ErrorMessage != res.ErrorMessage {
 		t.Errorf("second call: %s, %v; want the same failure", describe(res2), err)
 	}
+	// While the host shows the error, every call (polls included) asks for a restart: the
+	// provisioner checks the BMC again once, then reports the failure again, instead of asking
+	// Ironic to verify the same rejected password on every poll.
+	res3 := drive(t, "register again with RestartOnFailure", 2*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		res, _, err := p.Register(ctx, host, provisioner.RegisterOptions{RestartOnFailure: true})
+		return res, err
+	})
+	if !res3.Failed() || !strings.Contains(res3.ErrorMessage, "credentials") {
+		t.Errorf("restarted registration with the same wrong password: %s, want it to fail again", describe(res3))
+	}
 
 	host.BMCCredentials = good
 	mustDone(t, "register with the right password", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) {

@@ -33,6 +33,9 @@ type Provisioner struct {
 	// powerRequests remembers the last power change asked per node, to tell "still to do" from
 	// "Ironic tried and failed" when the node shows neither the state nor a pending target.
 	powerRequests sync.Map
+	// restartedManage marks nodes whose failed verification was restarted (RestartOnFailure), so
+	// that its failing again is reported rather than restarted on every poll.
+	restartedManage sync.Map
 	// failedStarts remembers fingerprints written to a node whose operation was then not accepted
 	// (see finished).
 	failedStarts sync.Map

@@ -106,11 +106,27 @@ func (p *Provisioner) register(ctx context.Context, host provisioner.Host, opts 
 		}
 	}
 
-	d := decideRegistration(n, newCredentials, opts.RestartOnFailure)
+	// RestartOnFailure comes with every call while the host shows its registration error, polls
+	// included. Restart once per reported failure: when the manage this provisioner restarted
+	// failed too, report that (the host counts it and backs off) instead of asking Ironic to check
+	// the BMC again on every poll with the same rejected credentials.
+	restart := opts.RestartOnFailure
+	if restart && state(n) == nodes.Enroll && n.LastError != "" && !newCredentials {
+		if _, restarted := p.restartedManage.LoadAndDelete(n.UUID); restarted {
+			restart = false
+		}
+	}
+	d := decideRegistration(n, newCredentials, restart)
 	if res, ok := p.result(d, host); ok {
+		if d.act == actDone {
+			p.restartedManage.Delete(n.UUID)
+		}
 		return res, n.UUID, nil
 	}
 	if d.act == actManage {
+		if restart && n.LastError != "" && !newCredentials {
+			p.restartedManage.Store(n.UUID, struct{}{})
+		}
 		res, err := p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetManage}, p.short())
 		return res, n.UUID, err
 	}
