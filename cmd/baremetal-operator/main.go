@@ -40,6 +40,7 @@ type options struct {
 	webhookCertDir         string
 	maxProvisioningRetries int
 	fixture                fixtureOptions
+	tuning                 tuningOptions
 }
 
 // Defaults for the client rate limit. A 1000-host rack enrolling at once costs about five
@@ -80,6 +81,7 @@ func main() {
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory with tls.crt and tls.key for the webhook server (default: controller-runtime's).")
 	fs.IntVar(&o.maxProvisioningRetries, "max-provisioning-retries", 5, "Failed provisioning attempts of one image before giving up (0: no limit).")
 	o.fixture.bindFlags(fs)
+	o.tuning.bindFlags(fs)
 	logCfg.AddFlags(fs)
 	flag.Parse()
 
@@ -135,6 +137,7 @@ func run(ctx context.Context, o options) error {
 	hostCfg := host.DefaultConfig()
 	hostCfg.Concurrency = o.concurrency
 	hostCfg.MaxProvisioningRetries = o.maxProvisioningRetries
+	o.tuning.applyHost(&hostCfg)
 	r := &host.Reconciler{Provisioner: prov, Config: hostCfg}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the host controller: %w", err)

@@ -16,11 +16,12 @@ import (
 // provisionerFactories is the seam between flags and provisioning engines. The Ironic provisioner
 // reads metal3's environment variables (IRONIC_ENDPOINT, DEPLOY_KERNEL_URL, ...).
 var provisionerFactories = map[string]func(context.Context, options) (provisioner.Provisioner, error){
-	"ironic": func(context.Context, options) (provisioner.Provisioner, error) {
+	"ironic": func(_ context.Context, o options) (provisioner.Provisioner, error) {
 		cfg, err := ironic.ConfigFromEnv()
 		if err != nil {
 			return nil, err
 		}
+		o.tuning.applyIronic(&cfg)
 		log := ctrl.Log.WithName("ironic")
 		log.Info("Ironic provisioner configured", "config", cfg.String())
 		return ironic.New(cfg, log)
