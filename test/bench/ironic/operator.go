@@ -1,0 +1,385 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/scheme"
+	"github.com/metalforge/metalforge/internal/test/builder"
+	"github.com/metalforge/metalforge/internal/test/procstat"
+	"github.com/metalforge/metalforge/internal/test/testenv"
+)
+
+const benchNS = "bench"
+
+func (e *env) runOperator() (*result, error) {
+	o := e.o
+	fmt.Println("operator: starting kube-apiserver and etcd")
+	kube, err := testenv.Start(testenv.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = kube.Stop() }()
+	apiPIDs := procstat.Children(os.Getpid(), "kube-apiserver", "etcd")
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	if err := kube.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNS}}); err != nil {
+		return nil, err
+	}
+
+	metrics, probe := freeAddr(), freeAddr()
+	args := []string{"--provisioner=ironic", "--webhook-port=0", "--namespace=" + benchNS,
+		"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probe,
+		"--concurrency=" + strconv.Itoa(o.concurrency),
+		"--ironic-short-poll=" + o.shortPoll.String(), "--ironic-long-poll=" + o.longPoll.String(),
+		"--power-poll-interval=10s", "--error-backoff-base=10s", "--provisioner-unavailable-delay=5s", "-v=0"}
+	args = append(args, strings.Fields(o.operatorArgs)...)
+	logPath := filepath.Join(os.TempDir(), "bench-ironic-operator.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	op := exec.Command(o.operator, args...)
+	op.Env = append(os.Environ(), "KUBECONFIG="+kube.KubeconfigPath, "METAL3_AUTH_ROOT_DIR="+filepath.Join(os.TempDir(), "bench-ironic-no-auth"))
+	op.Env = append(op.Env, e.ironic.OperatorEnv()...)
+	op.Stdout, op.Stderr = logFile, logFile
+	op.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := op.Start(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		_ = op.Process.Signal(syscall.SIGTERM)
+		_ = op.Wait()
+	}()
+	if err := waitReady(ctx, "http://"+probe+"/readyz"); err != nil {
+		return nil, fmt.Errorf("operator not ready (log %s): %w", logPath, err)
+	}
+	fmt.Printf("operator: ready (pid %d, %s), log %s\n", op.Process.Pid, strings.Join(args, " "), logPath)
+
+	tr, err := startTracker(ctx, kube.Config, o.n)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(unlimited(kube.Config), client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, err
+	}
+	before, err := scrape("http://" + metrics + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	r := &result{name: "operator", wall: map[string]time.Duration{}, calls: map[string]float64{}, loadBefore: procstat.LoadAverage()}
+	cpu0 := procstat.CPUSeconds(os.Getpid())
+	api0 := procstat.CPUSeconds(apiPIDs...)
+	hosts := e.sim.Hosts()
+	name := func(i int) string { return fmt.Sprintf("host-%04d", i) }
+
+	// register → inspect → available: create every Secret and host at once.
+	start := time.Now()
+	tr.setPhase("available", start)
+	err = parallel(len(hosts), func(i int) error {
+		h := hosts[i]
+		secret := builder.BMCSecret(benchNS, name(i)+"-bmc", h.Username, h.Password)
+		host := builder.BareMetalHost(benchNS, name(i)).WithBMC(h.Addresses["redfish-virtualmedia+http"], secret.Name).
+			WithBootMACAddress(h.BootMAC).WithOnline(true).Build()
+		for _, obj := range []client.Object{secret, host} {
+			if err := c.Create(ctx, obj); err != nil {
+				return fmt.Errorf("creating %s: %w", obj.GetName(), err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := tr.wait(ctx); err != nil {
+		return nil, err
+	}
+	r.wall["registered"] = tr.latest("registered").Sub(start)
+	r.wall["available"] = tr.latest("available").Sub(start)
+
+	raw := "raw"
+	image := metal3.Image{URL: e.image.url, Checksum: e.image.sha256, ChecksumType: metal3.SHA256, DiskFormat: &raw}
+	for _, step := range []struct {
+		phase  string
+		change func(*metal3.BareMetalHost) error
+	}{
+		{"provisioned", func(h *metal3.BareMetalHost) error { return patchImage(ctx, c, h, &image) }},
+		{"deprovisioned", func(h *metal3.BareMetalHost) error { return patchImage(ctx, c, h, nil) }},
+		{"deleted", func(h *metal3.BareMetalHost) error { return c.Delete(ctx, h) }},
+	} {
+		t := time.Now()
+		tr.setPhase(step.phase, t)
+		if err := parallel(len(hosts), func(i int) error {
+			return step.change(&metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: name(i)}})
+		}); err != nil {
+			return nil, err
+		}
+		if err := tr.wait(ctx); err != nil {
+			return nil, err
+		}
+		r.wall[step.phase] = tr.latest(step.phase).Sub(t)
+	}
+	for _, p := range phases[1:] {
+		r.total += r.wall[p]
+	}
+	after, err := scrape("http://" + metrics + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range after {
+		r.calls[k] = v - before[k]
+	}
+	r.errored, r.errors = tr.errorCount()
+	r.driverCPU = procstat.CPUSeconds(op.Process.Pid)
+	r.driverRSS = procstat.PeakRSS(op.Process.Pid)
+	r.apiCPU = procstat.CPUSeconds(apiPIDs...) - api0
+	e.ironicUsage(r)
+	r.benchCPU = procstat.CPUSeconds(os.Getpid()) - cpu0
+	r.loadAfter = procstat.LoadAverage()
+	return r, nil
+}
+
+// patchImage sets or removes spec.image with a JSON merge patch (no read, no conflict).
+func patchImage(ctx context.Context, c client.Client, h *metal3.BareMetalHost, image *metal3.Image) error {
+	var body string
+	if image == nil {
+		body = `{"spec":{"image":null}}`
+	} else {
+		body = fmt.Sprintf(`{"spec":{"image":{"url":%q,"checksum":%q,"checksumType":%q,"format":"raw"}}}`, image.URL, image.Checksum, image.ChecksumType)
+	}
+	return c.Patch(ctx, h, client.RawPatch("application/merge-patch+json", []byte(body)))
+}
+
+// tracker follows every host through a watch and records when each reached the current phase's
+// state, and every error a host showed.
+type tracker struct {
+	n      int
+	mu     sync.Mutex
+	phase  string
+	since  time.Time
+	at     map[string]map[string]time.Time // phase → host → time
+	errors map[string]string
+	done   chan struct{}
+	count  atomic.Int64
+}
+
+func startTracker(ctx context.Context, cfg *rest.Config, n int) (*tracker, error) {
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme.New(), DefaultNamespaces: map[string]cache.Config{benchNS: {}},
+		DefaultTransform: cache.TransformStripManagedFields()})
+	if err != nil {
+		return nil, err
+	}
+	inf, err := c.GetInformer(ctx, &metal3.BareMetalHost{})
+	if err != nil {
+		return nil, err
+	}
+	tr := &tracker{n: n, at: map[string]map[string]time.Time{}, errors: map[string]string{}}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { tr.observe(obj, false) },
+		UpdateFunc: func(_, obj any) { tr.observe(obj, false) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			tr.observe(obj, true)
+		},
+	}); err != nil {
+		return nil, err
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("the benchmark's watch did not sync")
+	}
+	return tr, nil
+}
+
+func (tr *tracker) setPhase(phase string, since time.Time) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.phase, tr.since = phase, since
+	tr.at[phase] = map[string]time.Time{}
+	if phase == "available" {
+		tr.at["registered"] = map[string]time.Time{}
+	}
+	tr.done = make(chan struct{})
+	tr.count.Store(0)
+}
+
+func (tr *tracker) observe(obj any, deleted bool) {
+	h, ok := obj.(*metal3.BareMetalHost)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	st := h.Status.Provisioning.State
+	if h.Status.ErrorType != "" && tr.errors[h.Name] == "" {
+		tr.errors[h.Name] = fmt.Sprintf("%s: %s: %s", h.Name, h.Status.ErrorType, h.Status.ErrorMessage)
+	}
+	if tr.phase == "available" && st != "" && st != metal3.StateRegistering && st != metal3.StateUnmanaged {
+		if _, seen := tr.at["registered"][h.Name]; !seen {
+			tr.at["registered"][h.Name] = now
+		}
+	}
+	var reached bool
+	switch tr.phase {
+	case "available", "deprovisioned":
+		reached = st == metal3.StateAvailable && h.Status.ErrorType == ""
+	case "provisioned":
+		reached = st == metal3.StateProvisioned && h.Status.ErrorType == ""
+	case "deleted":
+		reached = deleted
+	}
+	if !reached || tr.done == nil {
+		return
+	}
+	if _, seen := tr.at[tr.phase][h.Name]; seen {
+		return
+	}
+	tr.at[tr.phase][h.Name] = now
+	if tr.count.Add(1) == int64(tr.n) {
+		close(tr.done)
+	}
+}
+
+func (tr *tracker) wait(ctx context.Context) error {
+	tr.mu.Lock()
+	phase, since, done := tr.phase, tr.since, tr.done
+	tr.mu.Unlock()
+	return waitAll(ctx, phase, since, func() int { return int(tr.count.Load()) }, tr.n, done)
+}
+
+func (tr *tracker) latest(phase string) time.Time {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var t time.Time
+	for _, at := range tr.at[phase] {
+		if at.After(t) {
+			t = at
+		}
+	}
+	return t
+}
+
+func (tr *tracker) errorCount() (int, []string) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var list []string
+	for _, e := range tr.errors {
+		list = append(list, e)
+	}
+	slices.Sort(list)
+	return len(list), list
+}
+
+// parallel runs fn(0..n-1) from 32 goroutines.
+func parallel(n int, fn func(int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for range 32 {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := fn(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// unlimited is the config without a client-side rate limit, for the creators.
+func unlimited(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = -1, 0
+	return cfg
+}
+
+// scrape sums the operator's metalforge_ironic_requests_total by operation.
+func scrape(url string) (map[string]float64, error) {
+	resp, err := http.Get(url) //nolint:noctx // local
+	if err != nil {
+		return nil, fmt.Errorf("scraping %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	const metric = "metalforge_ironic_requests_total{"
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, metric) {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		op := ""
+		if j := strings.Index(line, `operation="`); j >= 0 {
+			rest := line[j+len(`operation="`):]
+			op = rest[:strings.IndexByte(rest, '"')]
+		}
+		out[op] += v
+	}
+	return out, sc.Err()
+}
+
+func waitReady(ctx context.Context, url string) error {
+	for {
+		resp, err := http.Get(url) //nolint:noctx // local, polled
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
