@@ -107,7 +107,9 @@ ironic-root: ## Build the Ironic root once (debootstrap + apt) without starting 
 .PHONY: test
 # -count=1: envtest suites read CRDs and samples that go's test cache does not reliably track, so a
 # cached pass could hide a regenerated CRD that no longer works. -timeout 30m: test/ironic drives
-# real Ironic through every provisioning phase (~3 min alone, much longer on 2 busy cores).
+# real Ironic through every provisioning phase (~3 min alone, much longer on 2 busy cores), and
+# test/e2e (which builds bin/baremetal-operator itself) runs the operator on Ironic with 18 hosts
+# (~9 min alone).
 test: tools generate ironic-root ## Run every Go test (envtest suites use the kube-apiserver and etcd in bin/)
 	go test -count=1 -timeout 30m ./...
 
