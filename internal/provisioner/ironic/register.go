@@ -70,8 +70,10 @@ func (p *Provisioner) register(ctx context.Context, host provisioner.Host, opts 
 		if n.Name != nodeName(host) {
 			pt.setField("name", nodeName(host), n.Name)
 		}
-		applied, _ := p.appliedCreds.Load(n.UUID)
-		if !sameBMC(n.DriverInfo, driverInfo) || (opts.CredentialsChanged && applied != fingerprint) {
+		// New credentials: the caller says so, or they differ from the ones this provisioner wrote
+		// (the caller says so only once; if that call found the node busy, the next ones do not).
+		applied, known := p.appliedCreds.Load(n.UUID)
+		if !sameBMC(n.DriverInfo, driverInfo) || ((opts.CredentialsChanged || known) && applied != fingerprint) {
 			p.log.Info("Updating the BMC access of the Ironic node", "node", n.UUID,
 				"driverInfo", bmc.RedactDriverInfo(driverInfo))
 			info := maps.Clone(driverInfo)
