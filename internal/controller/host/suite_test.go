@@ -27,7 +27,9 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{}, &env) }
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Options{AfterTests: everyTransitionTaken}, &env)
+}
 
 // testConfig has short delays, so that backoff, retries and polls happen within a test.
 func testConfig() Config {

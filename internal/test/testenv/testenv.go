@@ -31,6 +31,9 @@ type Options struct {
 	// WebhookHost:WebhookPort with a CA that trusts the certificate in WebhookCertDir. The test
 	// package starts its own webhook server there.
 	Webhooks bool
+	// AfterTests, when set, runs after every test of the package passed; an error it returns
+	// fails the run. It is for checks over the whole suite, such as coverage of a table.
+	AfterTests func() error
 }
 
 // Env is a running API server with the project's CRDs installed.
@@ -193,6 +196,12 @@ func run(m *testing.M, opts Options, env **Env) int {
 	}
 	*env = e
 	code := m.Run()
+	if code == 0 && opts.AfterTests != nil {
+		if err := opts.AfterTests(); err != nil {
+			fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+			code = 1
+		}
+	}
 	if err := e.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		if code == 0 {
