@@ -249,9 +249,9 @@ func secretNames(h *metal3.BareMetalHost) []string {
 	return names
 }
 
-// releaseSecrets removes the secret finalizer from the host's Secrets that no other host uses.
-func (r *Reconciler) releaseSecrets(ctx context.Context, h *metal3.BareMetalHost) error {
-	for _, name := range secretNames(h) {
+// releaseSecrets removes the secret finalizer from the named Secrets that no other host uses.
+func (r *Reconciler) releaseSecrets(ctx context.Context, h *metal3.BareMetalHost, names []string) error {
+	for _, name := range names {
 		var users metal3.BareMetalHostList
 		if err := r.Client.List(ctx, &users, client.InNamespace(h.Namespace), client.MatchingFields{secretNamesField: name}); err != nil {
 			return fmt.Errorf("listing hosts using secret %s: %w", name, err)

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -138,6 +139,46 @@ func TestChangedCredentialsReregister(t *testing.T) {
 	waitEvent(t, ns, "h", reasonCredentialsUpdated)
 	if h.Status.Provisioning.State != metal3.StateProvisioned || fix.Count(ns, "h", fixture.OpProvision) != 1 {
 		t.Fatalf("credentials change disturbed the host: %s", describe(h))
+	}
+}
+
+// TestSwitchedCredentialsReleaseTheOldSecret: a host moved to another credentials Secret lets go
+// of the old one (which can then be deleted) once the new one registered, unless another host
+// still uses it.
+func TestSwitchedCredentialsReleaseTheOldSecret(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	startOperator(t, ns, fixture.New(fixture.Config{}))
+	createHost(t, newHost(ns, "a").Build())
+	shared := newHost(ns, "b").Build()
+	shared.Spec.BMC.CredentialsName = "bmc-a"
+	create(t, shared)
+	createHost(t, newHost(ns, "c").Build())
+	for _, name := range []string{"a", "b", "c"} {
+		waitState(t, ns, name, metal3.StateProvisioned)
+	}
+	create(t, builder.BMCSecret(ns, "new-a", "admin", "rotated"), builder.BMCSecret(ns, "new-c", "admin", "rotated"))
+	for _, name := range []string{"a", "c"} {
+		update(t, &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, func(h *metal3.BareMetalHost) {
+			h.Spec.BMC.CredentialsName = "new-" + name
+		})
+		waitHost(t, ns, name, "the new Secret registered", func(h *metal3.BareMetalHost) bool {
+			ref := h.Status.GoodCredentials.Reference
+			return ref != nil && ref.Name == "new-"+name
+		})
+	}
+	eventually(t, "bmc-c released", func() (bool, string) {
+		s := getSecret(t, ns, "bmc-c")
+		return len(s.Finalizers) == 0, fmt.Sprintf("finalizers %v", s.Finalizers)
+	})
+	if s := getSecret(t, ns, "new-c"); len(s.Finalizers) != 1 {
+		t.Fatalf("the new Secret is not held: %v", s.Finalizers)
+	}
+	if s := getSecret(t, ns, "bmc-a"); len(s.Finalizers) != 1 {
+		t.Fatalf("bmc-a released while host b uses it: %v", s.Finalizers)
+	}
+	if h := getHost(t, ns, "c"); h.Status.Provisioning.State != metal3.StateProvisioned {
+		t.Fatalf("switching Secrets disturbed the host: %s", describe(h))
 	}
 }
 

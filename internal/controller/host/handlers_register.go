@@ -142,6 +142,9 @@ func (s *hostScope) register() (outcome, bool) {
 		return out, false
 	}
 	if !sameCredentials(st.GoodCredentials, current) {
+		if old := st.GoodCredentials.Reference; old != nil && old.Name != current.Reference.Name {
+			s.fx.replacedSecrets = append(s.fx.replacedSecrets, old.Name)
+		}
 		st.GoodCredentials = *current.DeepCopy()
 		if changed {
 			s.event(eventNormal, reasonCredentialsUpdated, "Register", "BMC credentials updated")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -245,6 +246,15 @@ func (r *Reconciler) write(ctx context.Context, s *hostScope, snapshot *metal3.B
 	if s.fx.finalize {
 		return r.finalize(ctx, s)
 	}
+	// Before the status write: if that fails, the retry registers again and finds the old Secret
+	// in goodCredentials again, so a release is never forgotten.
+	if replaced := slices.DeleteFunc(slices.Clone(s.fx.replacedSecrets), func(name string) bool {
+		return slices.Contains(secretNames(host), name)
+	}); len(replaced) > 0 {
+		if err := r.releaseSecrets(ctx, host, replaced); err != nil {
+			return err
+		}
+	}
 	if len(s.fx.removeAnnotations) > 0 {
 		status := host.Status.DeepCopy()
 		if err := r.patchMetadata(ctx, host, func(h *metal3.BareMetalHost) {
@@ -273,7 +283,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *hostScope) error {
 	if err := r.deleteHardwareData(ctx, host); err != nil {
 		return err
 	}
-	if err := r.releaseSecrets(ctx, host); err != nil {
+	if err := r.releaseSecrets(ctx, host, secretNames(host)); err != nil {
 		return err
 	}
 	r.emit(host, &s.fx)

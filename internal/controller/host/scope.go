@@ -64,9 +64,12 @@ type effects struct {
 	finalize bool
 	// deleteDelayed: deletion waits for a detached annotation with deleteAction delay.
 	deleteDelayed bool
-	transitions   [][2]metal3.ProvisioningState
-	finishedOps   []finishedOp
-	hostErrors    []metal3.ErrorType
+	// replacedSecrets: Secrets the host stopped using (its BMC credentials moved to another
+	// Secret and registration with the new one succeeded); released unless still used.
+	replacedSecrets []string
+	transitions     [][2]metal3.ProvisioningState
+	finishedOps     []finishedOp
+	hostErrors      []metal3.ErrorType
 }
 
 type finishedOp struct {
