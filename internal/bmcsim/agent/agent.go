@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	mrand "math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -131,6 +132,12 @@ func (a *agentInstance) run() {
 // lookup retries GET /v1/lookup until Ironic knows the server in a state that allows it.
 func (a *agentInstance) lookup() *lookupResponse {
 	macs := a.m.MACAddresses()
+	wait := a.r.cfg.LookupInterval
+	backoff := func() bool {
+		d := wait
+		wait = min(wait*3/2, a.r.cfg.LookupMaxInterval)
+		return a.sleep(jittered(d))
+	}
 	for attempt := 0; ; attempt++ {
 		lk, err := a.api.lookup(a.ctx, macs, a.hint)
 		if err == nil {
@@ -149,7 +156,7 @@ func (a *agentInstance) lookup() *lookupResponse {
 				if attempt == 0 || attempt%30 == 0 {
 					a.event("lookup found node %s but no usable agent token yet; retrying", lk.Node.UUID)
 				}
-				if !a.sleep(a.r.cfg.LookupInterval) {
+				if !backoff() {
 					return nil
 				}
 				continue
@@ -167,10 +174,15 @@ func (a *agentInstance) lookup() *lookupResponse {
 		if attempt == 0 || attempt%30 == 0 {
 			a.event("lookup failed (attempt %d): %v", attempt+1, err)
 		}
-		if !a.sleep(a.r.cfg.LookupInterval) {
+		if !backoff() {
 			return nil
 		}
 	}
+}
+
+// jittered is d ± 20 %, so that agents booted together do not call Ironic in step.
+func jittered(d time.Duration) time.Duration {
+	return d*4/5 + mrand.N(d*2/5+1)
 }
 
 // shouldInspect: Ironic asks for inspection with ipa-inspection-callback-url when it builds the boot

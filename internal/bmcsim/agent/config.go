@@ -23,8 +23,12 @@ type Config struct {
 	Listen string
 	// BootDelay is the time from power-on to the agent's first lookup (default 100ms).
 	BootDelay time.Duration
-	// LookupInterval is the wait between failed lookups (default 1s).
-	LookupInterval time.Duration
+	// LookupInterval is the wait after the first failed lookup (default 1s). Like
+	// ironic-python-agent, the agent backs off: each further failure waits 1.5 times longer, with
+	// jitter, up to LookupMaxInterval (default 30s). Without it a rack of agents that Ironic cannot
+	// answer yet (overloaded, or the node not waiting for an agent) keeps Ironic busier still.
+	LookupInterval    time.Duration
+	LookupMaxInterval time.Duration
 	// EraseDuration is how long erase_devices takes per disk (default 200ms).
 	EraseDuration time.Duration
 	// StepDuration is how long other simulated in-band steps take (burn-in, custom deploy steps,
@@ -62,6 +66,10 @@ func (c *Config) setDefaults() error {
 	if c.LookupInterval <= 0 {
 		c.LookupInterval = time.Second
 	}
+	if c.LookupMaxInterval <= 0 {
+		c.LookupMaxInterval = 30 * time.Second
+	}
+	c.LookupMaxInterval = max(c.LookupMaxInterval, c.LookupInterval)
 	if c.EraseDuration <= 0 {
 		c.EraseDuration = 200 * time.Millisecond
 	}
