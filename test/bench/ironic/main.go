@@ -22,6 +22,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,6 +45,7 @@ type options struct {
 	concurrency  int
 	timeout      time.Duration
 	ironicConf   string
+	simLog       string
 }
 
 // ironicConf is appended to the benchmark Ironic's configuration. Ironic's defaults refuse more
@@ -72,6 +74,7 @@ func main() {
 	flag.IntVar(&o.concurrency, "concurrency", 50, "Operator --concurrency (hosts reconciled at once).")
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Minute, "Give up after this long per run.")
 	flag.StringVar(&o.ironicConf, "ironic-conf", "", "A file appended to ironic.conf after the benchmark's own settings.")
+	flag.StringVar(&o.simLog, "sim-log", "", "Write bmcsim's and its agents' log to this file (discarded by default).")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-ironic:", err)
@@ -132,7 +135,16 @@ func run(o options) error {
 
 	agent := ironicenv.FastAgent(ironic.URL())
 	agent.HeartbeatInterval = o.heartbeat
-	sim, err := ironicenv.StartSim(ironicenv.SimOptions{Config: ironicenv.FastConfig(o.n), Agent: agent})
+	simOpts := ironicenv.SimOptions{Config: ironicenv.FastConfig(o.n), Agent: agent}
+	if o.simLog != "" {
+		f, err := os.Create(o.simLog)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		simOpts.Logger = slog.New(slog.NewTextHandler(f, nil))
+	}
+	sim, err := ironicenv.StartSim(simOpts)
 	if err != nil {
 		return err
 	}
