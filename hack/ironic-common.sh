@@ -229,6 +229,10 @@ write_config() {
 
 		[database]
 		connection = sqlite:///$s/ironic.sqlite
+		# A rack working at once on a small machine makes writers wait on sqlite's lock for longer
+		# than Ironic's 10 s default, after which it fails the node's operation
+		# ("TemporaryFailure ... OperationalError"). Waiting longer is slower but not an error.
+		sqlite_max_wait_for_retry = 60
 
 		[conductor]
 		automated_clean = true
