@@ -16,7 +16,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -35,6 +34,7 @@ import (
 	"github.com/metalforge/metalforge/internal/bmcsim"
 	"github.com/metalforge/metalforge/internal/test/builder"
 	"github.com/metalforge/metalforge/internal/test/ironicenv"
+	"github.com/metalforge/metalforge/internal/test/loopback"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
@@ -131,7 +131,7 @@ func (d *demo) run() error {
 
 	d.step(fmt.Sprintf("starting bmcsim with %d servers", d.o.hosts))
 	inventory := filepath.Join(d.dir, "inventory.json")
-	d.control = freeAddr()
+	d.control = loopback.FreeAddr()
 	if d.bmcsim, err = d.startProcess(ctx, "bmcsim", filepath.Join(d.o.bin, "bmcsim"), nil,
 		"--hosts", fmt.Sprint(d.o.hosts), "--listen", "127.0.0.1:0", "--inventory", inventory,
 		"--control", d.control, "--boot-time", "500ms", "--ironic-url", d.ironic.URL(), "--quiet"); err != nil {
@@ -143,7 +143,7 @@ func (d *demo) run() error {
 	}
 
 	d.step("starting bin/baremetal-operator --provisioner=ironic")
-	metrics, probe := freeAddr(), freeAddr()
+	metrics, probe := loopback.FreeAddr(), loopback.FreeAddr()
 	env := append([]string{"KUBECONFIG=" + d.kube.KubeconfigPath, "METAL3_AUTH_ROOT_DIR=" + filepath.Join(d.dir, "no-ironic-auth")},
 		d.ironic.OperatorEnv()...)
 	args := append([]string{"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probe}, operatorArgs...)
@@ -404,13 +404,4 @@ func readFile(path string) string {
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/metalforge/metalforge/internal/test/ironicenv"
+	"github.com/metalforge/metalforge/internal/test/loopback"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
@@ -59,12 +59,12 @@ func startOperator(ctx context.Context, binary string, kube *testenv.Env, ironic
 	if err != nil {
 		return nil, err
 	}
-	o := &operator{logPath: filepath.Join(dir, "operator.log"), metrics: freeAddr(), done: make(chan struct{})}
+	o := &operator{logPath: filepath.Join(dir, "operator.log"), metrics: loopback.FreeAddr(), done: make(chan struct{})}
 	logFile, err := os.Create(o.logPath)
 	if err != nil {
 		return nil, err
 	}
-	probe := freeAddr()
+	probe := loopback.FreeAddr()
 	args := append([]string{
 		"--metrics-bind-address=" + o.metrics,
 		"--health-probe-bind-address=" + probe,
@@ -119,15 +119,6 @@ func (o *operator) stop() {
 		_ = o.cmd.Process.Kill()
 		<-o.done
 	}
-}
-
-func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func tailFile(path string, n int) string {

@@ -14,7 +14,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,6 +35,7 @@ import (
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/test/builder"
+	"github.com/metalforge/metalforge/internal/test/loopback"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
@@ -99,7 +99,7 @@ func run(o options) error {
 		return fmt.Errorf("creating namespace: %w", err)
 	}
 
-	metricsAddr, probeAddr := freeAddr(), freeAddr()
+	metricsAddr, probeAddr := loopback.FreeAddr(), loopback.FreeAddr()
 	args := []string{"--provisioner=fixture", "--webhook-port=0", "--namespace=" + ns,
 		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + probeAddr, "-v=0"}
 	if o.concurrency > 0 {
@@ -128,7 +128,7 @@ func run(o options) error {
 		_ = op.Process.Signal(syscall.SIGTERM)
 		_ = op.Wait()
 	}()
-	if err := waitReady(ctx, "http://"+probeAddr+"/readyz"); err != nil {
+	if err := loopback.WaitOK(ctx, "http://"+probeAddr+"/readyz"); err != nil {
 		return fmt.Errorf("operator not ready (log: %s): %w", logPath, err)
 	}
 	fmt.Printf("operator ready (pid %d, %s), log %s\n", op.Process.Pid, strings.Join(args, " "), logPath)
@@ -381,30 +381,4 @@ func profileAPIServer(cfg *rest.Config, path string) {
 	}
 	defer f.Close()
 	_, _ = io.Copy(f, resp.Body)
-}
-
-func waitReady(ctx context.Context, url string) error {
-	for {
-		resp, err := http.Get(url) //nolint:noctx // local
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

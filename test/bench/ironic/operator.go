@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,6 +26,7 @@ import (
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/scheme"
 	"github.com/metalforge/metalforge/internal/test/builder"
+	"github.com/metalforge/metalforge/internal/test/loopback"
 	"github.com/metalforge/metalforge/internal/test/procstat"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
@@ -48,7 +48,7 @@ func (e *env) runOperator() (*result, error) {
 		return nil, err
 	}
 
-	metrics, probe := freeAddr(), freeAddr()
+	metrics, probe := loopback.FreeAddr(), loopback.FreeAddr()
 	args := []string{"--provisioner=ironic", "--webhook-port=0", "--namespace=" + benchNS,
 		"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probe,
 		"--concurrency=" + strconv.Itoa(o.concurrency),
@@ -73,7 +73,7 @@ func (e *env) runOperator() (*result, error) {
 		_ = op.Process.Signal(syscall.SIGTERM)
 		_ = op.Wait()
 	}()
-	if err := waitReady(ctx, "http://"+probe+"/readyz"); err != nil {
+	if err := loopback.WaitOK(ctx, "http://"+probe+"/readyz"); err != nil {
 		return nil, fmt.Errorf("operator not ready (log %s): %w", logPath, err)
 	}
 	fmt.Printf("operator: ready (pid %d, %s), log %s\n", op.Process.Pid, strings.Join(args, " "), logPath)
@@ -356,30 +356,4 @@ func scrape(url string) (map[string]float64, error) {
 		out[op] += v
 	}
 	return out, sc.Err()
-}
-
-func waitReady(ctx context.Context, url string) error {
-	for {
-		resp, err := http.Get(url) //nolint:noctx // local, polled
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
