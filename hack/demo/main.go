@@ -15,8 +15,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -377,23 +375,25 @@ func waitInventory(ctx context.Context, path string, p *process) ([]bmcsim.Inven
 }
 
 func waitHTTP(ctx context.Context, url string, p *process) error {
-	for {
-		resp, err := http.Get(url) //nolint:noctx // local, polled
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
+	// The wait also ends when the process exits: then its log says why.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
 		select {
-		case <-ctx.Done():
-			return ctx.Err()
 		case <-p.done:
-			return fmt.Errorf("%s exited, see %s:\n%s", p.name, p.log, ironicenv.LastLines(readFile(p.log), 20))
-		case <-time.After(200 * time.Millisecond):
+			cancel()
+		case <-ctx.Done():
 		}
+	}()
+	err := loopback.WaitOK(ctx, url)
+	select {
+	case <-p.done:
+		if err != nil {
+			return fmt.Errorf("%s exited, see %s:\n%s", p.name, p.log, ironicenv.LastLines(readFile(p.log), 20))
+		}
+	default:
 	}
+	return err
 }
 
 func readFile(path string) string {
