@@ -135,7 +135,7 @@ fuzz: ## Fuzz the BMC address parser for FUZZTIME (default 60s)
 # Ironic's API (the baseline), then by the operator; N defaults to 1000 above, so give it: N=100.
 .PHONY: bench-ironic
 bench-ironic: tools ironic-root ## N hosts through register → inspect → provision → deprovision → delete on real Ironic: operator vs. Ironic alone
-	go run ./test/bench/ironic -n $(N)
+	go run ./test/bench/ironic -n $(N) $(BENCH_IRONIC_ARGS)
 
 ##@ bmcsim benchmark
 

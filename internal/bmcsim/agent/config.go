@@ -39,7 +39,11 @@ type Config struct {
 	VerifyLimit int64
 	// AgentVersion is reported in heartbeats (default 11.1.0).
 	AgentVersion string
-	// HTTPTimeout bounds each call to Ironic and each image request (default 30s).
+	// HTTPTimeout bounds each call to Ironic and each image request (default 2m). Generous on
+	// purpose: Ironic hands out the agent token in one lookup answer only and masks it after, so an
+	// agent that gives up on a slow answer (an overloaded Ironic whose sqlite writers wait up to
+	// [database] sqlite_max_wait_for_retry, 60 s in hack/ironic-up.sh) never gets its token and the
+	// node waits for its inspection or deploy timeout.
 	HTTPTimeout time.Duration
 	// Logger receives the agents' events (default: discard).
 	Logger *slog.Logger
@@ -83,7 +87,7 @@ func (c *Config) setDefaults() error {
 		c.AgentVersion = "11.1.0"
 	}
 	if c.HTTPTimeout <= 0 {
-		c.HTTPTimeout = 30 * time.Second
+		c.HTTPTimeout = 2 * time.Minute
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
