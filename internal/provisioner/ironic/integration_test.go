@@ -210,9 +210,9 @@ func TestLifecycle(t *testing.T) {
 			return p.Deprovision(ctx, host, false)
 		})
 	})
-	// Cleaning ran the agent; with fast track (hack/ironic-up.sh's default, as metal3's) Ironic
-	// keeps it running for the next deployment, otherwise it powers the server off. Either way
-	// the instance must no longer run.
+	// Cleaning ran the agent; Ironic powers the server off after it, or, with fast track
+	// (IRONIC_FAST_TRACK=true, metal3's default), keeps the agent running for the next deployment.
+	// Either way the instance must no longer run.
 	if st := e.server(t, srv.Name); st.State.Power != "Off" && (st.State.Power != "On" || st.State.Booted != "Cd") {
 		t.Errorf("bmcsim after deprovisioning: power %s booted %q, want Off, or On running the agent from Cd (fast track)", st.State.Power, st.State.Booted)
 	}
