@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
@@ -43,6 +44,9 @@ func (p *Provisioner) Prepare(ctx context.Context, host provisioner.Host, data p
 	case actDone:
 		return p.setRootDeviceHints(ctx, s, n, data)
 	case actClean:
+		if wait := cleaningSettleWait(n, time.Now()); wait > 0 {
+			return provisioner.Working(wait), nil
+		}
 		return p.startCleaning(ctx, s, n, host, access, data, raid, steps, fp)
 	case actManage:
 		if state(n) == nodes.CleanFail {

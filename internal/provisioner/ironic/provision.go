@@ -3,6 +3,7 @@ package ironic
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
@@ -30,6 +31,9 @@ func (p *Provisioner) Provision(ctx context.Context, host provisioner.Host, data
 	d := decideProvisioning(n, plan.matches(n), restartOnFailure, s.features)
 	switch d.act {
 	case actProvide:
+		if wait := cleaningSettleWait(n, time.Now()); wait > 0 {
+			return provisioner.Working(wait), nil
+		}
 		return p.provide(ctx, s, n, host, access)
 	case actManage:
 		return p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetManage}, p.short())
