@@ -70,14 +70,29 @@ func TestBootOverride(t *testing.T) {
 		boot := e.get(e.sys()).body["Boot"].(map[string]any)
 		equal(t, "BootSourceOverrideEnabled after the boot", boot["BootSourceOverrideEnabled"], "Disabled")
 
-		// The next reboot uses the default order: no disk image yet, so nothing boots.
+		// The next reboot uses the boot order: the disk is blank, so the firmware goes on to the
+		// virtual CD still inserted (Ironic's fast track reboots servers like this).
 		e.reset("ForceRestart")
-		equal(t, "events after a reboot without override", e.runner.take(), []string{"stop"})
+		equal(t, "events after a reboot without override, blank disk", e.runner.take(), []string{"stop", "boot:iso" + itoa(len(e.iso))})
+
+		// With an image on the disk the boot order starts there: no agent.
+		e.sim.Fleet.ByName(e.host.Name).WriteDisk("http://images/disk.img")
+		e.reset("ForceRestart")
+		equal(t, "events after a reboot without override, written disk", e.runner.take(), []string{"stop"})
 
 		// sushy PATCHes only what differs: Enabled alone re-arms the override on the same target.
 		e.must(http.StatusNoContent, http.MethodPatch, e.sys(), map[string]any{"Boot": map[string]string{"BootSourceOverrideEnabled": "Once"}})
 		e.reset("ForceRestart")
 		equal(t, "events after re-arming Once", e.runner.take(), []string{"boot:iso" + itoa(len(e.iso))})
+	})
+
+	t.Run("a blank server without media or override boots nothing", func(t *testing.T) {
+		e := newEnv(t, envOptions{hosts: 1})
+		cd := "/redfish/v1/Managers/" + e.host.ID + "/VirtualMedia/Cd/Actions/VirtualMedia."
+		e.must(http.StatusNoContent, http.MethodPost, cd+"InsertMedia", map[string]string{"Image": e.imageURL("/deploy.iso")})
+		e.must(http.StatusNoContent, http.MethodPost, cd+"EjectMedia", nil)
+		e.reset("On")
+		equal(t, "events after power on", e.runner.take(), []string(nil))
 	})
 
 	t.Run("a written disk boots without an agent", func(t *testing.T) {

@@ -120,9 +120,11 @@ func (s *Server) powerOnLocked() runOp {
 }
 
 // bootDeviceLocked picks what the server boots: the override target when one is enabled, falling
-// back (like firmware does) to the disk when the target has nothing to boot. Without an override
-// the server boots its disk when an image was written and nothing otherwise: network boot only
-// happens when asked for, so idle servers never start agents nobody waits for.
+// back (like firmware does) through its boot order when the target has nothing to boot. The boot
+// order is the disk when an image was written, then an inserted virtual CD (BMCs add virtual media
+// to the UEFI boot order while it is inserted), then nothing: network boot only happens when asked
+// for, so idle servers never start agents nobody waits for. Ironic's fast track relies on the CD
+// fallback: it reboots a server whose agent it lost without setting the boot device again.
 func (s *Server) bootDeviceLocked() (dev, image string) {
 	b := s.st.Boot
 	target := TargetNone
@@ -143,6 +145,9 @@ func (s *Server) bootDeviceLocked() (dev, image string) {
 	}
 	if s.st.DiskImage != "" {
 		return TargetHdd, ""
+	}
+	if m := s.st.Media[MediaCd]; m.Inserted && m.Image != "" {
+		return TargetCd, m.Image
 	}
 	return "", ""
 }

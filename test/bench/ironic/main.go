@@ -222,6 +222,10 @@ func report(o options, results []*result) {
 	fmt.Println()
 	fmt.Printf("hosts: %d, bmcsim at zero latency, agents heartbeat every %s, Ironic polled every %s (quick operations) / %s (long ones)\n",
 		o.n, o.heartbeat, o.shortPoll, o.longPoll)
+	// The scripts read these from this program's environment (hack/ironic-up.sh); say which were on,
+	// since they change Ironic's cost a lot.
+	fmt.Printf("Ironic: IRONIC_FAST_TRACK=%s, IRONIC_PBKDF2_MEMO=%s, -ironic-conf %q\n",
+		envOr("IRONIC_FAST_TRACK", "false"), envOr("IRONIC_PBKDF2_MEMO", "0"), o.ironicConf)
 	head := fmt.Sprintf("%-52s", "wall time")
 	for _, r := range results {
 		head += fmt.Sprintf(" %14s", r.name)
@@ -291,4 +295,11 @@ func waitAll(ctx context.Context, what string, start time.Time, count func() int
 			return fmt.Errorf("%d of %d hosts %s after %s", count(), n, what, time.Since(start).Round(time.Second))
 		}
 	}
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
 }
