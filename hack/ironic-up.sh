@@ -16,7 +16,7 @@
 #                       (once chosen, an instance keeps its ports across restarts)
 #   IRONIC_HTTP_PORT    port of the image HTTP server ([deploy] http_url); default 6388 / free
 #   IRONIC_DEBUG=1      debug logging in Ironic (also adds ipa-debug=1 to the agent's kernel params)
-#   IRONIC_FAST_TRACK   [deploy] fast_track (default false; metal3's ironic-image defaults to true, see docs/ironic-notes.md)
+#   IRONIC_FAST_TRACK   [deploy] fast_track (default true, as metal3's ironic-image; see docs/ironic-notes.md)
 #   IRONIC_PBKDF2_MEMO=1  memoize Ironic's per-call PBKDF2 key derivation (benchmarks only; see
 #                       write_pbkdf2_memo in hack/ironic-common.sh)
 #   IRONIC_EXTRA_CONF   a file appended to ironic.conf (later options win; e.g. short timeouts in tests)
