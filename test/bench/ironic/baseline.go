@@ -57,6 +57,8 @@ type hostRun struct {
 	node string
 	err  error
 	at   map[string]time.Time
+	// failures are the failed attempts that were retried (failed inspections).
+	failures []string
 }
 
 func (e *env) runBaseline() (*result, error) {
@@ -98,10 +100,16 @@ func (e *env) runBaseline() (*result, error) {
 	for _, p := range phases[1:] {
 		r.total += r.wall[p]
 	}
+	// As for the operator, a host counts as errored when it failed at some point, recovered or not.
 	for _, h := range hosts {
-		if h.err != nil {
+		switch {
+		case h.err != nil:
 			r.errored++
+			r.gaveUp++
 			r.errors = append(r.errors, fmt.Sprintf("%s: %v", h.srv.Name, h.err))
+		case len(h.failures) > 0:
+			r.errored++
+			r.errors = append(r.errors, fmt.Sprintf("%s: %s (retried)", h.srv.Name, h.failures[0]))
 		}
 	}
 	for phase, n := range b.calls {
@@ -178,7 +186,15 @@ func (b *baseline) registerAndInspect(ctx context.Context, h *hostRun) error {
 		return err
 	}
 	h.at["registered"] = time.Now()
-	return b.act(ctx, h, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, "manageable", b.e.o.longPoll)
+	// Ironic under load sometimes fails an inspection (sqlite "database is locked" in its hooks);
+	// the operator, like metal3, inspects again, so the baseline does too, up to three attempts.
+	for attempt := 1; ; attempt++ {
+		err := b.act(ctx, h, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, "manageable", b.e.o.longPoll)
+		if err == nil || attempt == 3 || ctx.Err() != nil {
+			return err
+		}
+		h.failures = append(h.failures, err.Error())
+	}
 }
 
 // provision: provide (automated cleaning), instance_info, deploy with a config drive.

@@ -201,6 +201,7 @@ type result struct {
 	// calls are Ironic API requests by phase (baseline) or provisioner operation (operator).
 	calls      map[string]float64
 	errored    int
+	gaveUp     int // baseline: hosts dropped after failing three times
 	errors     []string
 	ironicCPU  float64
 	ironicRSS  int64
@@ -266,6 +267,9 @@ func report(o options, results []*result) {
 	fmt.Println()
 	for _, r := range results {
 		fmt.Printf("%s: hosts errored %d", r.name, r.errored)
+		if r.gaveUp > 0 {
+			fmt.Printf(", %d of them dropped out of the run", r.gaveUp)
+		}
 		if len(r.errors) > 0 {
 			fmt.Printf(" (first: %s)", r.errors[0])
 		}
