@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -273,6 +274,10 @@ func retry(ctx context.Context, every time.Duration, fn func() error) error {
 	}
 }
 
+// transient: busy (409), temporarily unavailable (503), or no HTTP answer at all (a connection an
+// overloaded Ironic reset or closed), which the operator also retries.
 func transient(err error) bool {
-	return gophercloud.ResponseCodeIs(err, http.StatusConflict) || gophercloud.ResponseCodeIs(err, http.StatusServiceUnavailable)
+	var ue *url.Error
+	return gophercloud.ResponseCodeIs(err, http.StatusConflict) || gophercloud.ResponseCodeIs(err, http.StatusServiceUnavailable) ||
+		(errors.As(err, &ue) && !ue.Timeout())
 }
