@@ -3,7 +3,6 @@ package ironic
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
@@ -48,9 +47,6 @@ func (p *Provisioner) Deprovision(ctx context.Context, host provisioner.Host, re
 	case actProvide:
 		// After a failed or aborted cleaning, or a fresh registration: clean (or not) on the way
 		// to available.
-		if wait := cleaningSettleWait(n, time.Now()); wait > 0 {
-			return provisioner.Working(wait), nil
-		}
 		return p.provide(ctx, s, n, host, access)
 	case actUnexpected:
 		return provisioner.Result{}, fmt.Errorf("deprovisioning host %s/%s: Ironic node %s is %q",

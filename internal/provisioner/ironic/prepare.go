@@ -44,9 +44,6 @@ func (p *Provisioner) Prepare(ctx context.Context, host provisioner.Host, data p
 	case actDone:
 		return p.setRootDeviceHints(ctx, s, n, data)
 	case actClean:
-		if wait := cleaningSettleWait(n, time.Now()); wait > 0 {
-			return provisioner.Working(wait), nil
-		}
 		return p.startCleaning(ctx, s, n, host, access, data, raid, steps, fp)
 	case actManage:
 		if state(n) == nodes.CleanFail {
@@ -85,6 +82,9 @@ func cleanSteps(raid raidPlan, data provisioner.PrepareData) []nodes.CleanStep {
 // fingerprint), sets target_raid_config, and starts manual cleaning.
 func (p *Provisioner) startCleaning(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access,
 	data provisioner.PrepareData, raid raidPlan, steps []nodes.CleanStep, fp string) (provisioner.Result, error) {
+	if wait := cleaningSettleWait(n, time.Now()); wait > 0 {
+		return provisioner.Working(wait), nil
+	}
 	var pt patch
 	if raid.iface != "" {
 		pt.setField("raid_interface", raid.iface, n.RAIDInterface)

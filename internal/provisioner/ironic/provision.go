@@ -31,9 +31,6 @@ func (p *Provisioner) Provision(ctx context.Context, host provisioner.Host, data
 	d := decideProvisioning(n, plan.matches(n), restartOnFailure, s.features)
 	switch d.act {
 	case actProvide:
-		if wait := cleaningSettleWait(n, time.Now()); wait > 0 {
-			return provisioner.Working(wait), nil
-		}
 		return p.provide(ctx, s, n, host, access)
 	case actManage:
 		return p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetManage}, p.short())
@@ -54,6 +51,9 @@ func (p *Provisioner) Provision(ctx context.Context, host provisioner.Host, data
 // provide moves a manageable node to available, running automated cleaning when the host's
 // cleaning mode asks for it.
 func (p *Provisioner) provide(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access) (provisioner.Result, error) {
+	if wait := cleaningSettleWait(n, time.Now()); wait > 0 {
+		return provisioner.Working(wait), nil
+	}
 	var pt patch
 	clean := automatedClean(host.AutomatedCleaningMode)
 	if n.AutomatedClean == nil || *n.AutomatedClean != clean {

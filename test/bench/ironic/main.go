@@ -201,7 +201,7 @@ type result struct {
 	// calls are Ironic API requests by phase (baseline) or provisioner operation (operator).
 	calls      map[string]float64
 	errored    int
-	gaveUp     int // baseline: hosts dropped after failing three times
+	gaveUp     int // baseline: hosts dropped after an error it does not retry
 	errors     []string
 	ironicCPU  float64
 	ironicRSS  int64
