@@ -110,8 +110,11 @@ ironic-root: ## Build the Ironic root once (debootstrap + apt) without starting 
 # real Ironic through every provisioning phase (~3 min alone, much longer on 2 busy cores), and
 # test/e2e (which builds bin/baremetal-operator itself) runs the operator on Ironic with 18 hosts
 # (~9 min alone).
+# On failure the failing tests' messages are printed again at the end (hack/test-failures.sh).
 test: tools generate ironic-root ## Run every Go test (envtest suites use the kube-apiserver and etcd in bin/)
-	go test -count=1 -timeout 30m ./...
+	@set -o pipefail; mkdir -p .cache; log=.cache/test.log; \
+	echo "go test -count=1 -timeout 30m ./...  (output also in $$log)"; \
+	go test -count=1 -timeout 30m ./... 2>&1 | tee "$$log" || { hack/test-failures.sh "$$log"; exit 1; }
 
 FUZZTIME ?= 60s
 

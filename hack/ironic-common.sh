@@ -138,8 +138,10 @@ prepare_root() {
 build_helper() {
 	command -v go >/dev/null || die "go is needed to build hack/deployimage"
 	mkdir -p "$CACHE/bin"
-	(cd "$REPO" && go build -trimpath -o "$HELPER.tmp" ./hack/deployimage) || die "building hack/deployimage failed"
-	mv "$HELPER.tmp" "$HELPER"
+	# Test packages start Ironic instances concurrently: each builds to its own file and renames it
+	# into place (atomic), so none sees another's half-written or already-moved binary.
+	(cd "$REPO" && go build -trimpath -o "$HELPER.tmp.$$" ./hack/deployimage) || die "building hack/deployimage failed"
+	mv "$HELPER.tmp.$$" "$HELPER"
 }
 
 pid_alive() {
