@@ -76,6 +76,7 @@ func (e *env) runBaseline() (*result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), e.o.timeout)
 	defer cancel()
 	r := &result{name: "baseline", wall: map[string]time.Duration{}, calls: map[string]float64{}, loadBefore: procstat.LoadAverage()}
+	r.logFrom = e.ironicLogSize()
 	cpu0 := procstat.CPUSeconds(os.Getpid())
 	var hosts []*hostRun
 	for i, srv := range e.sim.Hosts() {

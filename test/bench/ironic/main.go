@@ -17,11 +17,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -211,12 +213,53 @@ type result struct {
 	benchCPU   float64 // this process during the run: bmcsim, agents, image server, watch/driver
 	loadBefore string
 	loadAfter  string
+	// logFrom is the size of Ironic's log when the run started: its counts read only what follows.
+	logFrom int64
+	// sqliteLocked and inspectFailed count Ironic log lines of this run: "database is locked"
+	// (sqlite contention) and nodes moved to "inspect failed".
+	sqliteLocked, inspectFailed int
 }
 
 func (e *env) ironicUsage(r *result) {
 	pids := e.ironic.PIDs()
 	r.ironicCPU = procstat.CPUSeconds(pids...)
 	r.ironicRSS = procstat.PeakRSS(pids...)
+	r.sqliteLocked, r.inspectFailed = e.ironicLogCounts(r.logFrom)
+}
+
+// ironicLogSize is where the next run's part of Ironic's log starts (the log is appended to across
+// restarts).
+func (e *env) ironicLogSize() int64 {
+	fi, err := os.Stat(e.ironic.Vars["IRONIC_LOG"])
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// ironicLogCounts counts, in Ironic's log from offset on, the lines telling of sqlite lock
+// contention and of failed inspections: the two go together at N=100 on 2 cores.
+func (e *env) ironicLogCounts(offset int64) (locked, inspectFailed int) {
+	f, err := os.Open(e.ironic.Vars["IRONIC_LOG"])
+	if err != nil {
+		return 0, 0
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return 0, 0
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		if strings.Contains(l, "database is locked") {
+			locked++
+		}
+		if strings.Contains(l, `moved to provision state "inspect failed"`) {
+			inspectFailed++
+		}
+	}
+	return locked, inspectFailed
 }
 
 func report(o options, results []*result) {
@@ -275,6 +318,7 @@ func report(o options, results []*result) {
 		}
 		fmt.Println()
 		fmt.Printf("    Ironic CPU %.1f s, peak RSS %.0f MiB (sum of its processes' VmHWM)\n", r.ironicCPU, mib(r.ironicRSS))
+		fmt.Printf("    Ironic log: %d \"database is locked\" lines, %d nodes moved to \"inspect failed\"\n", r.sqliteLocked, r.inspectFailed)
 		if r.name == "operator" {
 			fmt.Printf("    operator CPU %.1f s, peak RSS %.0f MiB; kube-apiserver + etcd CPU %.1f s\n", r.driverCPU, mib(r.driverRSS), r.apiCPU)
 		}

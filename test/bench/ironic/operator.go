@@ -94,6 +94,7 @@ func (e *env) runOperator() (*result, error) {
 		return nil, err
 	}
 	r := &result{name: "operator", wall: map[string]time.Duration{}, calls: map[string]float64{}, loadBefore: procstat.LoadAverage()}
+	r.logFrom = e.ironicLogSize()
 	cpu0 := procstat.CPUSeconds(os.Getpid())
 	api0 := procstat.CPUSeconds(apiPIDs...)
 	hosts := e.sim.Hosts()
