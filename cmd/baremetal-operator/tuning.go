@@ -17,6 +17,7 @@ type tuningOptions struct {
 	unavailableDelay time.Duration
 	ironicShort      time.Duration
 	ironicLong       time.Duration
+	ironicConns      int
 }
 
 func (t *tuningOptions) bindFlags(fs *flag.FlagSet) {
@@ -26,6 +27,7 @@ func (t *tuningOptions) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&t.unavailableDelay, "provisioner-unavailable-delay", def.UnavailableDelay, "How often a host looks again while the provisioner is unavailable.")
 	fs.DurationVar(&t.ironicShort, "ironic-short-poll", idef.ShortDelay, "Ironic provisioner: poll interval of quick operations (manage, provide, power, busy nodes).")
 	fs.DurationVar(&t.ironicLong, "ironic-long-poll", idef.LongDelay, "Ironic provisioner: poll interval of long operations (inspect, clean, deploy, service).")
+	fs.IntVar(&t.ironicConns, "ironic-max-connections", idef.MaxConnections, "Ironic provisioner: connections to Ironic, so requests in flight, at most (Ironic's single-process API server works on ten at once).")
 }
 
 func (t *tuningOptions) applyHost(c *host.Config) {
@@ -36,4 +38,5 @@ func (t *tuningOptions) applyHost(c *host.Config) {
 
 func (t *tuningOptions) applyIronic(c *ironic.Config) {
 	c.ShortDelay, c.LongDelay = t.ironicShort, t.ironicLong
+	c.MaxConnections = t.ironicConns
 }

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 )
 
@@ -204,6 +206,17 @@ type Capacity interface {
 // nil when no image builder is in use.
 type ImageFormats interface {
 	PreprovisioningImageFormats() ([]metal3.ImageFormat, error)
+}
+
+// Watcher is implemented by provisioners that follow the engine on their own (the Ironic
+// provisioner lists every node in rounds instead of reading one node per host poll): the
+// controller runs Watch on the leader and reconciles the hosts sent on Changes at once, instead of
+// at their next poll.
+type Watcher interface {
+	// Watch follows the engine until ctx ends.
+	Watch(ctx context.Context) error
+	// Changes delivers the hosts whose state in the engine changed.
+	Changes() <-chan types.NamespacedName
 }
 
 // Provisioner is everything the host controller uses.

@@ -80,7 +80,7 @@ func (s *hostScope) registrationNeeded() bool {
 	return s.needsRegistration || st.Provisioning.ID == "" ||
 		st.ErrorType == metal3.RegistrationError || st.ErrorType == metal3.ProvisionedRegistrationError ||
 		st.OperationalStatus == metal3.OperationalStatusDetached ||
-		s.credentialsChanged() || s.specChanged()
+		s.credentialsChanged() || (s.specChanged() && s.regs.changed(s.host.UID, s.provHost()))
 }
 
 // specChanged: the spec changed since the last status write (every condition carries the
@@ -151,6 +151,7 @@ func (s *hostScope) register() (outcome, bool) {
 		}
 	}
 	s.registered, s.needsRegistration = true, false
+	s.regs.record(s.host.UID, s.provHost())
 	s.clearErrorOf(errType)
 	if st.OperationalStatus == metal3.OperationalStatusDetached {
 		st.OperationalStatus = metal3.OperationalStatusOK

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -76,6 +77,7 @@ type Reconciler struct {
 
 	secrets secrets
 	written writeTracker
+	regs    registrations
 	// skipNameValidation lets tests run several managers (operator restarts) in one process.
 	skipNameValidation bool
 }
@@ -114,7 +116,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		return fmt.Errorf("indexing hosts by secret: %w", err)
 	}
 	hostsPerState.use(mgr.GetCache())
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if w, ok := r.Provisioner.(provisioner.Watcher); ok {
+		if err := mgr.Add(manager.RunnableFunc(w.Watch)); err != nil {
+			return fmt.Errorf("adding the provisioner's watcher: %w", err)
+		}
+		b = b.WatchesRawSource(provisionerChanges(w))
+	}
+	return b.
 		For(&metal3.BareMetalHost{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
 			predicate.LabelChangedPredicate{}, deletionPredicate(), statusClearedPredicate()))).
@@ -214,17 +223,22 @@ func (r *Reconciler) reconcile(ctx context.Context, host *metal3.BareMetalHost) 
 	if r.Config.Now != nil {
 		now = r.Config.Now
 	}
-	s := &hostScope{ctx: ctx, cfg: &r.Config, prov: r.Provisioner, host: host,
+	s := &hostScope{ctx: ctx, cfg: &r.Config, prov: r.Provisioner, host: host, regs: &r.regs,
 		now: metav1.NewTime(now().Truncate(time.Second))}
 	if err := r.loadInputs(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	s.consumeHardwareDetails()
+	start := time.Now()
 	out := s.run()
+	ran := time.Since(start)
 	setConditions(host, out, s.now)
 	if err := r.write(ctx, s, snapshot); err != nil {
 		return ctrl.Result{}, errors.Join(out.err, err)
 	}
+	// Where a host's time goes: the handlers (provisioner calls) and the writes, and what it waits for.
+	log.V(2).Info("Reconciled", "now", s.state(), "handlers", ran.Round(time.Millisecond),
+		"total", time.Since(start).Round(time.Millisecond), "again", out.after.Round(time.Millisecond), "waitingFor", out.waitingFor)
 	if out.err != nil {
 		return ctrl.Result{}, out.err
 	}
@@ -288,6 +302,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *hostScope) error {
 	}
 	r.emit(host, &s.fx)
 	recordMetrics(&s.fx)
+	r.regs.forget(host.UID)
 	err := r.patchMetadata(ctx, host, func(h *metal3.BareMetalHost) {
 		controllerutil.RemoveFinalizer(h, metal3.BareMetalHostFinalizer)
 	})

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -68,12 +69,25 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("provisioned %d times", n)
 	}
 
+	registrations := fix.RegisterCalls(ns, "h")
+
 	// Image removed → deprovisioning → available.
 	update(t, h, func(h *metal3.BareMetalHost) { h.Spec.Image = nil })
 	h = waitState(t, ns, "h", metal3.StateAvailable)
 	if h.Status.Provisioning.Image.URL != "" || fix.Count(ns, "h", fixture.OpDeprovision) != 1 {
 		t.Fatalf("after deprovisioning: image %q, deprovisioned %d times", h.Status.Provisioning.Image.URL, fix.Count(ns, "h", fixture.OpDeprovision))
 	}
+	// A spec change that Register does not send (the image) registers nothing again; one that it
+	// sends (BMC details) does.
+	if n := fix.RegisterCalls(ns, "h"); n != registrations {
+		t.Fatalf("removing the image registered the host again (%d registrations, %d before)", n, registrations)
+	}
+	update(t, h, func(h *metal3.BareMetalHost) { h.Spec.BMC.DisableCertificateVerification = true })
+	eventually(t, "registration with the new BMC setting", func() (bool, string) {
+		n := fix.RegisterCalls(ns, "h")
+		return n == registrations+1, fmt.Sprintf("%d registrations, want %d", n, registrations+1)
+	})
+	h = getHost(t, ns, "h")
 	if c := condition(h, metal3.AvailableForProvisioningCondition); c == nil || c.Status != metav1.ConditionTrue {
 		t.Fatalf("AvailableForProvisioning: %+v", c)
 	}

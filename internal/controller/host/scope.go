@@ -28,6 +28,8 @@ type hostScope struct {
 	in   inputs
 	fx   effects
 
+	// regs remembers what the host's last registration sent (see registrations).
+	regs *registrations
 	// registered: Register succeeded in this reconcile, no need to ask again.
 	registered bool
 	// needsRegistration: the provisioner said it does not know the host.

@@ -22,31 +22,15 @@ var busyStates = map[nodes.ProvisionState]bool{
 
 // HasCapacity reports whether fewer than PROVISIONING_LIMIT nodes are busy. Nodes that boot by
 // virtual media do not count (metal3: they need no DHCP and share one image). The count comes from
-// one list request and is reused for CapacityCacheTTL, so a thousand hosts asking at once cost one
-// request.
+// one list request (the watcher's, when it is recent) and is reused for CapacityCacheTTL, so a
+// thousand hosts asking at once cost one request.
 func (p *Provisioner) HasCapacity(ctx context.Context) (bool, error) {
 	ctx = withOp(ctx, "capacity")
-	busy, err := p.capacity.count(ctx, func(ctx context.Context) (int, error) { return p.countBusy(ctx) })
+	busy, err := p.capacity.count(ctx, p.listNodes)
 	if err != nil {
 		return false, err
 	}
 	return busy < p.cfg.ProvisioningLimit, nil
-}
-
-func (p *Provisioner) countBusy(ctx context.Context) (int, error) {
-	s, err := p.session(ctx)
-	if err != nil {
-		return 0, err
-	}
-	pages, err := nodes.List(s.sc, nodes.ListOpts{Fields: []string{"uuid", "provision_state", "boot_interface"}, Limit: 1000}).AllPages(ctx)
-	if err != nil {
-		return 0, classifyError(err, "listing Ironic nodes")
-	}
-	list, err := nodes.ExtractNodes(pages)
-	if err != nil {
-		return 0, classifyError(err, "reading the list of Ironic nodes")
-	}
-	return busyCount(list), nil
 }
 
 // busyCount counts the nodes busy in states that count against the limit, leaving out virtual
@@ -64,24 +48,39 @@ func busyCount(list []nodes.Node) int {
 // capacityCache keeps the busy count for a few seconds; one caller refreshes it while the others
 // wait for the result.
 type capacityCache struct {
-	ttl time.Duration
-	mu  sync.Mutex
-	at  time.Time
-	n   int
+	ttl      time.Duration
+	fetching sync.Mutex // held by the caller that lists
+	mu       sync.Mutex
+	at       time.Time
+	n        int
 }
 
 func (c *capacityCache) count(ctx context.Context, fetch func(context.Context) (int, error)) (int, error) {
+	if n, ok := c.fresh(); ok {
+		return n, nil
+	}
+	// One caller lists (fetch calls set) while the others wait for its count.
+	c.fetching.Lock()
+	defer c.fetching.Unlock()
+	if n, ok := c.fresh(); ok {
+		return n, nil
+	}
+	return fetch(ctx)
+}
+
+func (c *capacityCache) fresh() (int, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.at.IsZero() && time.Since(c.at) < c.ttl {
-		return c.n, nil
+	return c.n, !c.at.IsZero() && time.Since(c.at) < c.ttl
+}
+
+// set records a count from a list sent at `at` (the watcher's or HasCapacity's own).
+func (c *capacityCache) set(n int, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if at.After(c.at) {
+		c.n, c.at = n, at
 	}
-	n, err := fetch(ctx)
-	if err != nil {
-		return 0, err
-	}
-	c.n, c.at = n, time.Now()
-	return n, nil
 }
 
 // PreprovisioningImageFormats: with an image builder, the formats it may build, ISO first (virtual

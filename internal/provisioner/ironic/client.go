@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/httpbasic"
@@ -26,6 +27,10 @@ const (
 	minorHealth          = 109
 	minorDeployWaitAbort = 110
 )
+
+// idleConnTimeout closes idle connections to Ironic before its API server's keep-alive timeout
+// (cheroot: 10 s) does; a request sent on a connection the server is closing fails.
+const idleConnTimeout = 5 * time.Second
 
 // usefulMinors is checked from the top; the first the server supports is used for every request.
 var usefulMinors = []int{minorDeployWaitAbort, minorHealth, minorDisablePowerOff, minMinor}
@@ -74,7 +79,14 @@ func chooseFeatures(minMajor, minMinorV, maxMajor, maxMinor int) (Features, erro
 // timeout per request, and a transport that counts requests.
 func newServiceClient(cfg Config, counter *callCounter) (*gophercloud.ServiceClient, error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.MaxIdleConnsPerHost = 64
+	// A few connections, kept busy: Ironic's embedded API server works on ten requests at once and
+	// queues new connections in a listen backlog of five, so a burst of new connections (fifty hosts
+	// reconciled at once) loses SYNs and waits 1–7 s in TCP retransmits before it even queues.
+	// Requests beyond MaxConnections wait here instead, on connections that stay open. Idle ones
+	// are closed before the server's 10 s keep-alive timeout would close them under a request.
+	transport.MaxConnsPerHost = cfg.MaxConnections
+	transport.MaxIdleConnsPerHost = cfg.MaxConnections
+	transport.IdleConnTimeout = idleConnTimeout
 	if cfg.CACertFile != "" || cfg.Insecure {
 		tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.Insecure} //nolint:gosec // IRONIC_INSECURE asks for it
 		if cfg.CACertFile != "" {

@@ -28,6 +28,7 @@ const (
 // Defaults, as metal3's.
 const (
 	DefaultClientTimeout     = 30 * time.Second
+	DefaultMaxConnections    = 10 // Ironic's embedded API server's threads
 	DefaultProvisioningLimit = 20
 	DefaultShortDelay        = 3 * time.Second
 	DefaultLongDelay         = 10 * time.Second
@@ -54,6 +55,8 @@ type Config struct {
 	Password string
 	// ClientTimeout bounds each request to Ironic.
 	ClientTimeout time.Duration
+	// MaxConnections caps the connections to Ironic, and so the requests in flight at once.
+	MaxConnections int
 
 	// DeployKernelURL, DeployRamdiskURL and DeployISOURL are the agent (deploy) images used when
 	// a host has no PreprovisioningImage. The ISO is used only by BMCs that boot ISOs (virtual
@@ -101,6 +104,7 @@ func (c Config) String() string {
 func DefaultConfig() Config {
 	return Config{
 		ClientTimeout:       DefaultClientTimeout,
+		MaxConnections:      DefaultMaxConnections,
 		ProvisioningLimit:   DefaultProvisioningLimit,
 		CapacityCacheTTL:    DefaultCapacityCacheTTL,
 		NodeCacheTTL:        DefaultNodeCacheTTL,
@@ -238,6 +242,9 @@ func (c Config) Validate() error {
 	}
 	if c.ClientTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("%s must be positive", EnvClientTimeout))
+	}
+	if c.MaxConnections <= 0 {
+		errs = append(errs, errors.New("the maximum number of connections to Ironic must be positive"))
 	}
 	if c.ProvisioningLimit <= 0 {
 		errs = append(errs, fmt.Errorf("%s must be positive", EnvProvisioningLimit))

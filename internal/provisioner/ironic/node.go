@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
@@ -26,18 +25,28 @@ func (p *Provisioner) getNode(ctx context.Context, host provisioner.Host) (*sess
 	if host.NodeID == "" {
 		return s, nil, fmt.Errorf("host %s/%s has no Ironic node yet: %w", host.Namespace, host.Name, provisioner.ErrNeedsRegistration)
 	}
-	if n := p.nodes.get(host.NodeID); n != nil {
+	now := time.Now()
+	p.watch.lastUse.Store(now.UnixNano())
+	if n, _, ok := p.nodes.get(host.NodeID, now, p.readMaxAge(now)); ok {
 		return s, n, nil
 	}
+	n, err := p.readNode(ctx, s, host)
+	return s, n, err
+}
+
+// readNode GETs the host's node and caches the read.
+func (p *Provisioner) readNode(ctx context.Context, s *session, host provisioner.Host) (*nodes.Node, error) {
+	at := time.Now()
 	n, err := p.fetchNode(ctx, s, host.NodeID)
 	if notFound(err) {
-		return s, nil, fmt.Errorf("Ironic node %s of host %s/%s is gone: %w", host.NodeID, host.Namespace, host.Name, provisioner.ErrNeedsRegistration)
+		return nil, fmt.Errorf("Ironic node %s of host %s/%s is gone: %w", host.NodeID, host.Namespace, host.Name, provisioner.ErrNeedsRegistration)
 	}
 	if err != nil {
-		return s, nil, err
+		return nil, err
 	}
-	p.nodes.put(n)
-	return s, n, nil
+	p.nodes.put(n, at)
+	p.saw(n)
+	return n, nil
 }
 
 // fetchNode is GET /v1/nodes/{id or name}; errors are classified (404 stays an *apiError).
@@ -49,17 +58,26 @@ func (p *Provisioner) fetchNode(ctx context.Context, s *session, ident string) (
 	return n, nil
 }
 
+// listedRead: n is the cached read of its node and older than listedReadAge, i.e. most likely
+// from the watcher's list rather than a GET of this call.
+func (p *Provisioner) listedRead(n *nodes.Node) bool {
+	at, cached := p.nodes.readAt(n)
+	return cached && time.Since(at) > listedReadAge
+}
+
 // patchNode applies a JSON patch and returns the updated node. An empty patch costs nothing.
 func (p *Provisioner) patchNode(ctx context.Context, s *session, n *nodes.Node, pt patch) (*nodes.Node, error) {
 	if len(pt) == 0 {
 		return n, nil
 	}
-	p.nodes.forget(n.UUID)
 	p.log.V(1).Info("Updating Ironic node", "node", n.UUID, "paths", pt.paths())
+	ended := p.writing(n.UUID)
 	updated, err := nodes.Update(ctx, s.sc, n.UUID, pt.opts()).Extract()
+	ended()
 	if err != nil {
 		return nil, classifyError(err, "updating Ironic node "+n.UUID)
 	}
+	p.saw(updated)
 	return updated, nil
 }
 
@@ -85,14 +103,22 @@ func (p *Provisioner) startState(ctx context.Context, s *session, n *nodes.Node,
 			return res, false, err
 		}
 	}
-	p.nodes.forget(n.UUID)
 	p.log.Info("Changing the provision state", "node", n.UUID, "state", n.ProvisionState, "target", opts.Target)
+	stale := p.listedRead(n)
+	ended := p.writing(n.UUID)
 	err := nodes.ChangeProvisionState(ctx, s.sc, n.UUID, opts).ExtractErr()
+	ended()
 	switch {
 	case err == nil:
 		return then, true, nil
 	case busy(err):
 		p.log.Info("Ironic node busy, retrying later", "node", n.UUID, "target", opts.Target)
+		return p.short(), false, nil
+	case isStatus(err, http.StatusBadRequest) && stale:
+		// Decided on a list some seconds old: Ironic may have changed the node since (a fault put
+		// it in maintenance, say). The next call reads the node again (the write made the list
+		// stale) and decides anew; a refusal of a decision made on a fresh read is a failure.
+		p.log.Info("Ironic refused a state change decided on a listed read; deciding again", "node", n.UUID, "target", opts.Target, "reason", faultOf(err))
 		return p.short(), false, nil
 	case isStatus(err, http.StatusBadRequest):
 		return provisioner.Failed(fmt.Sprintf("Ironic refused to %s the node: %s", opts.Target, faultOf(err))), false, nil
@@ -122,13 +148,14 @@ func (p *Provisioner) recordStart(n *nodes.Node, key, fp string, started bool) {
 
 // setMaintenance sets or clears maintenance; Working(short) when busy.
 func (p *Provisioner) setMaintenance(ctx context.Context, s *session, n *nodes.Node, on bool, reason string) (provisioner.Result, error) {
-	p.nodes.forget(n.UUID)
+	ended := p.writing(n.UUID)
 	var err error
 	if on {
 		err = nodes.SetMaintenance(ctx, s.sc, n.UUID, nodes.MaintenanceOpts{Reason: reason}).ExtractErr()
 	} else {
 		err = nodes.UnsetMaintenance(ctx, s.sc, n.UUID).ExtractErr()
 	}
+	ended()
 	switch {
 	case err == nil:
 		n.Maintenance = on
@@ -151,57 +178,4 @@ func (p *Provisioner) update(ctx context.Context, s *session, n *nodes.Node, pt 
 		return nil, p.short(), nil, false
 	}
 	return nil, provisioner.Result{}, err, false
-}
-
-// nodeCache keeps node reads for a moment, so that read-only calls in one reconcile (Adopt, then
-// PowerState) share one GET. Every write forgets the node.
-type nodeCache struct {
-	ttl  time.Duration
-	mu   sync.Mutex
-	m    map[string]cachedNode
-	puts int
-}
-
-type cachedNode struct {
-	n  *nodes.Node
-	at time.Time
-}
-
-func (c *nodeCache) get(id string) *nodes.Node {
-	if c.ttl <= 0 {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[id]
-	if !ok || time.Since(e.at) > c.ttl {
-		return nil
-	}
-	return e.n
-}
-
-func (c *nodeCache) put(n *nodes.Node) {
-	if c.ttl <= 0 || n == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]cachedNode{}
-	}
-	now := time.Now()
-	if c.puts++; c.puts%1024 == 0 { // now and then drop what has expired
-		for id, e := range c.m {
-			if now.Sub(e.at) > c.ttl {
-				delete(c.m, id)
-			}
-		}
-	}
-	c.m[n.UUID] = cachedNode{n: n, at: now}
-}
-
-func (c *nodeCache) forget(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, id)
 }

@@ -112,9 +112,10 @@ func (p *Provisioner) changePower(ctx context.Context, s *session, n *nodes.Node
 	if target == nodes.SoftPowerOff || target == nodes.SoftRebooting {
 		opts.Timeout = int(p.cfg.SoftPowerOffTimeout.Seconds())
 	}
-	p.nodes.forget(n.UUID)
 	p.log.Info("Changing power", "node", n.UUID, "from", n.PowerState, "target", target)
+	ended := p.writing(n.UUID)
 	err := nodes.ChangePowerState(ctx, s.sc, n.UUID, opts).ExtractErr()
+	ended()
 	switch {
 	case err == nil:
 		if target != nodes.Rebooting && target != nodes.SoftRebooting {

@@ -101,8 +101,9 @@ func (p *Provisioner) startCleaning(ctx context.Context, s *session, n *nodes.No
 		return res, err
 	}
 	if len(raid.logical) > 0 {
-		p.nodes.forget(n.UUID)
+		ended := p.writing(n.UUID)
 		err := nodes.SetRAIDConfig(ctx, s.sc, n.UUID, nodes.RAIDConfigOpts{LogicalDisks: raid.logical}).ExtractErr()
+		ended()
 		if err != nil {
 			p.recordStart(n, extraPrepared, fp, false)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/gophercloud/gophercloud/v2"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
@@ -25,6 +26,7 @@ type Provisioner struct {
 	sess      atomic.Pointer[session]
 
 	nodes    nodeCache
+	watch    watchState
 	capacity capacityCache
 	// appliedCreds remembers, per node, a fingerprint of the credentials last written to its
 	// driver_info, so a registration that keeps failing with the same credentials is reported
@@ -36,6 +38,9 @@ type Provisioner struct {
 	// restartedManage marks nodes whose failed verification was restarted (RestartOnFailure), so
 	// that its failing again is reported rather than restarted on every poll.
 	restartedManage sync.Map
+	// portsChecked remembers, per node, the boot MAC whose port this provisioner created or found
+	// on it, so that registrations after the first do not look the port up again.
+	portsChecked sync.Map
 	// failedStarts remembers fingerprints written to a node whose operation was then not accepted
 	// (see finished).
 	failedStarts sync.Map
@@ -58,8 +63,10 @@ func New(cfg Config, log logr.Logger) (*Provisioner, error) {
 		return nil, err
 	}
 	p := &Provisioner{cfg: cfg, log: log, base: base, calls: calls, jitter: rand.Float64}
-	// A cached node must never answer a poll: keep it well under the shortest requeue.
+	// Without the watcher a cached read must never answer a poll: keep it well under the shortest
+	// requeue (with it, see readMaxAge).
 	p.nodes.ttl = min(cfg.NodeCacheTTL, cfg.ShortDelay/2)
+	p.watch.changes = make(chan types.NamespacedName, changesBuffer)
 	p.capacity.ttl = cfg.CapacityCacheTTL
 	return p, nil
 }

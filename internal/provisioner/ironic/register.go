@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
@@ -31,6 +32,7 @@ func (p *Provisioner) Register(ctx context.Context, host provisioner.Host, opts 
 }
 
 func (p *Provisioner) register(ctx context.Context, host provisioner.Host, opts provisioner.RegisterOptions) (provisioner.Result, string, error) {
+	p.watch.lastUse.Store(time.Now().UnixNano())
 	access, err := parseAccess(host)
 	if err != nil {
 		return provisioner.Failed(err.Error()), host.NodeID, nil
@@ -47,9 +49,14 @@ func (p *Provisioner) register(ctx context.Context, host provisioner.Host, opts 
 		return provisioner.Failed(err.Error()), host.NodeID, nil
 	}
 
-	n, err := p.findNode(ctx, s, host)
-	if err != nil {
-		return provisioner.Result{}, host.NodeID, err
+	// A host without a node ID goes straight to enrollment: Ironic refuses a second node with the
+	// same name, and enroll then looks the existing one up (a lookup first would cost every new
+	// host a request that answers 404).
+	var n *nodes.Node
+	if host.NodeID != "" {
+		if n, err = p.findNode(ctx, s, host); err != nil {
+			return provisioner.Result{}, host.NodeID, err
+		}
 	}
 	driverInfo := access.DriverInfo(host.BMCCredentials.Username, host.BMCCredentials.Password, host.DisableCertificateVerification)
 	fingerprint := credentialsFingerprint(driverInfo)
@@ -57,6 +64,21 @@ func (p *Provisioner) register(ctx context.Context, host provisioner.Host, opts 
 
 	if n == nil {
 		res, created, err := p.enroll(ctx, s, host, access, driverInfo, networkData)
+		if created == nil && err == nil && !res.Busy && !res.Failed() {
+			// The name is taken: the host's node exists (its ID was not recorded, or Ironic
+			// lost the database and someone enrolled it again).
+			created, err = p.fetchNode(ctx, s, nodeName(host))
+			if notFound(err) {
+				return p.short(), host.NodeID, nil // deleted in between: try again
+			}
+			if err != nil {
+				return provisioner.Result{}, host.NodeID, err
+			}
+			p.log.Info("Found the host's Ironic node by name; re-linking", "node", created.UUID, "previous", host.NodeID)
+			relinked := host
+			relinked.NodeID = created.UUID
+			return p.register(ctx, relinked, opts)
+		}
 		if created == nil {
 			return res, host.NodeID, err
 		}
@@ -99,8 +121,9 @@ func (p *Provisioner) register(ctx context.Context, host provisioner.Host, opts 
 		if newCredentials {
 			p.appliedCreds.Store(n.UUID, fingerprint)
 		}
-		// Polling a verification needs no port check; everything else (first call, re-link,
-		// credentials or spec change) does.
+		// Polling a verification needs no port check, nor does a node whose port this provisioner
+		// created or found before; everything else (first call after a restart, re-link, a new
+		// boot MAC) does.
 		if n.ProvisionState != string(nodes.Verifying) {
 			if res, err := p.ensurePort(ctx, s, n, host.BootMACAddress, false); err != nil || res.Failed() || res.Busy {
 				return res, n.UUID, err
@@ -151,9 +174,14 @@ func registrationProblem(host provisioner.Host, access *bmc.Access, f Features) 
 }
 
 // findNode looks the node up by ID, then by name. nil when Ironic has neither (never registered,
-// or Ironic lost its database).
+// or Ironic lost its database). A cached read of the node by ID answers as it does for getNode.
 func (p *Provisioner) findNode(ctx context.Context, s *session, host provisioner.Host) (*nodes.Node, error) {
 	if host.NodeID != "" {
+		now := time.Now()
+		p.watch.lastUse.Store(now.UnixNano())
+		if n, _, ok := p.nodes.get(host.NodeID, now, p.readMaxAge(now)); ok {
+			return n, nil
+		}
 		n, err := p.fetchNode(ctx, s, host.NodeID)
 		if err == nil {
 			return n, nil
@@ -214,10 +242,11 @@ func (p *Provisioner) enroll(ctx context.Context, s *session, host provisioner.H
 	n, err := nodes.Create(ctx, s.sc, opts).Extract()
 	switch {
 	case err == nil:
+		p.saw(n)
 		return provisioner.Result{}, n, nil
 	case isStatus(err, http.StatusConflict):
-		// Another reconcile created it a moment ago (the name is taken): look again soon.
-		return p.short(), nil, nil
+		// The name is taken: the caller looks the node up by name.
+		return provisioner.Result{}, nil, nil
 	case isStatus(err, http.StatusBadRequest):
 		// E.g. the BMC type needs an interface this Ironic does not enable: the user's to fix.
 		return provisioner.Failed("Ironic refused to enroll the host: " + faultOf(err)), nil, nil
@@ -232,6 +261,9 @@ func (p *Provisioner) ensurePort(ctx context.Context, s *session, n *nodes.Node,
 		return provisioner.Result{}, nil
 	}
 	mac = strings.ToLower(mac)
+	if known, _ := p.portsChecked.Load(n.UUID); known == mac {
+		return provisioner.Result{}, nil
+	}
 	if !fresh {
 		owner, err := p.portOwner(ctx, s, mac)
 		if err != nil {
@@ -239,6 +271,7 @@ func (p *Provisioner) ensurePort(ctx context.Context, s *session, n *nodes.Node,
 		}
 		switch owner {
 		case n.UUID:
+			p.portsChecked.Store(n.UUID, mac)
 			return provisioner.Result{}, nil
 		case "":
 		default:
@@ -249,6 +282,7 @@ func (p *Provisioner) ensurePort(ctx context.Context, s *session, n *nodes.Node,
 	_, err := ports.Create(ctx, s.sc, ports.CreateOpts{NodeUUID: n.UUID, Address: mac, PXEEnabled: &pxe}).Extract()
 	switch {
 	case err == nil:
+		p.portsChecked.Store(n.UUID, mac)
 		return provisioner.Result{}, nil
 	case busy(err):
 		owner, lookErr := p.portOwner(ctx, s, mac)
@@ -256,6 +290,7 @@ func (p *Provisioner) ensurePort(ctx context.Context, s *session, n *nodes.Node,
 			return provisioner.Failed(fmt.Sprintf("boot MAC address %s belongs to another Ironic node (%s)", mac, owner)), nil
 		}
 		if lookErr == nil && owner == n.UUID {
+			p.portsChecked.Store(n.UUID, mac)
 			return provisioner.Result{}, nil
 		}
 		return p.short(), nil

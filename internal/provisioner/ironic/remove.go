@@ -47,12 +47,15 @@ func (p *Provisioner) remove(ctx context.Context, host provisioner.Host) (provis
 			return res, err
 		}
 	}
-	p.nodes.forget(n.UUID)
 	p.appliedCreds.Delete(n.UUID)
 	p.powerRequests.Delete(n.UUID)
+	p.portsChecked.Delete(n.UUID)
+	ended := p.writing(n.UUID)
 	err = nodes.Delete(ctx, s.sc, n.UUID).ExtractErr()
+	ended()
 	switch {
 	case err == nil, notFound(err):
+		p.nodes.forgetAll(n.UUID)
 		p.log.Info("Removed the Ironic node", "node", n.UUID, "host", host.Namespace+"/"+host.Name)
 		return provisioner.Done(), nil
 	case busy(err):

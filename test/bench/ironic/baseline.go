@@ -19,6 +19,7 @@ import (
 
 	"github.com/metalforge/metalforge/internal/bmc"
 	"github.com/metalforge/metalforge/internal/bmcsim"
+	"github.com/metalforge/metalforge/internal/provisioner/ironic"
 	"github.com/metalforge/metalforge/internal/test/procstat"
 )
 
@@ -71,7 +72,12 @@ func (e *env) runBaseline() (*result, error) {
 	// The microversion the operator negotiates with Ironic 39.
 	c.Microversion = "1.110"
 	b := &baseline{e: e, c: c, calls: map[string]*atomic.Int64{}}
-	c.HTTPClient = http.Client{Transport: countingTransport{b: b, next: &http.Transport{MaxIdleConnsPerHost: 256}}}
+	// The operator's connection settings (see newServiceClient in internal/provisioner/ironic), so
+	// that the two differ in what they ask of Ironic, not in how they reach it.
+	c.HTTPClient = http.Client{Transport: countingTransport{b: b, next: &http.Transport{
+		MaxConnsPerHost: ironic.DefaultMaxConnections, MaxIdleConnsPerHost: ironic.DefaultMaxConnections,
+		IdleConnTimeout: 5 * time.Second,
+	}}}
 
 	ctx, cancel := context.WithTimeout(context.Background(), e.o.timeout)
 	defer cancel()
@@ -224,8 +230,28 @@ func (b *baseline) deprovision(ctx context.Context, h *hostRun) error {
 	return b.act(ctx, h, nodes.ProvisionStateOpts{Target: nodes.TargetDeleted}, "available", b.e.o.longPoll)
 }
 
-// delete removes the node.
+// delete powers the node off, as the operator (and metal3) does before it deletes a host, and
+// removes it.
 func (b *baseline) delete(ctx context.Context, h *hostRun) error {
+	if err := retry(ctx, b.e.o.shortPoll, func() error {
+		return nodes.ChangePowerState(ctx, b.c, h.node, nodes.PowerStateOpts{Target: nodes.PowerOff}).ExtractErr()
+	}); err != nil {
+		return fmt.Errorf("power off: %w", err)
+	}
+	for {
+		n, err := nodes.Get(ctx, b.c, h.node).Extract()
+		if err != nil && !transient(err) {
+			return err
+		}
+		if err == nil && n.PowerState == string(nodes.PowerOff) && n.TargetPowerState == "" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(b.e.o.shortPoll):
+		}
+	}
 	return retry(ctx, b.e.o.shortPoll, func() error { return nodes.Delete(ctx, b.c, h.node).ExtractErr() })
 }
 

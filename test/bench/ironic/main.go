@@ -48,6 +48,7 @@ type options struct {
 	timeout      time.Duration
 	ironicConf   string
 	simLog       string
+	keepLogs     string
 }
 
 // ironicConf is appended to the benchmark Ironic's configuration. Ironic's defaults refuse more
@@ -77,6 +78,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Minute, "Give up after this long per run.")
 	flag.StringVar(&o.ironicConf, "ironic-conf", "", "A file appended to ironic.conf after the benchmark's own settings.")
 	flag.StringVar(&o.simLog, "sim-log", "", "Write bmcsim's and its agents' log to this file (discarded by default).")
+	flag.StringVar(&o.keepLogs, "keep-logs", "", "Copy Ironic's log and the operator's log into this directory before they are removed.")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-ironic:", err)
@@ -129,6 +131,11 @@ func run(o options) error {
 		return err
 	}
 	defer func() {
+		if o.keepLogs != "" {
+			if err := copyFile(ironic.Vars["IRONIC_LOG"], filepath.Join(o.keepLogs, "ironic.log")); err != nil {
+				fmt.Fprintln(os.Stderr, "keeping Ironic's log:", err)
+			}
+		}
 		if err := ironic.Purge(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping Ironic:", err)
 		}
@@ -192,7 +199,7 @@ var phaseTitles = map[string]string{
 	"available":     "create → all available (+ agent inspection)",
 	"provisioned":   "image set → all provisioned (provide/clean, deploy)",
 	"deprovisioned": "image removed → all available (undeploy, clean)",
-	"deleted":       "delete → all gone",
+	"deleted":       "delete → all gone (power off, delete)",
 }
 
 // result is one run's figures.
@@ -325,6 +332,27 @@ func report(o options, results []*result) {
 		fmt.Printf("    this program (bmcsim, agents, image server, %s) CPU %.1f s\n", map[bool]string{true: "the baseline driver", false: "watch and creators"}[r.name == "baseline"], r.benchCPU)
 		fmt.Printf("    load average before / after: %s / %s\n", r.loadBefore, r.loadAfter)
 	}
+}
+
+// copyFile copies src to dst, creating dst's directory.
+func copyFile(src, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }

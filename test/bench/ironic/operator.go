@@ -59,6 +59,12 @@ func (e *env) runOperator() (*result, error) {
 		"--error-backoff-base=10s", "--provisioner-unavailable-delay=5s", "-v=0"}
 	args = append(args, strings.Fields(o.operatorArgs)...)
 	logPath := filepath.Join(os.TempDir(), "bench-ironic-operator.log")
+	if o.keepLogs != "" {
+		if err := os.MkdirAll(o.keepLogs, 0o755); err != nil {
+			return nil, err
+		}
+		logPath = filepath.Join(o.keepLogs, "operator.log")
+	}
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
