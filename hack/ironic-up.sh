@@ -19,6 +19,9 @@
 #   IRONIC_FAST_TRACK   [deploy] fast_track (default true, as metal3's ironic-image; see docs/ironic-notes.md)
 #   IRONIC_PBKDF2_MEMO=1  memoize Ironic's per-call PBKDF2 key derivation (benchmarks only; see
 #                       write_pbkdf2_memo in hack/ironic-common.sh)
+#   IRONIC_USE_MARIADB=true  keep the database in a MariaDB server of the instance's own (installed
+#                       into the root on first use) instead of sqlite, whose single writer lock fails
+#                       inspections when hundreds of nodes work at once (metal3's ironic-image option)
 #   IRONIC_EXTRA_CONF   a file appended to ironic.conf (later options win; e.g. short timeouts in tests)
 #   IRONIC_CACHE_DIR    where the root and instances live; default <repo>/.cache/ironic
 #   IRONIC_OWNER_PID    stop and delete the instance when this process exits (tests set it, so a
@@ -49,6 +52,7 @@ for arg in "$@"; do
 done
 
 prepare_root
+[[ $USE_MARIADB == true ]] && prepare_mariadb
 build_helper
 
 mkdir -p "$STATE"
@@ -69,9 +73,11 @@ fi
 # From here on (re)start the instance.
 stop_instance
 choose_ports
+[[ $USE_MARIADB == true ]] && start_mariadb
 if [[ $WIPE_DB == 1 ]]; then
 	log "wiping the database of instance $INSTANCE"
-	rm -f "$STATE/ironic.sqlite" "$STATE/ironic.sqlite-journal" "$STATE/ironic.sqlite-wal" "$STATE/ironic.sqlite-shm"
+	rm -f "$STATE/ironic.sqlite" "$STATE/ironic.sqlite-journal" "$STATE/ironic.sqlite-wal" "$STATE/ironic.sqlite-shm" "$STATE/schema-created"
+	[[ $USE_MARIADB == true ]] && mariadb_wipe
 fi
 mkdir -p "$STATE/httpboot/metalforge" "$STATE/lock" "$STATE/images" "$STATE/master_images" "$STATE/master_iso_images" "$STATE/tftpboot" "$STATE/deploy-logs"
 
@@ -83,15 +89,25 @@ IMAGES_URL="$HTTP_URL/metalforge"
 "$HELPER" build --out "$STATE/httpboot/metalforge" --api-url "$API_URL" >&2
 
 write_config
-if [[ ! -f $STATE/ironic.sqlite ]]; then
+# sqlite: no database file means no schema; MariaDB: the marker is removed with the database.
+needs_schema=false
+if [[ $USE_MARIADB == true ]]; then
+	[[ -f $STATE/schema-created ]] || needs_schema=true
+else
+	[[ -f $STATE/ironic.sqlite ]] || needs_schema=true
+fi
+if [[ $needs_schema == true ]]; then
 	log "creating the database schema"
 	in_root ironic-dbsync --config-file "$STATE_IN_ROOT/ironic.conf" create_schema >>"$STATE/ironic-dbsync.log" 2>&1 ||
 		die "ironic-dbsync create_schema failed, see $STATE/ironic-dbsync.log"
-	# Write-ahead logging lets the API's readers run while the conductor writes; with the default
-	# rollback journal every write waits for all readers, and a rack of nodes working at once
-	# spends its time in "database is locked" retries. The mode is stored in the database file.
-	in_root python3 -c "import sqlite3; sqlite3.connect('$STATE_IN_ROOT/ironic.sqlite').execute('PRAGMA journal_mode=WAL')" ||
-		die "could not switch the database to write-ahead logging"
+	if [[ $USE_MARIADB != true ]]; then
+		# Write-ahead logging lets the API's readers run while the conductor writes; with the
+		# default rollback journal every write waits for all readers, and a rack of nodes working
+		# at once spends its time in "database is locked" retries. The mode is stored in the file.
+		in_root python3 -c "import sqlite3; sqlite3.connect('$STATE_IN_ROOT/ironic.sqlite').execute('PRAGMA journal_mode=WAL')" ||
+			die "could not switch the database to write-ahead logging"
+	fi
+	touch "$STATE/schema-created"
 fi
 
 start_http

@@ -229,8 +229,15 @@ func (i *Instance) LogProblems(n int) string {
 
 // PIDs lists Ironic's processes: the process group the script started (the single-process
 // `ironic` master, its workers and the commands they run), for CPU and memory figures.
-func (i *Instance) PIDs() []int {
-	b, err := os.ReadFile(filepath.Join(i.Vars["IRONIC_STATE_DIR"], "ironic.pid"))
+func (i *Instance) PIDs() []int { return i.group("ironic.pid") }
+
+// DatabasePIDs lists the processes of the instance's MariaDB (IRONIC_USE_MARIADB=true); none
+// with sqlite, which runs inside Ironic.
+func (i *Instance) DatabasePIDs() []int { return i.group("mariadb.pid") }
+
+// group lists the processes of the process group whose leader's pid is in the state file.
+func (i *Instance) group(pidFile string) []int {
+	b, err := os.ReadFile(filepath.Join(i.Vars["IRONIC_STATE_DIR"], pidFile))
 	if err != nil {
 		return nil
 	}

@@ -3,9 +3,10 @@
 // provisioned → deprovisioned → deleted — twice on a fresh Ironic each time:
 //
 //   - baseline: a minimal Go program drives Ironic directly with gophercloud (enroll + port,
-//     manage, inspect, provide, deploy, undeploy, delete), one goroutine per host, polling every
-//     --poll, with the same phases and barriers as the operator run. Its wall time is the time
-//     Ironic itself needs.
+//     manage, inspect, provide, deploy, undeploy, power off, delete), one goroutine per host,
+//     polling each node every --short-poll / --long-poll, with the same phases and barriers as the
+//     operator run and the operator's HTTP connection settings. Its wall time is the time Ironic
+//     itself needs.
 //   - operator: the API server (bin/kube-apiserver + bin/etcd), bin/baremetal-operator with
 //     --provisioner=ironic as a subprocess, and N Secrets + BareMetalHosts created at once; each
 //     phase is started through the Kubernetes API (image set, image removed, host deleted).
@@ -214,6 +215,8 @@ type result struct {
 	errors     []string
 	ironicCPU  float64
 	ironicRSS  int64
+	dbCPU      float64 // MariaDB's (IRONIC_USE_MARIADB=true), restarted with each run
+	dbRSS      int64
 	driverCPU  float64 // operator process, or this program's driving goroutines (with bmcsim)
 	driverRSS  int64
 	apiCPU     float64 // kube-apiserver + etcd (operator run)
@@ -231,6 +234,8 @@ func (e *env) ironicUsage(r *result) {
 	pids := e.ironic.PIDs()
 	r.ironicCPU = procstat.CPUSeconds(pids...)
 	r.ironicRSS = procstat.PeakRSS(pids...)
+	db := e.ironic.DatabasePIDs()
+	r.dbCPU, r.dbRSS = procstat.CPUSeconds(db...), procstat.PeakRSS(db...)
 	r.sqliteLocked, r.inspectFailed = e.ironicLogCounts(r.logFrom)
 }
 
@@ -275,8 +280,8 @@ func report(o options, results []*result) {
 		o.n, o.heartbeat, o.shortPoll, o.longPoll)
 	// The scripts read these from this program's environment (hack/ironic-up.sh); say which were on,
 	// since they change Ironic's cost a lot.
-	fmt.Printf("Ironic: IRONIC_FAST_TRACK=%s, IRONIC_PBKDF2_MEMO=%s, -ironic-conf %q\n",
-		envOr("IRONIC_FAST_TRACK", "true"), envOr("IRONIC_PBKDF2_MEMO", "0"), o.ironicConf)
+	fmt.Printf("Ironic: IRONIC_FAST_TRACK=%s, IRONIC_PBKDF2_MEMO=%s, IRONIC_USE_MARIADB=%s, -ironic-conf %q\n",
+		envOr("IRONIC_FAST_TRACK", "true"), envOr("IRONIC_PBKDF2_MEMO", "0"), envOr("IRONIC_USE_MARIADB", "false"), o.ironicConf)
 	head := fmt.Sprintf("%-52s", "wall time")
 	for _, r := range results {
 		head += fmt.Sprintf(" %14s", r.name)
@@ -325,6 +330,9 @@ func report(o options, results []*result) {
 		}
 		fmt.Println()
 		fmt.Printf("    Ironic CPU %.1f s, peak RSS %.0f MiB (sum of its processes' VmHWM)\n", r.ironicCPU, mib(r.ironicRSS))
+		if r.dbRSS > 0 {
+			fmt.Printf("    MariaDB CPU %.1f s, peak RSS %.0f MiB\n", r.dbCPU, mib(r.dbRSS))
+		}
 		fmt.Printf("    Ironic log: %d \"database is locked\" lines, %d nodes moved to \"inspect failed\"\n", r.sqliteLocked, r.inspectFailed)
 		if r.name == "operator" {
 			fmt.Printf("    operator CPU %.1f s, peak RSS %.0f MiB; kube-apiserver + etcd CPU %.1f s\n", r.driverCPU, mib(r.driverRSS), r.apiCPU)
