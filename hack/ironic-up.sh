@@ -79,7 +79,10 @@ if [[ $WIPE_DB == 1 ]]; then
 	rm -f "$STATE/ironic.sqlite" "$STATE/ironic.sqlite-journal" "$STATE/ironic.sqlite-wal" "$STATE/ironic.sqlite-shm" "$STATE/schema-created"
 	[[ $USE_MARIADB == true ]] && mariadb_wipe
 fi
-mkdir -p "$STATE/httpboot/metalforge" "$STATE/lock" "$STATE/images" "$STATE/master_images" "$STATE/master_iso_images" "$STATE/tftpboot" "$STATE/deploy-logs"
+# httpboot/redfish exists before Ironic starts: Ironic 39 creates it on first use with a check then
+# a mkdir (common/image_publisher.py), and when a rack starts inspecting at once a node that loses
+# that race fails with "[Errno 17] File exists" (one node, once, at 500 hosts).
+mkdir -p "$STATE/httpboot/metalforge" "$STATE/httpboot/redfish" "$STATE/lock" "$STATE/images" "$STATE/master_images" "$STATE/master_iso_images" "$STATE/tftpboot" "$STATE/deploy-logs"
 
 API_URL="http://127.0.0.1:$IRONIC_PORT"
 HTTP_URL="http://127.0.0.1:$IRONIC_HTTP_PORT"
