@@ -29,6 +29,8 @@ type baseline struct {
 	c     *gophercloud.ServiceClient
 	mu    sync.Mutex
 	calls map[string]*atomic.Int64
+	// stalls are the nodes Ironic left in a working state with nobody working on them.
+	stalls *stalls
 }
 
 type phaseKey struct{}
@@ -89,6 +91,7 @@ func (e *env) runBaseline() (*result, error) {
 		hosts = append(hosts, &hostRun{srv: srv, name: fmt.Sprintf("bench~host-%04d", i), at: map[string]time.Time{}})
 	}
 
+	b.stalls = e.watchStalls(ctx, nil)
 	start := time.Now()
 	b.each(ctx, hosts, "available", b.registerAndInspect)
 	r.wall["registered"] = latest(hosts, "registered").Sub(start)
@@ -120,6 +123,7 @@ func (e *env) runBaseline() (*result, error) {
 			r.errors = append(r.errors, fmt.Sprintf("%s: %s (retried)", h.srv.Name, h.failures[0]))
 		}
 	}
+	r.stalled = b.stalls.count()
 	for phase, n := range b.calls {
 		r.calls[phase] = float64(n.Load())
 	}
@@ -276,6 +280,9 @@ func (b *baseline) act(ctx context.Context, h *hostRun, opts nodes.ProvisionStat
 				(n.ProvisionState == "enroll" && n.LastError != "" && n.TargetProvisionState == ""):
 				return fmt.Errorf("%s: node %s: %s", opts.Target, n.ProvisionState, n.LastError)
 			}
+		}
+		if why := b.stalls.reason(h.name); why != "" {
+			return fmt.Errorf("%s: %s", opts.Target, why)
 		}
 		select {
 		case <-ctx.Done():

@@ -212,6 +212,7 @@ type result struct {
 	calls      map[string]float64
 	errored    int
 	gaveUp     int // baseline: hosts dropped after an error it does not retry
+	stalled    int // hosts Ironic left in a working state with nobody working on them (stalls.go)
 	errors     []string
 	ironicCPU  float64
 	ironicRSS  int64
@@ -324,6 +325,9 @@ func report(o options, results []*result) {
 		fmt.Printf("%s: hosts errored %d", r.name, r.errored)
 		if r.gaveUp > 0 {
 			fmt.Printf(", %d of them dropped out of the run", r.gaveUp)
+		}
+		if r.stalled > 0 {
+			fmt.Printf(", %d of them stalled in Ironic and dropped out", r.stalled)
 		}
 		if len(r.errors) > 0 {
 			fmt.Printf(" (first: %s)", r.errors[0])

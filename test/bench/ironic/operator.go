@@ -100,6 +100,7 @@ func (e *env) runOperator() (*result, error) {
 		return nil, err
 	}
 	r := &result{name: "operator", wall: map[string]time.Duration{}, calls: map[string]float64{}, loadBefore: procstat.LoadAverage()}
+	stalled := e.watchStalls(ctx, func(node string) { tr.exclude(strings.TrimPrefix(node, benchNS+"~")) })
 	r.logFrom = e.ironicLogSize()
 	cpu0 := procstat.CPUSeconds(os.Getpid())
 	api0 := procstat.CPUSeconds(apiPIDs...)
@@ -163,6 +164,7 @@ func (e *env) runOperator() (*result, error) {
 		r.calls[k] = v - before[k]
 	}
 	r.errored, r.errors = tr.errorCount()
+	r.stalled = stalled.count()
 	r.driverCPU = procstat.CPUSeconds(op.Process.Pid)
 	r.driverRSS = procstat.PeakRSS(op.Process.Pid)
 	r.apiCPU = procstat.CPUSeconds(apiPIDs...) - api0
@@ -192,8 +194,11 @@ type tracker struct {
 	since  time.Time
 	at     map[string]map[string]time.Time // phase → host → time
 	errors map[string]string
-	done   chan struct{}
-	count  atomic.Int64
+	// excluded are the hosts whose nodes stalled in Ironic: they count as done in every phase
+	// from then on, and as errored.
+	excluded map[string]bool
+	done     chan struct{}
+	count    atomic.Int64
 }
 
 func startTracker(ctx context.Context, cfg *rest.Config, n int) (*tracker, error) {
@@ -206,7 +211,7 @@ func startTracker(ctx context.Context, cfg *rest.Config, n int) (*tracker, error
 	if err != nil {
 		return nil, err
 	}
-	tr := &tracker{n: n, at: map[string]map[string]time.Time{}, errors: map[string]string{}}
+	tr := &tracker{n: n, at: map[string]map[string]time.Time{}, errors: map[string]string{}, excluded: map[string]bool{}}
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { tr.observe(obj, false) },
 		UpdateFunc: func(_, obj any) { tr.observe(obj, false) },
@@ -235,7 +240,29 @@ func (tr *tracker) setPhase(phase string, since time.Time) {
 		tr.at["registered"] = map[string]time.Time{}
 	}
 	tr.done = make(chan struct{})
-	tr.count.Store(0)
+	tr.count.Store(int64(len(tr.excluded)))
+	if len(tr.excluded) >= tr.n {
+		close(tr.done)
+	}
+}
+
+// exclude counts a host whose node stalled in Ironic as done and errored.
+func (tr *tracker) exclude(name string) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if tr.excluded[name] {
+		return
+	}
+	tr.excluded[name] = true
+	if tr.errors[name] == "" {
+		tr.errors[name] = name + ": its node stalled in Ironic"
+	}
+	if _, seen := tr.at[tr.phase][name]; seen || tr.done == nil {
+		return
+	}
+	if tr.count.Add(1) == int64(tr.n) {
+		close(tr.done)
+	}
 }
 
 func (tr *tracker) observe(obj any, deleted bool) {
@@ -264,7 +291,7 @@ func (tr *tracker) observe(obj any, deleted bool) {
 	case "deleted":
 		reached = deleted
 	}
-	if !reached || tr.done == nil {
+	if !reached || tr.done == nil || tr.excluded[h.Name] {
 		return
 	}
 	if _, seen := tr.at[tr.phase][h.Name]; seen {
