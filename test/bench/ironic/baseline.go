@@ -144,10 +144,13 @@ func (b *baseline) each(ctx context.Context, hosts []*hostRun, phase string, fn 
 			continue
 		}
 		wg.Go(func() {
+			// A host that failed does not count in the phase's time: the operator run leaves
+			// stalled hosts out the same way (tracker.exclude).
 			if err := fn(ctx, h); err != nil {
 				h.err = fmt.Errorf("%s: %w", phase, err)
+			} else {
+				h.at[phase] = time.Now()
 			}
-			h.at[phase] = time.Now()
 			done.Add(1)
 		})
 	}

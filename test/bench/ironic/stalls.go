@@ -19,6 +19,7 @@ import (
 
 // threadStates are the provision states in which a conductor thread is working on the node and
 // holds its lock; the waits for an agent ("wait call-back", "clean wait", ...) are not among them.
+// They are Ironic's STUCK_STATES_TREATED_AS_FAIL, which a starting conductor fails when unlocked.
 var threadStates = []string{"deploying", "cleaning", "inspecting", "deleting", "servicing", "verifying", "adopting", "rescuing", "unrescuing"}
 
 const (
