@@ -205,6 +205,10 @@ func (r *Reconciler) reconcile(ctx context.Context, host *metal3.BareMetalHost) 
 	if !host.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(host, metal3.BareMetalHostFinalizer) {
 		return ctrl.Result{}, nil
 	}
+	if !host.DeletionTimestamp.IsZero() && r.written.finalized(host) {
+		// The provisioner's record is gone: only the cleanup that failed last time is left.
+		return ctrl.Result{}, r.removeFinalizer(ctx, host)
+	}
 	if restored, err := r.restoreStatusFromAnnotation(ctx, host); restored || err != nil {
 		return ctrl.Result{RequeueAfter: time.Millisecond}, err
 	}
@@ -294,15 +298,21 @@ func (r *Reconciler) write(ctx context.Context, s *hostScope, snapshot *metal3.B
 // finalizer last, so that a failure on the way is retried.
 func (r *Reconciler) finalize(ctx context.Context, s *hostScope) error {
 	host := s.host
+	r.written.markFinalized(host)
+	r.emit(host, &s.fx)
+	recordMetrics(&s.fx)
+	r.regs.forget(host.UID)
+	return r.removeFinalizer(ctx, host)
+}
+
+// removeFinalizer deletes what the host owns (HardwareData, the Secrets' claims) and lets it go.
+func (r *Reconciler) removeFinalizer(ctx context.Context, host *metal3.BareMetalHost) error {
 	if err := r.deleteHardwareData(ctx, host); err != nil {
 		return err
 	}
 	if err := r.releaseSecrets(ctx, host, secretNames(host)); err != nil {
 		return err
 	}
-	r.emit(host, &s.fx)
-	recordMetrics(&s.fx)
-	r.regs.forget(host.UID)
 	err := r.patchMetadata(ctx, host, func(h *metal3.BareMetalHost) {
 		controllerutil.RemoveFinalizer(h, metal3.BareMetalHostFinalizer)
 	})

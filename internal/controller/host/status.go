@@ -68,6 +68,8 @@ type writeTracker struct {
 type writtenVersion struct {
 	uid types.UID
 	rv  uint64
+	// finalized: the host's provisioner record is gone and its finalizer is being removed.
+	finalized bool
 }
 
 func (w *writeTracker) record(host *metal3.BareMetalHost) {
@@ -80,7 +82,9 @@ func (w *writeTracker) record(host *metal3.BareMetalHost) {
 	if w.rv == nil {
 		w.rv = map[types.NamespacedName]writtenVersion{}
 	}
-	w.rv[client.ObjectKeyFromObject(host)] = writtenVersion{uid: host.UID, rv: v}
+	key := client.ObjectKeyFromObject(host)
+	last := w.rv[key]
+	w.rv[key] = writtenVersion{uid: host.UID, rv: v, finalized: last.finalized && last.uid == host.UID}
 }
 
 // stale: the cached host is older than our last write.
@@ -93,6 +97,33 @@ func (w *writeTracker) stale(host *metal3.BareMetalHost) bool {
 	defer w.mu.Unlock()
 	last, ok := w.rv[client.ObjectKeyFromObject(host)]
 	return ok && last.uid == host.UID && v < last.rv
+}
+
+// markFinalized records that the provisioner no longer has the host. Until the informer reports
+// the host gone, no copy of it may be worked on again: a cached copy from before still carries the
+// finalizer and a state (powering off before delete) whose guard would register the host with
+// the provisioner again and leave an orphan node behind (seen at 500 hosts).
+func (w *writeTracker) markFinalized(host *metal3.BareMetalHost) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.rv == nil {
+		w.rv = map[types.NamespacedName]writtenVersion{}
+	}
+	key := client.ObjectKeyFromObject(host)
+	v := w.rv[key]
+	if v.uid != host.UID {
+		v = writtenVersion{uid: host.UID}
+	}
+	v.finalized = true
+	w.rv[key] = v
+}
+
+// finalized: this host's provisioner record was removed (markFinalized).
+func (w *writeTracker) finalized(host *metal3.BareMetalHost) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	v, ok := w.rv[client.ObjectKeyFromObject(host)]
+	return ok && v.uid == host.UID && v.finalized
 }
 
 func (w *writeTracker) forget(key types.NamespacedName) {
