@@ -77,14 +77,23 @@ func (w *writeTracker) record(host *metal3.BareMetalHost) {
 	if err != nil {
 		return
 	}
+	w.update(host, func(e *writtenVersion) { e.rv = v })
+}
+
+// update changes the host's entry, starting afresh when the entry is another host's (same name).
+func (w *writeTracker) update(host *metal3.BareMetalHost, change func(*writtenVersion)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.rv == nil {
 		w.rv = map[types.NamespacedName]writtenVersion{}
 	}
 	key := client.ObjectKeyFromObject(host)
-	last := w.rv[key]
-	w.rv[key] = writtenVersion{uid: host.UID, rv: v, finalized: last.finalized && last.uid == host.UID}
+	e := w.rv[key]
+	if e.uid != host.UID {
+		e = writtenVersion{uid: host.UID}
+	}
+	change(&e)
+	w.rv[key] = e
 }
 
 // stale: the cached host is older than our last write.
@@ -104,18 +113,7 @@ func (w *writeTracker) stale(host *metal3.BareMetalHost) bool {
 // finalizer and a state (powering off before delete) whose guard would register the host with
 // the provisioner again and leave an orphan node behind (seen at 500 hosts).
 func (w *writeTracker) markFinalized(host *metal3.BareMetalHost) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.rv == nil {
-		w.rv = map[types.NamespacedName]writtenVersion{}
-	}
-	key := client.ObjectKeyFromObject(host)
-	v := w.rv[key]
-	if v.uid != host.UID {
-		v = writtenVersion{uid: host.UID}
-	}
-	v.finalized = true
-	w.rv[key] = v
+	w.update(host, func(e *writtenVersion) { e.finalized = true })
 }
 
 // finalized: this host's provisioner record was removed (markFinalized).
