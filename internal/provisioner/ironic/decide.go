@@ -50,9 +50,6 @@ type decision struct {
 }
 
 func do(a action) decision { return decision{act: a} }
-
-// acts: the operation changes something in Ironic (or found the node where it cannot work).
-func (d decision) acts() bool { return d.act > actFail }
 func fail(what string, n *nodes.Node) decision {
 	return decision{act: actFail, msg: failureMessage(what, n.LastError)}
 }
