@@ -35,6 +35,9 @@ type Result struct {
 	Busy         bool
 	RequeueAfter time.Duration
 	ErrorMessage string
+	// Waiting, when set on a busy result, replaces what the caller would say the host waits for:
+	// the provisioner knows something the caller cannot (its backend stopped working on the host).
+	Waiting string
 }
 
 // Done is a finished operation.

@@ -83,7 +83,7 @@ func handleDeleting(s *hostScope) outcome {
 	case res.Failed():
 		return s.fail(metal3.RegistrationError, res.ErrorMessage)
 	case res.Busy:
-		return waitFor(res.RequeueAfter, "the provisioner to delete the host")
+		return waitOn(res, "the provisioner to delete the host")
 	}
 	s.fx.finalize = true
 	return outcome{kind: kindDone}

@@ -205,6 +205,33 @@ func TestProvisionerUnavailable(t *testing.T) {
 	waitState(t, ns, "h", metal3.StateProvisioned)
 }
 
+// TestProvisionerSaysWhatItWaitsFor: when the provisioner knows why an operation does not move
+// (Ironic stopped working on the node), the host's Progressing condition says that instead of the
+// generic wait, without an error; and goes back once the operation moves.
+func TestProvisionerSaysWhatItWaitsFor(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	fix.SetLatency(fixture.OpProvision, time.Hour)
+	const stalled = "Ironic, which has left node n-1 in \"deploying\" for 12m0s with no conductor working on it"
+	fix.SetWaiting(stalled)
+	startOperator(t, ns, fix)
+	createHost(t, newHost(ns, "h").Build())
+	h := waitHost(t, ns, "h", "the provisioner's own wait message", func(h *metal3.BareMetalHost) bool {
+		c := condition(h, metal3.ProgressingCondition)
+		return c != nil && c.Message == "Waiting for "+stalled
+	})
+	if h.Status.ErrorCount != 0 || h.Status.ErrorMessage != "" || h.Status.Provisioning.State != metal3.StateProvisioning {
+		t.Fatalf("a stalled provisioner made an error or moved the host: %s", describe(h))
+	}
+	fix.SetWaiting("")
+	fix.SetLatency(fixture.OpProvision, 0)
+	h = waitState(t, ns, "h", metal3.StateProvisioned)
+	if c := condition(h, metal3.ProgressingCondition); c != nil && strings.Contains(c.Message, "no conductor") {
+		t.Fatalf("Progressing still says the provisioner is stalled: %+v", c)
+	}
+}
+
 // TestProvisionerLostHostIsAdopted: a provisioner that forgot a provisioned host (Ironic lost its
 // database) gets it registered and adopted, never deprovisioned or provisioned again.
 func TestProvisionerLostHostIsAdopted(t *testing.T) {

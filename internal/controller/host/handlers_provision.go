@@ -184,7 +184,7 @@ func handleDeprovisioning(s *hostScope) outcome {
 		return out
 	}
 	if res.Busy {
-		return waitFor(res.RequeueAfter, "the provisioner to remove the image (cleaning)")
+		return waitOn(res, "the provisioner to remove the image (cleaning)")
 	}
 	st := &s.host.Status.Provisioning
 	st.Image, st.CustomDeploy = metal3.Image{}, nil

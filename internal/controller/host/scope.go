@@ -185,9 +185,17 @@ func (s *hostScope) follow(res provisioner.Result, t metal3.ErrorType, what stri
 	case res.Failed():
 		return s.fail(t, res.ErrorMessage), false
 	case res.Busy:
-		return waitFor(res.RequeueAfter, what), false
+		return waitOn(res, what), false
 	}
 	return outcome{}, true
+}
+
+// waitOn waits for a busy result: for what the provisioner says, if it says something.
+func waitOn(res provisioner.Result, what string) outcome {
+	if res.Waiting != "" {
+		what = res.Waiting
+	}
+	return waitFor(res.RequeueAfter, what)
 }
 
 // provError handles an error returned (not reported) by the provisioner.

@@ -31,7 +31,7 @@ func (p *Provisioner) Adopt(ctx context.Context, host provisioner.Host, data pro
 		return provisioner.Result{}, fmt.Errorf("adopting host %s/%s: Ironic node %s is %q (registration must finish first)",
 			host.Namespace, host.Name, n.UUID, n.ProvisionState)
 	}
-	res, _ := p.result(d, host)
+	res, _ := p.result(d, n, host)
 	return res, nil
 }
 

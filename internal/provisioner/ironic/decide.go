@@ -1,6 +1,8 @@
 package ironic
 
 import (
+	"time"
+
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
@@ -63,16 +65,19 @@ func failureMessage(what, lastError string) string {
 	return what + ": " + lastError
 }
 
-// result turns the simple decisions into a provisioner.Result; ok is false for the actions the
-// operation must carry out itself.
-func (p *Provisioner) result(d decision, host provisioner.Host) (provisioner.Result, bool) {
+// result turns the simple decisions about node n into a provisioner.Result; ok is false for the
+// actions the operation must carry out itself. A wait on a node Ironic stopped working on says so.
+func (p *Provisioner) result(d decision, n *nodes.Node, host provisioner.Host) (provisioner.Result, bool) {
 	switch d.act {
 	case actDone:
 		return provisioner.Done(), true
-	case actWaitShort:
-		return p.short(), true
-	case actWaitLong:
-		return p.long(), true
+	case actWaitShort, actWaitLong:
+		res := p.short()
+		if d.act == actWaitLong {
+			res = p.long()
+		}
+		res.Waiting = stalled(n, time.Now())
+		return res, true
 	case actFail:
 		return provisioner.Failed(sanitize(d.msg, host.BMCCredentials.Password)), true
 	}

@@ -199,26 +199,69 @@ func TestResult(t *testing.T) {
 	p.jitter = func() float64 { return 1 } // the most jitter
 	host := provisioner.Host{BMCCredentials: provisioner.Credentials{Password: "hunter22"}}
 
-	if res, ok := p.result(do(actDone), host); !ok || res.Busy || res.Failed() {
+	deploying := node(nodes.Deploying)
+	if res, ok := p.result(do(actDone), deploying, host); !ok || res.Busy || res.Failed() {
 		t.Errorf("done: %+v", res)
 	}
-	if res, _ := p.result(do(actWaitShort), host); !res.Busy || res.RequeueAfter != 3750*time.Millisecond {
+	if res, _ := p.result(do(actWaitShort), deploying, host); !res.Busy || res.RequeueAfter != 3750*time.Millisecond {
 		t.Errorf("short wait: %+v, want busy for 3s + 25%%", res)
 	}
-	if res, _ := p.result(do(actWaitLong), host); !res.Busy || res.RequeueAfter != 12500*time.Millisecond {
+	if res, _ := p.result(do(actWaitLong), deploying, host); !res.Busy || res.RequeueAfter != 12500*time.Millisecond {
 		t.Errorf("long wait: %+v, want busy for 10s + 25%%", res)
 	}
 	p.jitter = func() float64 { return 0 }
-	if res, _ := p.result(do(actWaitLong), host); res.RequeueAfter != 10*time.Second {
+	if res, _ := p.result(do(actWaitLong), deploying, host); res.RequeueAfter != 10*time.Second {
 		t.Errorf("long wait without jitter: %s", res.RequeueAfter)
 	}
 	msg := "Deploy failed (req-0f8a6f3c-1111-2222-3333-444455556666): bad password hunter22. Extended information: [{'Message': 'x [y]'}]"
-	res, _ := p.result(fail("Image provisioning failed", node(nodes.DeployFail, lastError(msg))), host)
+	failed := node(nodes.DeployFail, lastError(msg))
+	res, _ := p.result(fail("Image provisioning failed", failed), failed, host)
 	if !res.Failed() || strings.Contains(res.ErrorMessage, "hunter22") || strings.Contains(res.ErrorMessage, "req-") ||
 		strings.Contains(res.ErrorMessage, "Extended") {
 		t.Errorf("failure message not sanitized: %q", res.ErrorMessage)
 	}
-	if _, ok := p.result(do(actDeploy), host); ok {
+	if _, ok := p.result(do(actDeploy), deploying, host); ok {
 		t.Error("an action that needs carrying out was turned into a result")
+	}
+	if res, _ := p.result(do(actWaitLong), deploying, host); res.Waiting != "" {
+		t.Errorf("a node just put in deploying is reported as stalled: %q", res.Waiting)
+	}
+	deploying.ProvisionUpdatedAt = time.Now().Add(-time.Hour)
+	if res, _ := p.result(do(actWaitLong), deploying, host); !res.Busy || !strings.Contains(res.Waiting, "no conductor") {
+		t.Errorf("a node left in deploying for an hour: %+v, want busy and saying Ironic stopped working on it", res)
+	}
+}
+
+// TestStalled tells a node Ironic stopped working on (working state, no lock, for stallAfter) from
+// one it works on or waits in.
+func TestStalled(t *testing.T) {
+	now := time.Date(2026, 11, 23, 20, 0, 0, 0, time.UTC)
+	since := func(d time.Duration) func(*nodes.Node) {
+		return func(n *nodes.Node) { n.ProvisionUpdatedAt = now.Add(-d) }
+	}
+	locked := func(n *nodes.Node) { n.Reservation = "metalforge-conductor" }
+	for name, c := range map[string]struct {
+		n    *nodes.Node
+		want bool
+	}{
+		"deploying, unlocked, 11 min":     {node(nodes.Deploying, since(11*time.Minute)), true},
+		"cleaning, unlocked, 1 h":         {node(nodes.Cleaning, since(time.Hour)), true},
+		"deploying, unlocked, 9 min":      {node(nodes.Deploying, since(9*time.Minute)), false},
+		"deploying, locked, 1 h":          {node(nodes.Deploying, since(time.Hour), locked), false},
+		"wait call-back, unlocked, 1 h":   {node(nodes.DeployWait, since(time.Hour)), false},
+		"active, unlocked, 1 h":           {node(nodes.Active, since(time.Hour)), false},
+		"deploying, no provision_updated": {node(nodes.Deploying), false},
+		"servicing, unlocked, 10 min":     {node(nodes.Servicing, since(10*time.Minute)), true},
+		"inspect wait, unlocked, 1 h":     {node(nodes.InspectWait, since(time.Hour)), false},
+		"verifying, unlocked, 30 min":     {node(nodes.Verifying, since(30*time.Minute)), true},
+		"deleting, redacted reservation":  {node(nodes.Deleting, since(time.Hour), func(n *nodes.Node) { n.Reservation = "** Redacted **" }), false},
+	} {
+		got := stalled(c.n, now)
+		if (got != "") != c.want {
+			t.Errorf("%s: stalled = %q, want stalled %v", name, got, c.want)
+		}
+		if c.want && !strings.Contains(got, string(c.n.ProvisionState)) {
+			t.Errorf("%s: %q does not name the state", name, got)
+		}
 	}
 }

@@ -52,6 +52,6 @@ func (p *Provisioner) Deprovision(ctx context.Context, host provisioner.Host, re
 		return provisioner.Result{}, fmt.Errorf("deprovisioning host %s/%s: Ironic node %s is %q",
 			host.Namespace, host.Name, n.UUID, n.ProvisionState)
 	}
-	res, _ := p.result(d, host)
+	res, _ := p.result(d, n, host)
 	return res, nil
 }

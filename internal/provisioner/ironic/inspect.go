@@ -44,7 +44,7 @@ func (p *Provisioner) Inspect(ctx context.Context, host provisioner.Host, opts p
 		return provisioner.Result{}, nil, fmt.Errorf("inspecting host %s/%s: Ironic node %s is %q, inspection needs it manageable",
 			host.Namespace, host.Name, n.UUID, n.ProvisionState)
 	}
-	res, _ := p.result(d, host)
+	res, _ := p.result(d, n, host)
 	return res, nil, nil
 }
 

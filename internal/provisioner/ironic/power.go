@@ -64,7 +64,7 @@ func (p *Provisioner) power(ctx context.Context, s *session, n *nodes.Node, host
 		}
 		return res, err
 	}
-	res, _ := p.result(d, host)
+	res, _ := p.result(d, n, host)
 	return res, nil
 }
 

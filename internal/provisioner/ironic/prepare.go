@@ -61,7 +61,7 @@ func (p *Provisioner) Prepare(ctx context.Context, host provisioner.Host, data p
 		return provisioner.Result{}, fmt.Errorf("preparing host %s/%s: Ironic node %s is %q, preparing needs it manageable",
 			host.Namespace, host.Name, n.UUID, n.ProvisionState)
 	}
-	res, _ := p.result(d, host)
+	res, _ := p.result(d, n, host)
 	return res, nil
 }
 

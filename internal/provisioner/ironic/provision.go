@@ -44,7 +44,7 @@ func (p *Provisioner) Provision(ctx context.Context, host provisioner.Host, data
 		return provisioner.Result{}, fmt.Errorf("provisioning host %s/%s: Ironic node %s is %q",
 			host.Namespace, host.Name, n.UUID, n.ProvisionState)
 	}
-	res, _ := p.result(d, host)
+	res, _ := p.result(d, n, host)
 	return res, nil
 }
 

@@ -142,7 +142,7 @@ func (p *Provisioner) register(ctx context.Context, host provisioner.Host, opts 
 		}
 	}
 	d := decideRegistration(n, newCredentials, restart)
-	if res, ok := p.result(d, host); ok {
+	if res, ok := p.result(d, n, host); ok {
 		if d.act == actDone {
 			p.restartedManage.Delete(n.UUID)
 		}

@@ -42,7 +42,7 @@ func (p *Provisioner) Service(ctx context.Context, host provisioner.Host, data p
 		return provisioner.Result{}, fmt.Errorf("servicing host %s/%s: Ironic node %s is %q, servicing needs it active",
 			host.Namespace, host.Name, n.UUID, n.ProvisionState)
 	}
-	res, _ := p.result(d, host)
+	res, _ := p.result(d, n, host)
 	return res, nil
 }
 

@@ -25,7 +25,7 @@ import (
 // disable_power_off is added when the microversion has it.
 var listFields = []string{
 	"uuid", "name", "provision_state", "target_provision_state", "power_state", "target_power_state",
-	"last_error", "maintenance", "fault", "provision_updated_at", "inspection_finished_at",
+	"last_error", "maintenance", "fault", "provision_updated_at", "inspection_finished_at", "reservation",
 	"boot_interface", "deploy_interface", "inspect_interface", "raid_interface", "automated_clean",
 	"driver_info", "extra", "instance_info", "properties", "network_data",
 }
