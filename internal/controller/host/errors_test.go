@@ -213,7 +213,7 @@ func TestProvisionerSaysWhatItWaitsFor(t *testing.T) {
 	ns := env.Namespace(t)
 	fix := fixture.New(fixture.Config{})
 	fix.SetLatency(fixture.OpProvision, time.Hour)
-	const stalled = "Ironic, which has left node n-1 in \"deploying\" for 12m0s with no conductor working on it"
+	const stalled = "Ironic, which has left node n-1 in \"deploying\" since 2026-11-23T20:14:19Z with no conductor working on it"
 	fix.SetWaiting(stalled)
 	startOperator(t, ns, fix)
 	createHost(t, newHost(ns, "h").Build())

@@ -260,8 +260,11 @@ func TestStalled(t *testing.T) {
 		if (got != "") != c.want {
 			t.Errorf("%s: stalled = %q, want stalled %v", name, got, c.want)
 		}
-		if c.want && !strings.Contains(got, string(c.n.ProvisionState)) {
-			t.Errorf("%s: %q does not name the state", name, got)
+		if c.want && (!strings.Contains(got, string(c.n.ProvisionState)) || !strings.Contains(got, c.n.ProvisionUpdatedAt.Format(time.RFC3339))) {
+			t.Errorf("%s: %q does not name the state and since when", name, got)
+		}
+		if later := stalled(c.n, now.Add(time.Hour)); got != "" && later != got {
+			t.Errorf("%s: the message changes as time passes (%q, then %q): every change is a status write", name, got, later)
 		}
 	}
 }

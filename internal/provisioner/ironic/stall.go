@@ -30,10 +30,11 @@ func stalled(n *nodes.Node, now time.Time) string {
 	if !workingStates[state(n)] || n.Reservation != "" || n.ProvisionUpdatedAt.IsZero() {
 		return ""
 	}
-	idle := now.Sub(n.ProvisionUpdatedAt)
-	if idle < stallAfter {
+	if now.Sub(n.ProvisionUpdatedAt) < stallAfter {
 		return ""
 	}
-	return fmt.Sprintf("Ironic, which has left node %s in %q for %s with no conductor working on it "+
-		"(restarting Ironic fails the node, and the host then retries)", n.UUID, n.ProvisionState, idle.Round(time.Minute))
+	// A time, not a duration: the message stays the same, so the host's status is written once.
+	return fmt.Sprintf("Ironic, which has left node %s in %q since %s with no conductor working on it "+
+		"(restarting Ironic fails the node, and the host then retries)",
+		n.UUID, n.ProvisionState, n.ProvisionUpdatedAt.UTC().Format(time.RFC3339))
 }
