@@ -1,8 +1,6 @@
 package ironic
 
 import (
-	"time"
-
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
@@ -71,13 +69,10 @@ func (p *Provisioner) result(d decision, n *nodes.Node, host provisioner.Host) (
 	switch d.act {
 	case actDone:
 		return provisioner.Done(), true
-	case actWaitShort, actWaitLong:
-		res := p.short()
-		if d.act == actWaitLong {
-			res = p.long()
-		}
-		res.Waiting = stalled(n, time.Now())
-		return res, true
+	case actWaitShort:
+		return withStall(p.short(), n), true
+	case actWaitLong:
+		return withStall(p.long(), n), true
 	case actFail:
 		return provisioner.Failed(sanitize(d.msg, host.BMCCredentials.Password)), true
 	}
