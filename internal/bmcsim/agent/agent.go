@@ -247,9 +247,36 @@ func rootDisk(inv Inventory) any {
 	return inv.Disks[0]
 }
 
+// heartbeatLoop heartbeats on ironic-python-agent's schedule: the first at once, then every
+// HeartbeatInterval ± 20 %; after a failed heartbeat again in one to two MinHeartbeatInterval; and
+// when an async command ends (heartbeatNow) as soon as MinHeartbeatInterval has passed since the
+// previous heartbeat. That floor matters: the previous heartbeat is usually what started the
+// command, and the conductor may still hold the node's lock from handling it. Ironic drops a
+// heartbeat that finds the node locked (with 202, so the agent cannot tell) and the step's end then
+// waits a whole interval.
 func (a *agentInstance) heartbeatLoop() {
-	interval := a.r.cfg.HeartbeatInterval
+	cfg := a.r.cfg
+	var last time.Time     // zero: the first heartbeat goes at once
+	var next time.Duration // planned gap after last
+	forced := false
 	for {
+		due := last.Add(next)
+		if floor := last.Add(cfg.MinHeartbeatInterval); forced && floor.Before(due) {
+			due = floor
+		}
+		if wait := time.Until(due); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-a.ctx.Done():
+				t.Stop()
+				return
+			case <-a.beat:
+				t.Stop()
+				forced = true
+				continue
+			case <-t.C:
+			}
+		}
 		a.mu.Lock()
 		crashed, uuid, token := a.crashed, a.nodeUUID, a.token
 		a.mu.Unlock()
@@ -257,32 +284,24 @@ func (a *agentInstance) heartbeatLoop() {
 			return
 		}
 		err := a.api.heartbeat(a.ctx, uuid, heartbeatRequest{
-			CallbackURL: a.callbackURL, AgentToken: token, AgentVersion: a.r.cfg.AgentVersion,
+			CallbackURL: a.callbackURL, AgentToken: token, AgentVersion: cfg.AgentVersion,
 		})
-		wait := interval
+		last = time.Now()
 		if err != nil {
 			if a.ctx.Err() != nil {
 				return
 			}
-			if statusOf(err) == http.StatusConflict { // node locked: try again soon
-				wait = min(interval, 500*time.Millisecond)
-			}
+			next = cfg.MinHeartbeatInterval + mrand.N(cfg.MinHeartbeatInterval+1)
 			a.log.Debug("heartbeat failed", "node", uuid, "err", err)
+			continue
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-a.ctx.Done():
-			t.Stop()
-			return
-		case <-a.beat:
-			t.Stop()
-		case <-t.C:
-		}
+		forced = false
+		next = jittered(cfg.HeartbeatInterval)
 	}
 }
 
-// heartbeatNow asks for an immediate heartbeat, as IPA does when an async command ends, so Ironic
-// notices the result without waiting for the next interval.
+// heartbeatNow asks for an early heartbeat, as IPA does when an async command ends, so Ironic
+// notices the result without waiting for the next interval (see heartbeatLoop).
 func (a *agentInstance) heartbeatNow() {
 	select {
 	case a.beat <- struct{}{}:

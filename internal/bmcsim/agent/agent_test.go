@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -162,4 +163,66 @@ func TestCommandAPI(t *testing.T) {
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestHeartbeatSchedule checks IPA's heartbeat timing: the first heartbeat at once, an early one
+// after a command ends but not sooner than MinHeartbeatInterval after the previous (the conductor
+// may still hold the node from handling that one), a quick retry after a failure, and otherwise
+// nothing before the interval.
+func TestHeartbeatSchedule(t *testing.T) {
+	const minGap = 300 * time.Millisecond
+	var mu sync.Mutex
+	var beats []time.Time
+	fail := map[int]bool{1: true} // the second heartbeat gets a 503
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if !strings.HasPrefix(req.URL.Path, "/v1/heartbeat/n1") {
+			http.NotFound(w, req)
+			return
+		}
+		mu.Lock()
+		n := len(beats)
+		beats = append(beats, time.Now())
+		mu.Unlock()
+		if fail[n] {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	r, err := NewRunner(Config{APIURL: srv.URL, HeartbeatInterval: time.Minute, MinHeartbeatInterval: minGap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	a := newAgent(r, &fakeMachine{}, BootInfo{Token: "t"}, srv.URL, "")
+	a.nodeUUID = "n1"
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(beats) }
+	waitFor := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); count() < n; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d heartbeats, want %d", count(), n)
+			}
+		}
+	}
+	go a.heartbeatLoop()
+	defer a.stop()
+
+	waitFor(1)
+	a.heartbeatNow() // a command ended right after the first heartbeat
+	waitFor(2)       // early, long before the minute; it fails
+	waitFor(3)       // the retry; it succeeds
+	time.Sleep(4 * minGap)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(beats) != 3 {
+		t.Errorf("%d heartbeats, want 3: nothing forces one before the interval", len(beats))
+	}
+	if gap := beats[1].Sub(beats[0]); gap < minGap {
+		t.Errorf("early heartbeat %s after the previous one, want at least %s", gap, minGap)
+	}
+	if gap := beats[2].Sub(beats[1]); gap < minGap {
+		t.Errorf("retry %s after the failed heartbeat, want at least %s", gap, minGap)
+	}
 }

@@ -15,9 +15,14 @@ type Config struct {
 	APIURL string
 	// WriteSpeedMBps is the simulated image write speed (default 1000 MB/s).
 	WriteSpeedMBps float64
-	// HeartbeatInterval is the time between heartbeats (default 2s). Real IPA heartbeats about every
-	// heartbeat_timeout/4 s; like IPA, the agent also heartbeats right after an async command ends.
+	// HeartbeatInterval is the time between heartbeats (default 2s), ± 20 % so that agents booted
+	// together do not heartbeat in step. Real IPA heartbeats every 0.3–0.6 × heartbeat_timeout.
 	HeartbeatInterval time.Duration
+	// MinHeartbeatInterval is, as IPA's min_heartbeat_interval, the least time between two
+	// heartbeats when an async command ends (the agent then heartbeats early) and the retry delay
+	// after a failed heartbeat (one to two times it). Default: 5 s as in IPA, but at most a quarter
+	// of HeartbeatInterval, so that tests with short heartbeats stay quick.
+	MinHeartbeatInterval time.Duration
 	// Listen is where the agent API of all agents listens (default 127.0.0.1:0); each agent has its
 	// own path prefix, which is part of the callback_url it sends to Ironic.
 	Listen string
@@ -60,6 +65,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.HeartbeatInterval <= 0 {
 		c.HeartbeatInterval = 2 * time.Second
+	}
+	if c.MinHeartbeatInterval <= 0 {
+		c.MinHeartbeatInterval = min(5*time.Second, c.HeartbeatInterval/4)
 	}
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:0"

@@ -83,7 +83,7 @@ func (e *env) runBaseline() (*result, error) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), e.o.timeout)
 	defer cancel()
-	r := &result{name: "baseline", wall: map[string]time.Duration{}, calls: map[string]float64{}, loadBefore: procstat.LoadAverage()}
+	r := &result{name: "baseline", wall: map[string]time.Duration{}, hostTimes: map[string][]time.Duration{}, calls: map[string]float64{}, loadBefore: procstat.LoadAverage()}
 	r.logFrom = e.ironicLogSize()
 	cpu0 := procstat.CPUSeconds(os.Getpid())
 	var hosts []*hostRun
@@ -96,6 +96,8 @@ func (e *env) runBaseline() (*result, error) {
 	b.each(ctx, hosts, "available", b.registerAndInspect)
 	r.wall["registered"] = latest(hosts, "registered").Sub(start)
 	r.wall["available"] = latest(hosts, "available").Sub(start)
+	r.hostTimes["registered"] = sinceEach(start, times(hosts, "registered"))
+	r.hostTimes["available"] = sinceEach(start, times(hosts, "available"))
 	for _, step := range []struct {
 		phase string
 		fn    func(context.Context, *hostRun) error
@@ -107,6 +109,7 @@ func (e *env) runBaseline() (*result, error) {
 		t := time.Now()
 		b.each(ctx, hosts, step.phase, step.fn)
 		r.wall[step.phase] = latest(hosts, step.phase).Sub(t)
+		r.hostTimes[step.phase] = sinceEach(t, times(hosts, step.phase))
 	}
 	for _, p := range phases[1:] {
 		r.total += r.wall[p]
@@ -158,6 +161,17 @@ func (b *baseline) each(ctx context.Context, hosts []*hostRun, phase string, fn 
 	go func() { wg.Wait(); close(finished) }()
 	_ = waitAll(ctx, phase, start, func() int { return int(done.Load()) }, len(hosts), finished)
 	<-finished
+}
+
+// times are the hosts' times of reaching phase (hosts that failed before have none).
+func times(hosts []*hostRun, phase string) []time.Time {
+	var at []time.Time
+	for _, h := range hosts {
+		if t, ok := h.at[phase]; ok {
+			at = append(at, t)
+		}
+	}
+	return at
 }
 
 func latest(hosts []*hostRun, phase string) time.Time {

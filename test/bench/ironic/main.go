@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -208,6 +209,10 @@ type result struct {
 	name  string
 	wall  map[string]time.Duration
 	total time.Duration
+	// hostTimes are, per phase, each host's time from the phase's start to its end for that host:
+	// the wall time is their maximum, the median shows whether a phase is slow for all hosts or
+	// only for a tail.
+	hostTimes map[string][]time.Duration
 	// calls are Ironic API requests by phase (baseline) or provisioner operation (operator).
 	calls      map[string]float64
 	errored    int
@@ -306,6 +311,20 @@ func report(o options, results []*result) {
 	}
 	row("whole lifecycle (sum of the phases after registered)", func(r *result) time.Duration { return r.total })
 	fmt.Println()
+	fmt.Printf("%-52s", "per host: median / 90th percentile / max")
+	for _, r := range results {
+		fmt.Printf(" %22s", r.name)
+	}
+	fmt.Println()
+	for _, p := range phases {
+		line := fmt.Sprintf("%-52s", p)
+		for _, r := range results {
+			q := quantiles(r.hostTimes[p], 0.5, 0.9, 1)
+			line += fmt.Sprintf(" %6.1fs /%6.1fs /%6.1fs", q[0].Seconds(), q[1].Seconds(), q[2].Seconds())
+		}
+		fmt.Println(line)
+	}
+	fmt.Println()
 	for _, r := range results {
 		var keys []string
 		sum := 0.0
@@ -365,6 +384,29 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// sinceEach is each time's distance from start.
+func sinceEach(start time.Time, at []time.Time) []time.Duration {
+	d := make([]time.Duration, 0, len(at))
+	for _, t := range at {
+		d = append(d, t.Sub(start))
+	}
+	return d
+}
+
+// quantiles returns the q-quantiles of d (nearest rank; zero for an empty d).
+func quantiles(d []time.Duration, qs ...float64) []time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	out := make([]time.Duration, len(qs))
+	for i, q := range qs {
+		if len(s) > 0 {
+			rank := int(math.Ceil(q * float64(len(s))))
+			out[i] = s[min(max(rank, 1), len(s))-1]
+		}
+	}
+	return out
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }

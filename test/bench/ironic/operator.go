@@ -99,7 +99,7 @@ func (e *env) runOperator() (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &result{name: "operator", wall: map[string]time.Duration{}, calls: map[string]float64{}, loadBefore: procstat.LoadAverage()}
+	r := &result{name: "operator", wall: map[string]time.Duration{}, hostTimes: map[string][]time.Duration{}, calls: map[string]float64{}, loadBefore: procstat.LoadAverage()}
 	stalled := e.watchStalls(ctx, func(node string) { tr.exclude(strings.TrimPrefix(node, benchNS+"~")) })
 	r.logFrom = e.ironicLogSize()
 	cpu0 := procstat.CPUSeconds(os.Getpid())
@@ -130,6 +130,8 @@ func (e *env) runOperator() (*result, error) {
 	}
 	r.wall["registered"] = tr.latest("registered").Sub(start)
 	r.wall["available"] = tr.latest("available").Sub(start)
+	r.hostTimes["registered"] = sinceEach(start, tr.times("registered"))
+	r.hostTimes["available"] = sinceEach(start, tr.times("available"))
 
 	raw := "raw"
 	image := metal3.Image{URL: e.image.url, Checksum: e.image.sha256, ChecksumType: metal3.SHA256, DiskFormat: &raw}
@@ -152,6 +154,7 @@ func (e *env) runOperator() (*result, error) {
 			return nil, err
 		}
 		r.wall[step.phase] = tr.latest(step.phase).Sub(t)
+		r.hostTimes[step.phase] = sinceEach(t, tr.times(step.phase))
 	}
 	for _, p := range phases[1:] {
 		r.total += r.wall[p]
@@ -320,6 +323,17 @@ func (tr *tracker) latest(phase string) time.Time {
 		}
 	}
 	return t
+}
+
+// times are the hosts' times of reaching phase.
+func (tr *tracker) times(phase string) []time.Time {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var at []time.Time
+	for _, t := range tr.at[phase] {
+		at = append(at, t)
+	}
+	return at
 }
 
 func (tr *tracker) errorCount() (int, []string) {
