@@ -73,6 +73,7 @@ func TestDecideInspection(t *testing.T) {
 		"available":                 {got: decideInspection(node(nodes.Available), none), want: actManage},
 		"inspecting":                {got: decideInspection(node(nodes.Inspecting), none), want: actWaitLong},
 		"inspect wait":              {got: decideInspection(node(nodes.InspectWait), none), want: actWaitLong},
+		"still verifying":           {got: decideInspection(node(nodes.Verifying), none), want: actWaitShort},
 		"failed":                    {got: decideInspection(node(nodes.InspectFail, lastError("boom")), none), want: actFail, wantMsg: "Inspection failed: boom"},
 		"failed, restart":           {got: decideInspection(node(nodes.InspectFail), restart), want: actInspect},
 		"active with data":          {got: decideInspection(node(nodes.Active, inspected), none), want: actDone},
