@@ -94,10 +94,8 @@ func (e *env) runBaseline() (*result, error) {
 	b.stalls = e.watchStalls(ctx, nil)
 	start := time.Now()
 	b.each(ctx, hosts, "available", b.registerAndInspect)
-	r.wall["registered"] = latest(hosts, "registered").Sub(start)
-	r.wall["available"] = latest(hosts, "available").Sub(start)
-	r.hostTimes["registered"] = sinceEach(start, times(hosts, "registered"))
-	r.hostTimes["available"] = sinceEach(start, times(hosts, "available"))
+	r.record("registered", start, times(hosts, "registered"))
+	r.record("available", start, times(hosts, "available"))
 	for _, step := range []struct {
 		phase string
 		fn    func(context.Context, *hostRun) error
@@ -108,8 +106,7 @@ func (e *env) runBaseline() (*result, error) {
 	} {
 		t := time.Now()
 		b.each(ctx, hosts, step.phase, step.fn)
-		r.wall[step.phase] = latest(hosts, step.phase).Sub(t)
-		r.hostTimes[step.phase] = sinceEach(t, times(hosts, step.phase))
+		r.record(step.phase, t, times(hosts, step.phase))
 	}
 	for _, p := range phases[1:] {
 		r.total += r.wall[p]
@@ -172,16 +169,6 @@ func times(hosts []*hostRun, phase string) []time.Time {
 		}
 	}
 	return at
-}
-
-func latest(hosts []*hostRun, phase string) time.Time {
-	var t time.Time
-	for _, h := range hosts {
-		if h.at[phase].After(t) {
-			t = h.at[phase]
-		}
-	}
-	return t
 }
 
 // registerAndInspect: enroll with the interfaces, driver_info and deploy ISO the operator sets,

@@ -386,13 +386,15 @@ func copyFile(src, dst string) error {
 	return out.Close()
 }
 
-// sinceEach is each time's distance from start.
-func sinceEach(start time.Time, at []time.Time) []time.Duration {
+// record sets phase's per-host times, from start to each time in at, and its wall time, the
+// longest of them.
+func (r *result) record(phase string, start time.Time, at []time.Time) {
 	d := make([]time.Duration, 0, len(at))
 	for _, t := range at {
 		d = append(d, t.Sub(start))
 	}
-	return d
+	r.hostTimes[phase] = d
+	r.wall[phase] = slices.Max(append([]time.Duration{0}, d...))
 }
 
 // quantiles returns the q-quantiles of d (nearest rank; zero for an empty d).

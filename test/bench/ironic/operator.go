@@ -128,10 +128,8 @@ func (e *env) runOperator() (*result, error) {
 	if err := tr.wait(ctx); err != nil {
 		return nil, err
 	}
-	r.wall["registered"] = tr.latest("registered").Sub(start)
-	r.wall["available"] = tr.latest("available").Sub(start)
-	r.hostTimes["registered"] = sinceEach(start, tr.times("registered"))
-	r.hostTimes["available"] = sinceEach(start, tr.times("available"))
+	r.record("registered", start, tr.times("registered"))
+	r.record("available", start, tr.times("available"))
 
 	raw := "raw"
 	image := metal3.Image{URL: e.image.url, Checksum: e.image.sha256, ChecksumType: metal3.SHA256, DiskFormat: &raw}
@@ -153,8 +151,7 @@ func (e *env) runOperator() (*result, error) {
 		if err := tr.wait(ctx); err != nil {
 			return nil, err
 		}
-		r.wall[step.phase] = tr.latest(step.phase).Sub(t)
-		r.hostTimes[step.phase] = sinceEach(t, tr.times(step.phase))
+		r.record(step.phase, t, tr.times(step.phase))
 	}
 	for _, p := range phases[1:] {
 		r.total += r.wall[p]
@@ -311,18 +308,6 @@ func (tr *tracker) wait(ctx context.Context) error {
 	phase, since, done := tr.phase, tr.since, tr.done
 	tr.mu.Unlock()
 	return waitAll(ctx, phase, since, func() int { return int(tr.count.Load()) }, tr.n, done)
-}
-
-func (tr *tracker) latest(phase string) time.Time {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	var t time.Time
-	for _, at := range tr.at[phase] {
-		if at.After(t) {
-			t = at
-		}
-	}
-	return t
 }
 
 // times are the hosts' times of reaching phase.
