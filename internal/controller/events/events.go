@@ -1,0 +1,38 @@
+// Package events collects the Kubernetes Events of one reconcile and emits them after the writes
+// that record what they announce, so that an Event never tells of something the object's status
+// does not show (a failed write is retried, and its Events with it). Reasons are CamelCase
+// constants of the emitting controller; the note carries the detail and must already be safe for
+// anyone who can read Events (no credentials: sanitize first).
+package events
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+)
+
+// Event is one Kubernetes Event (events.k8s.io/v1 fields).
+type Event struct {
+	Type, Reason, Action, Note string
+}
+
+// List is the Events a reconcile decided on, in order.
+type List []Event
+
+// Normal queues a Normal event.
+func (l *List) Normal(reason, action, note string) {
+	*l = append(*l, Event{Type: corev1.EventTypeNormal, Reason: reason, Action: action, Note: note})
+}
+
+// Warning queues a Warning event.
+func (l *List) Warning(reason, action, note string) {
+	*l = append(*l, Event{Type: corev1.EventTypeWarning, Reason: reason, Action: action, Note: note})
+}
+
+// Emit sends the events about obj through rec, in order. The note is passed as an argument, never
+// as the format, so a "%" in it stays as it is.
+func (l List) Emit(rec recorder.EventRecorder, obj runtime.Object) {
+	for _, e := range l {
+		rec.Eventf(obj, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
+	}
+}
