@@ -4,6 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/conditions"
 )
 
 // stateConditions is what a state says about the host, before errors and detaching are applied.
@@ -127,23 +128,9 @@ func setConditions(host *metal3.BareMetalHost, out outcome, now metav1.Time) {
 	}
 }
 
-// setCondition sets one condition, stamping the generation; the transition time moves only when
-// the status or the reason changes.
+// setCondition sets one condition through the shared setter: the generation is stamped, and the
+// transition time moves only when the status or the reason changes.
 func setCondition(host *metal3.BareMetalHost, condType string, c cond, now metav1.Time) {
-	conds := host.Status.Conditions
-	for i := range conds {
-		if conds[i].Type != condType {
-			continue
-		}
-		if conds[i].Status != c.status || conds[i].Reason != c.reason {
-			conds[i].LastTransitionTime = now
-		}
-		conds[i].Status, conds[i].Reason, conds[i].Message = c.status, c.reason, c.message
-		conds[i].ObservedGeneration = host.Generation
-		return
-	}
-	host.Status.Conditions = append(conds, metav1.Condition{
-		Type: condType, Status: c.status, Reason: c.reason, Message: c.message,
-		ObservedGeneration: host.Generation, LastTransitionTime: now,
-	})
+	conditions.Set(&host.Status.Conditions, metav1.Condition{Type: condType, Status: c.status, Reason: c.reason, Message: c.message},
+		host.Generation, now.Time)
 }

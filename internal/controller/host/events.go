@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/events"
 )
 
 // Event reasons are CamelCase constants; notes carry the detail.
@@ -39,19 +40,13 @@ const (
 	eventWarning = corev1.EventTypeWarning
 )
 
-// event is one Kubernetes Event the driver emits after the status write succeeded (so that events
-// never announce something that was not recorded).
-type event struct {
-	eventType, reason, action, note string
-}
-
 // transitionEvent is the one Event for the state changes of a reconcile. Steps that finish at once
 // (a fast provisioner) pass several states in one reconcile; they share one Event whose reason is
 // the last state's and whose note names every state on the way, instead of one Event object per
 // state written within the same second. Slow steps still get an Event each.
-func transitionEvent(transitions [][2]metal3.ProvisioningState) (event, bool) {
+func transitionEvent(transitions [][2]metal3.ProvisioningState) (events.Event, bool) {
 	if len(transitions) == 0 {
-		return event{}, false
+		return events.Event{}, false
 	}
 	path := make([]string, 0, len(transitions)+1)
 	path = append(path, stateName(transitions[0][0]))
@@ -59,8 +54,8 @@ func transitionEvent(transitions [][2]metal3.ProvisioningState) (event, bool) {
 		path = append(path, stateName(t[1]))
 	}
 	last := transitions[len(transitions)-1][1]
-	return event{eventType: eventNormal, reason: transitionReason(last), action: "StateChange",
-		note: "State changed: " + strings.Join(path, " → ")}, true
+	return events.Event{Type: eventNormal, Reason: transitionReason(last), Action: "StateChange",
+		Note: "State changed: " + strings.Join(path, " → ")}, true
 }
 
 func stateName(s metal3.ProvisioningState) string {
@@ -71,7 +66,7 @@ func stateName(s metal3.ProvisioningState) string {
 }
 
 func (s *hostScope) event(eventType, reason, action, note string) {
-	s.fx.events = append(s.fx.events, event{eventType: eventType, reason: reason, action: action, note: note})
+	s.fx.events = append(s.fx.events, events.Event{Type: eventType, Reason: reason, Action: action, Note: note})
 }
 
 var transitionReasons = map[metal3.ProvisioningState]string{

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -25,6 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/events"
+	"github.com/metalforge/metalforge/internal/controller/patch"
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
 
@@ -76,7 +77,9 @@ type Reconciler struct {
 	Config      Config
 
 	secrets secrets
-	written writeTracker
+	// written remembers our last write of each host (patch.Tracker: stale cached copies, hosts
+	// whose provisioner record is gone).
+	written patch.Tracker
 	regs    registrations
 	// skipNameValidation lets tests run several managers (operator restarts) in one process.
 	skipNameValidation bool
@@ -177,7 +180,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	metricReconciles.Inc()
 	host := &metal3.BareMetalHost{}
 	if err := r.Client.Get(ctx, req.NamespacedName, host); apierrors.IsNotFound(err) {
-		r.written.forget(req.NamespacedName)
+		r.written.Forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	} else if err != nil {
 		metricReconcileErrors.Inc()
@@ -197,7 +200,7 @@ func (r *Reconciler) reconcile(ctx context.Context, host *metal3.BareMetalHost) 
 		log.V(4).Info("Host is paused")
 		return ctrl.Result{}, nil
 	}
-	if r.written.stale(host) {
+	if r.written.Stale(host) {
 		// Status-only events are filtered out, so look again shortly rather than wait for one.
 		log.V(4).Info("Cache is behind our last write; looking again shortly")
 		return ctrl.Result{RequeueAfter: staleRetry}, nil
@@ -205,7 +208,7 @@ func (r *Reconciler) reconcile(ctx context.Context, host *metal3.BareMetalHost) 
 	if !host.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(host, metal3.BareMetalHostFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	if !host.DeletionTimestamp.IsZero() && r.written.finalized(host) {
+	if !host.DeletionTimestamp.IsZero() && r.written.Finalized(host) {
 		// The provisioner's record is gone: only the cleanup that failed last time is left.
 		return ctrl.Result{}, r.removeFinalizer(ctx, host)
 	}
@@ -222,13 +225,8 @@ func (r *Reconciler) reconcile(ctx context.Context, host *metal3.BareMetalHost) 
 		}
 	}
 
-	snapshot := host.DeepCopy()
-	now := time.Now
-	if r.Config.Now != nil {
-		now = r.Config.Now
-	}
-	s := &hostScope{ctx: ctx, cfg: &r.Config, prov: r.Provisioner, host: host, regs: &r.regs,
-		now: metav1.NewTime(now().Truncate(time.Second))}
+	p := patch.NewHelper(r.Client, host, &r.written)
+	s := &hostScope{ctx: ctx, cfg: &r.Config, prov: r.Provisioner, host: host, regs: &r.regs, now: r.now()}
 	if err := r.loadInputs(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -237,7 +235,7 @@ func (r *Reconciler) reconcile(ctx context.Context, host *metal3.BareMetalHost) 
 	out := s.run()
 	ran := time.Since(start)
 	setConditions(host, out, s.now)
-	if err := r.write(ctx, s, snapshot); err != nil {
+	if err := r.write(ctx, s, p); err != nil {
 		return ctrl.Result{}, errors.Join(out.err, err)
 	}
 	// Where a host's time goes: the handlers (provisioner calls) and the writes, and what it waits for.
@@ -254,7 +252,7 @@ func (r *Reconciler) reconcile(ctx context.Context, host *metal3.BareMetalHost) 
 
 // write applies the handlers' effects in an order that keeps status truthful: HardwareData before
 // the status that says inspection finished, annotation removals, the status, then events.
-func (r *Reconciler) write(ctx context.Context, s *hostScope, snapshot *metal3.BareMetalHost) error {
+func (r *Reconciler) write(ctx context.Context, s *hostScope, p *patch.Helper) error {
 	host := s.host
 	if s.fx.hardwareData != nil {
 		if err := r.writeHardwareData(ctx, host, s.fx.hardwareData); err != nil {
@@ -274,19 +272,15 @@ func (r *Reconciler) write(ctx context.Context, s *hostScope, snapshot *metal3.B
 		}
 	}
 	if len(s.fx.removeAnnotations) > 0 {
-		status := host.Status.DeepCopy()
-		if err := r.patchMetadata(ctx, host, func(h *metal3.BareMetalHost) {
+		if err := p.PatchMetadata(ctx, host, func() {
 			for key := range s.fx.removeAnnotations {
-				delete(h.Annotations, key)
+				delete(host.Annotations, key)
 			}
 		}); err != nil {
 			return err
 		}
-		// The patch response carries the stored status; keep the one the handlers computed.
-		host.Status = *status
-		snapshot.ResourceVersion = host.ResourceVersion
 	}
-	if _, err := r.patchStatus(ctx, host, snapshot, s); err != nil {
+	if _, err := r.patchStatus(ctx, host, p, s.now); err != nil {
 		return err
 	}
 	r.emit(host, &s.fx)
@@ -298,7 +292,7 @@ func (r *Reconciler) write(ctx context.Context, s *hostScope, snapshot *metal3.B
 // finalizer last, so that a failure on the way is retried.
 func (r *Reconciler) finalize(ctx context.Context, s *hostScope) error {
 	host := s.host
-	r.written.markFinalized(host)
+	r.written.MarkFinalized(host)
 	r.emit(host, &s.fx)
 	recordMetrics(&s.fx)
 	r.regs.forget(host.UID)
@@ -325,24 +319,25 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, host *metal3.BareMetal
 }
 
 func (r *Reconciler) emit(host *metal3.BareMetalHost, fx *effects) {
-	events := fx.events
+	list := fx.events
 	if e, ok := transitionEvent(fx.transitions); ok {
-		events = append([]event{e}, events...)
+		list = append(events.List{e}, list...)
 	}
-	for _, e := range events {
-		r.Recorder.Eventf(host, nil, e.eventType, e.reason, e.action, "%s", e.note)
-	}
+	list.Emit(r.Recorder, host)
 }
 
 // restoreStatusFromAnnotation rebuilds an empty status from the status annotation (clusterctl
-// move), with HardwareData winning for the hardware, and removes the annotation.
+// move), with HardwareData winning for the hardware, and removes the annotation. The status goes
+// through the same patch helper and clock as every other status write.
 func (r *Reconciler) restoreStatusFromAnnotation(ctx context.Context, host *metal3.BareMetalHost) (bool, error) {
 	if _, ok := host.Annotations[metal3.StatusAnnotation]; !ok {
 		return false, nil
 	}
+	p := patch.NewHelper(r.Client, host, &r.written)
+	var list events.List
 	restored, err := restoreStatus(host)
 	if err != nil {
-		r.Recorder.Eventf(host, nil, eventWarning, reasonBadAnnotation, "Annotation", "%s", err.Error())
+		list.Warning(reasonBadAnnotation, "Annotation", err.Error())
 	}
 	if restored {
 		hw, err := r.loadHardwareData(ctx, host)
@@ -352,28 +347,22 @@ func (r *Reconciler) restoreStatusFromAnnotation(ctx context.Context, host *meta
 		if hw != nil {
 			host.Status.HardwareDetails = hw
 		}
-	}
-	if restored {
 		// Status first: should removing the annotation fail, the next reconcile sees a status
-		// and only removes the annotation.
-		lastUpdated := metav1.NewTime(time.Now().Truncate(time.Second))
+		// and only removes the annotation. The whole status is written (a restored status is
+		// the first write of this host here and must carry the required fields).
+		now := r.now()
 		if host.Status.LastUpdated == nil {
-			host.Status.LastUpdated = &lastUpdated
+			host.Status.LastUpdated = &now
 		}
-		if err := r.Client.Status().Update(ctx, host); err != nil {
-			return false, fmt.Errorf("restoring status of host %s/%s: %w", host.Namespace, host.Name, err)
+		if _, err := p.PatchStatus(ctx, host, patch.Replacing(true)); err != nil {
+			return false, err
 		}
+		list.Normal(reasonStatusRestored, "Annotation", "Status restored from the "+metal3.StatusAnnotation+" annotation")
 	}
-	status := host.Status.DeepCopy()
-	if err := r.patchMetadata(ctx, host, func(h *metal3.BareMetalHost) {
-		delete(h.Annotations, metal3.StatusAnnotation)
-	}); err != nil {
+	if err := p.PatchMetadata(ctx, host, func() { delete(host.Annotations, metal3.StatusAnnotation) }); err != nil {
 		return false, err
 	}
-	host.Status = *status
-	if restored {
-		r.Recorder.Eventf(host, nil, eventNormal, reasonStatusRestored, "Annotation", "Status restored from the %s annotation", metal3.StatusAnnotation)
-	}
+	list.Emit(r.Recorder, host)
 	return restored, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/events"
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
 
@@ -57,7 +58,7 @@ type inputs struct {
 
 // effects are what the handlers decided that needs the API server; the driver writes them.
 type effects struct {
-	events            []event
+	events            events.List
 	removeAnnotations map[string]bool
 	// hardwareData is written to the HardwareData of the host before the status patch.
 	hardwareData *metal3.HardwareDetails

@@ -194,3 +194,7 @@ func kindOf(obj client.Object) string {
 	}
 	return t.Name()
 }
+
+// Snapshot is the object as last read or written: what PatchStatus diffs against. Callers must
+// not change it.
+func (h *Helper) Snapshot() client.Object { return h.before }
