@@ -7,7 +7,8 @@ import (
 	"github.com/metalforge/metalforge/internal/controller/conditions"
 )
 
-// stateConditions is what a state says about the host, before errors and detaching are applied.
+// stateConditions is what a state says about the host, before errors and detaching are applied
+// (the conditions field of its row in states.go).
 type stateConditions struct {
 	manageable  bool   // registered with the provisioner
 	provisioned string // Provisioned condition reason: Provisioned, Provisioning or NotProvisioned
@@ -22,24 +23,6 @@ const (
 	internalErrorMessage         = "internal error, see the operator logs"
 )
 
-// conditionTable: one row per state, read in one pass by setConditions.
-var conditionTable = map[metal3.ProvisioningState]stateConditions{
-	metal3.StateNone:                    {false, metal3.NotProvisionedReason, metal3.NotManageableReason, metal3.NotProgressingReason, ""},
-	metal3.StateUnmanaged:               {false, metal3.NotProvisionedReason, metal3.NotManageableReason, metal3.NotProgressingReason, ""},
-	metal3.StateRegistering:             {false, metal3.NotProvisionedReason, metal3.NotManageableReason, metal3.RegisteringReason, "registration with the provisioner"},
-	metal3.StateInspecting:              {true, metal3.NotProvisionedReason, metal3.InspectingReason, metal3.InspectingReason, "hardware inspection"},
-	metal3.StateMatchProfile:            {true, metal3.NotProvisionedReason, metal3.NotAvailableReason, metal3.PreparingReason, "preparation"},
-	metal3.StatePreparing:               {true, metal3.NotProvisionedReason, metal3.NotAvailableReason, metal3.PreparingReason, "preparation (RAID, root device hints, firmware)"},
-	metal3.StateReady:                   {true, metal3.NotProvisionedReason, metal3.AvailableReason, metal3.NotProgressingReason, ""},
-	metal3.StateAvailable:               {true, metal3.NotProvisionedReason, metal3.AvailableReason, metal3.NotProgressingReason, ""},
-	metal3.StateProvisioning:            {true, metal3.ProvisioningReason, metal3.NotAvailableReason, metal3.ProvisioningReason, "provisioning"},
-	metal3.StateProvisioned:             {true, metal3.ProvisionedReason, metal3.NotAvailableReason, metal3.NotProgressingReason, ""},
-	metal3.StateExternallyProvisioned:   {true, metal3.ProvisionedReason, metal3.NotAvailableReason, metal3.NotProgressingReason, ""},
-	metal3.StateDeprovisioning:          {true, metal3.NotProvisionedReason, metal3.NotAvailableReason, metal3.DeprovisioningReason, "deprovisioning (cleaning)"},
-	metal3.StatePoweringOffBeforeDelete: {true, metal3.NotProvisionedReason, metal3.NotAvailableReason, metal3.PoweringOffBeforeDeleteReason, "power off before deletion"},
-	metal3.StateDeleting:                {false, metal3.NotProvisionedReason, metal3.NotAvailableReason, metal3.DeletingReason, "removal from the provisioner"},
-}
-
 type cond struct {
 	status          metav1.ConditionStatus
 	reason, message string
@@ -50,10 +33,7 @@ type cond struct {
 // moves, so it tells since when the host is in its current situation.
 func setConditions(host *metal3.BareMetalHost, out outcome, now metav1.Time) {
 	st := host.Status
-	row, ok := conditionTable[st.Provisioning.State]
-	if !ok {
-		row = conditionTable[metal3.StateNone]
-	}
+	row := stateOf(st.Provisioning.State).conditions
 	erred := st.OperationalStatus == metal3.OperationalStatusError
 	detached := st.OperationalStatus == metal3.OperationalStatusDetached
 

@@ -78,7 +78,7 @@ func (r *Reconciler) loadInputs(ctx context.Context, s *hostScope) error {
 	if err := r.loadCredentials(ctx, s); err != nil {
 		return err
 	}
-	if name := h.Spec.PreprovisioningNetworkDataName; name != "" && !provisionedStates[s.state()] {
+	if name := h.Spec.PreprovisioningNetworkDataName; name != "" && !stateOf(s.state()).pastProvisioning.is() {
 		data, err := r.secretValue(ctx, h, "spec.preprovisioningNetworkDataName", &corev1.SecretReference{Name: name}, "networkData")
 		if err != nil && !isInputError(err) {
 			return err
@@ -90,31 +90,12 @@ func (r *Reconciler) loadInputs(ctx context.Context, s *hostScope) error {
 			return err
 		}
 	}
-	if firmwareStates[s.state()] {
+	if stateOf(s.state()).mayPrepare.is() {
 		if err := r.loadFirmwareChanges(ctx, s); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// provisionedStates no longer need what only provisioning uses.
-var provisionedStates = map[metal3.ProvisioningState]bool{
-	metal3.StateProvisioned:             true,
-	metal3.StateExternallyProvisioned:   true,
-	metal3.StateDeprovisioning:          true,
-	metal3.StatePoweringOffBeforeDelete: true,
-	metal3.StateDeleting:                true,
-}
-
-// firmwareStates may reach preparing in this reconcile.
-var firmwareStates = map[metal3.ProvisioningState]bool{
-	metal3.StateNone:         true,
-	metal3.StateRegistering:  true,
-	metal3.StateInspecting:   true,
-	metal3.StateMatchProfile: true,
-	metal3.StatePreparing:    true,
-	metal3.StateAvailable:    true,
 }
 
 func (r *Reconciler) loadCredentials(ctx context.Context, s *hostScope) error {
@@ -161,8 +142,7 @@ func (r *Reconciler) loadCredentials(ctx context.Context, s *hostScope) error {
 // needsHostConfig: the host may start provisioning in this reconcile.
 func needsHostConfig(s *hostScope) bool {
 	spec := s.host.Spec
-	return (spec.Image != nil || spec.CustomDeploy != nil) && !provisionedStates[s.state()] &&
-		s.state() != metal3.StateProvisioned
+	return (spec.Image != nil || spec.CustomDeploy != nil) && !stateOf(s.state()).pastProvisioning.is()
 }
 
 func (r *Reconciler) loadHostConfig(ctx context.Context, s *hostScope) error {

@@ -28,22 +28,17 @@ func (s *hostScope) checkDeletion() (outcome, bool) {
 		}
 		return outcome{}, false
 	}
-	switch st {
-	case metal3.StateNone, metal3.StateUnmanaged, metal3.StateRegistering:
-		return advance(metal3.StateDeleting), true
-	case metal3.StateProvisioning, metal3.StateProvisioned:
-		return advance(metal3.StateDeprovisioning), true
-	case metal3.StateDeprovisioning, metal3.StatePoweringOffBeforeDelete:
-		stuck := s.host.Status.ErrorType == metal3.RegistrationError && s.host.Status.ErrorCount > maxDeleteErrors
-		neverRegistered := s.host.Status.Provisioning.ID == "" && s.in.bmcErr != nil
-		if stuck || neverRegistered {
-			return advanceKeepingError(metal3.StateDeleting), true
-		}
-		return outcome{}, false
-	case metal3.StateDeleting:
-		return outcome{}, false
+	if to, ok := deletionEdges[st]; ok {
+		return advance(to), true
 	}
-	return advance(metal3.StatePoweringOffBeforeDelete), true
+	// Already on the way out (deprovisioning, powering off): a host that cannot get further skips
+	// to deleting rather than block deletion forever.
+	stuck := s.host.Status.ErrorType == metal3.RegistrationError && s.host.Status.ErrorCount > maxDeleteErrors
+	neverRegistered := s.host.Status.Provisioning.ID == "" && s.in.bmcErr != nil
+	if st != metal3.StateDeleting && (stuck || neverRegistered) {
+		return advanceKeepingError(metal3.StateDeleting), true
+	}
+	return outcome{}, false
 }
 
 func handlePoweringOffBeforeDelete(s *hostScope) outcome {

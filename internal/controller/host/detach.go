@@ -4,14 +4,6 @@ import (
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 )
 
-// detachAllowed are the states a host may be detached from without force (metal3).
-var detachAllowed = map[metal3.ProvisioningState]bool{
-	metal3.StateProvisioned:           true,
-	metal3.StateExternallyProvisioned: true,
-	metal3.StateReady:                 true,
-	metal3.StateAvailable:             true,
-}
-
 func (s *hostScope) detached() bool {
 	return s.host.Status.OperationalStatus == metal3.OperationalStatusDetached
 }
@@ -33,7 +25,7 @@ func (s *hostScope) checkDetached() (outcome, bool) {
 	if s.detached() {
 		return waitFor(s.cfg.UnmanagedPoll, waiting), true
 	}
-	if !detachAllowed[s.state()] && !args.Force {
+	if !stateOf(s.state()).detachable.is() && !args.Force {
 		return outcome{}, false // detached later, once the host reaches a state that allows it
 	}
 	res, err := s.prov.Detach(s.ctx, s.provHost())

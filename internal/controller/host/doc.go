@@ -11,6 +11,9 @@
 // the API writes per host small. Safety comes from the provisioner being idempotent on its own
 // state: a crash between two steps never repeats finished work.
 //
-// The transitions are declared in state_machine.go; docs/host-state-machine.md is generated from
-// that table (make docs) and a test fails when it is stale.
+// states.go declares the state machine: the transitions, and one row per state with everything
+// the controller knows about it (handler, busy, registered, conditions, event reason, detach
+// allowed, ...); a test fails when a row lacks a field. docs/host-state-machine.md is generated
+// from it (make docs) and a test fails when it is stale. state_machine.go is the driver (run,
+// moveTo, the typed outcomes).
 package host

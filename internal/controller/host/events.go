@@ -69,26 +69,8 @@ func (s *hostScope) event(eventType, reason, action, note string) {
 	s.fx.events = append(s.fx.events, events.Event{Type: eventType, Reason: reason, Action: action, Note: note})
 }
 
-var transitionReasons = map[metal3.ProvisioningState]string{
-	metal3.StateUnmanaged:               reasonDiscovered,
-	metal3.StateRegistering:             reasonRegistering,
-	metal3.StateInspecting:              reasonInspectionStarted,
-	metal3.StatePreparing:               reasonPreparationStarted,
-	metal3.StateAvailable:               reasonAvailable,
-	metal3.StateProvisioning:            reasonProvisioningStarted,
-	metal3.StateProvisioned:             reasonProvisioningComplete,
-	metal3.StateExternallyProvisioned:   reasonExternallyProvisioned,
-	metal3.StateDeprovisioning:          reasonDeprovisioningStarted,
-	metal3.StatePoweringOffBeforeDelete: reasonPoweringOffForDelete,
-	metal3.StateDeleting:                reasonDeleting,
-}
-
-func transitionReason(to metal3.ProvisioningState) string {
-	if r, ok := transitionReasons[to]; ok {
-		return r
-	}
-	return reasonStateChanged
-}
+// transitionReason is the Event reason for entering a state (its row's enterReason).
+func transitionReason(to metal3.ProvisioningState) string { return stateOf(to).enterReason }
 
 var errorReasons = map[metal3.ErrorType]string{
 	metal3.ProvisionedRegistrationError: "ProvisionedRegistrationError",

@@ -9,21 +9,6 @@ import (
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
 
-// registeredStates talk to the provisioner about an enrolled node, so the node must exist (and
-// know the current credentials) before their handler runs.
-var registeredStates = map[metal3.ProvisioningState]bool{
-	metal3.StateInspecting:              true,
-	metal3.StateMatchProfile:            true,
-	metal3.StatePreparing:               true,
-	metal3.StateReady:                   true,
-	metal3.StateAvailable:               true,
-	metal3.StateProvisioning:            true,
-	metal3.StateProvisioned:             true,
-	metal3.StateExternallyProvisioned:   true,
-	metal3.StateDeprovisioning:          true,
-	metal3.StatePoweringOffBeforeDelete: true,
-}
-
 func handleNone(s *hostScope) outcome {
 	if s.host.HasBMCDetails() {
 		return advance(metal3.StateRegistering)
@@ -60,7 +45,7 @@ func handleRegistering(s *hostScope) outcome {
 func (s *hostScope) ensureRegistered() (outcome, bool) {
 	// A detached host with its annotation never gets here (checkDetached holds it); without the
 	// annotation it is registered again.
-	if !registeredStates[s.state()] || s.registered {
+	if !stateOf(s.state()).registered.is() || s.registered {
 		return outcome{}, false
 	}
 	if s.deleting() && s.in.bmcErr != nil {

@@ -7,100 +7,9 @@ import (
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 )
 
-// Triggers shared by several transitions.
-const (
-	triggerDeleted         = "host deleted"
-	triggerDeletedDetached = "host deleted while detached (skips power off and deprovisioning)"
-)
-
-// Transition is one declared edge of the state machine. The handlers may only move a host along
-// these edges (moveTo refuses anything else), and the diagram in docs/ is generated from them.
-type Transition struct {
-	From, To metal3.ProvisioningState
-	Trigger  string
-}
-
-// Transitions is THE table: every way a host can change state, as metal3 defines them.
-var Transitions = []Transition{
-	{metal3.StateNone, metal3.StateRegistering, "BMC address or credentials set"},
-	{metal3.StateNone, metal3.StateUnmanaged, "no BMC details (operationalStatus discovered)"},
-	{metal3.StateUnmanaged, metal3.StateRegistering, "BMC details added"},
-	{metal3.StateRegistering, metal3.StateExternallyProvisioned, "registered, spec.externallyProvisioned"},
-	{metal3.StateRegistering, metal3.StatePreparing, "registered, inspection disabled"},
-	{metal3.StateRegistering, metal3.StateInspecting, "registered"},
-	{metal3.StateInspecting, metal3.StatePreparing, "inspection done, HardwareData written"},
-	{metal3.StateMatchProfile, metal3.StatePreparing, "legacy state, moves on at once"},
-	{metal3.StatePreparing, metal3.StateAvailable, "RAID, root device hints and firmware changes applied"},
-	{metal3.StateReady, metal3.StateAvailable, "legacy name of available"},
-	{metal3.StateAvailable, metal3.StateExternallyProvisioned, "spec.externallyProvisioned set"},
-	{metal3.StateAvailable, metal3.StateInspecting, "inspect.metal3.io annotation (re-inspection)"},
-	{metal3.StateAvailable, metal3.StatePreparing, "spec.raid or spec.rootDeviceHints differ from status"},
-	{metal3.StateAvailable, metal3.StateProvisioning, "online, image or custom deploy not yet provisioned, retry cap not reached"},
-	{metal3.StateProvisioning, metal3.StateProvisioned, "image written"},
-	{metal3.StateProvisioning, metal3.StateDeprovisioning, "provisioning failed (provisioningFailCount+1), or image removed or changed"},
-	{metal3.StateProvisioned, metal3.StateDeprovisioning, "image or custom deploy changed or removed"},
-	{metal3.StateExternallyProvisioned, metal3.StateProvisioned, "spec.externallyProvisioned cleared"},
-	{metal3.StateDeprovisioning, metal3.StateAvailable, "image removed (cleaning done)"},
-	{metal3.StateDeprovisioning, metal3.StatePoweringOffBeforeDelete, "deprovisioned while deleting, or failed more than 3 times while deleting"},
-	{metal3.StatePoweringOffBeforeDelete, metal3.StateDeleting, "powered off, power off disabled, failed more than 3 times, or never registered"},
-	// Deletion entry (checkInitiateDelete in metal3).
-	{metal3.StateNone, metal3.StateDeleting, triggerDeleted},
-	{metal3.StateUnmanaged, metal3.StateDeleting, triggerDeleted},
-	{metal3.StateRegistering, metal3.StateDeleting, triggerDeleted},
-	{metal3.StateProvisioning, metal3.StateDeprovisioning, triggerDeleted},
-	{metal3.StateProvisioned, metal3.StateDeprovisioning, triggerDeleted},
-	{metal3.StateInspecting, metal3.StatePoweringOffBeforeDelete, triggerDeleted},
-	{metal3.StateMatchProfile, metal3.StatePoweringOffBeforeDelete, triggerDeleted},
-	{metal3.StatePreparing, metal3.StatePoweringOffBeforeDelete, triggerDeleted},
-	{metal3.StateReady, metal3.StatePoweringOffBeforeDelete, triggerDeleted},
-	{metal3.StateAvailable, metal3.StatePoweringOffBeforeDelete, triggerDeleted},
-	{metal3.StateExternallyProvisioned, metal3.StatePoweringOffBeforeDelete, triggerDeleted},
-	{metal3.StateDeprovisioning, metal3.StateDeleting, "host deleted, registration failed more than 3 times or never registered"},
-	// Detached hosts skip power off and deprovisioning (any state: force detaches from any).
-	{metal3.StateInspecting, metal3.StateDeleting, triggerDeletedDetached},
-	{metal3.StateMatchProfile, metal3.StateDeleting, triggerDeletedDetached},
-	{metal3.StateReady, metal3.StateDeleting, triggerDeletedDetached},
-	{metal3.StatePreparing, metal3.StateDeleting, triggerDeletedDetached},
-	{metal3.StateAvailable, metal3.StateDeleting, triggerDeletedDetached},
-	{metal3.StateProvisioning, metal3.StateDeleting, triggerDeletedDetached},
-	{metal3.StateProvisioned, metal3.StateDeleting, triggerDeletedDetached},
-	{metal3.StateExternallyProvisioned, metal3.StateDeleting, triggerDeletedDetached},
-}
-
 // stateHandler runs one state: it talks to the provisioner, edits s.host's status and says what comes
 // next. Handlers never call the API server.
 type stateHandler func(s *hostScope) outcome
-
-// handlers maps every state to its handler. match profile and ready are legacy names.
-var handlers map[metal3.ProvisioningState]stateHandler
-
-func init() {
-	handlers = map[metal3.ProvisioningState]stateHandler{
-		metal3.StateNone:                    handleNone,
-		metal3.StateUnmanaged:               handleUnmanaged,
-		metal3.StateRegistering:             handleRegistering,
-		metal3.StateInspecting:              handleInspecting,
-		metal3.StateMatchProfile:            handleMatchProfile,
-		metal3.StatePreparing:               handlePreparing,
-		metal3.StateReady:                   handleReady,
-		metal3.StateAvailable:               handleAvailable,
-		metal3.StateProvisioning:            handleProvisioning,
-		metal3.StateProvisioned:             handleProvisioned,
-		metal3.StateExternallyProvisioned:   handleExternallyProvisioned,
-		metal3.StateDeprovisioning:          handleDeprovisioning,
-		metal3.StatePoweringOffBeforeDelete: handlePoweringOffBeforeDelete,
-		metal3.StateDeleting:                handleDeleting,
-	}
-}
-
-// busyStates start long provisioner operations; entering one needs provisioner capacity
-// (operationalStatus delayed otherwise), except on the way to deletion.
-var busyStates = map[metal3.ProvisioningState]bool{
-	metal3.StateInspecting:     true,
-	metal3.StatePreparing:      true,
-	metal3.StateProvisioning:   true,
-	metal3.StateDeprovisioning: true,
-}
 
 // outcomeKind is what a handler asks the driver to do next.
 type outcomeKind int
@@ -164,11 +73,11 @@ func (s *hostScope) run() outcome {
 	for range maxSteps {
 		out, handled := s.guards()
 		if !handled {
-			h, ok := handlers[s.state()]
+			row, ok := states[s.state()]
 			if !ok {
 				return internalError(fmt.Errorf("no handler for provisioning state %q", s.state()))
 			}
-			out = h(s)
+			out = row.handler(s)
 		}
 		switch out.kind {
 		case kindAdvance:
@@ -191,7 +100,7 @@ func (s *hostScope) moveTo(next metal3.ProvisioningState, keepError bool) (outco
 	if !allowed[[2]metal3.ProvisioningState{from, next}] {
 		return internalError(fmt.Errorf("undeclared transition %q -> %q", from, next)), true
 	}
-	if busyStates[next] && !s.deleting() {
+	if stateOf(next).busy.is() && !s.deleting() {
 		if out, wait := s.checkCapacity(); wait {
 			return out, true
 		}
