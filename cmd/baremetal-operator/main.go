@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/metalforge/metalforge/internal/apimetrics"
+	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/controller/host"
 	"github.com/metalforge/metalforge/internal/scheme"
 	"github.com/metalforge/metalforge/internal/webhooks"
@@ -115,10 +116,19 @@ func run(ctx context.Context, o options) error {
 	}
 	configureClient(cfg, o)
 
+	// Every controller of this manager reads the same cache: its reductions are declared once here.
+	views := host.CacheViews()
+	cacheOpts, clientOpts, err := cacheview.Options(o.namespaces, views...)
+	if err != nil {
+		return err
+	}
+	for _, line := range cacheview.Describe(views...) {
+		log.Info("Cached reads are reduced", "view", line)
+	}
 	mgrOpts := ctrl.Options{
 		Scheme:                  scheme.New(),
-		Cache:                   host.CacheOptions(o.namespaces),
-		Client:                  host.ClientOptions(),
+		Cache:                   cacheOpts,
+		Client:                  clientOpts,
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
 		PprofBindAddress:        o.pprofAddr,

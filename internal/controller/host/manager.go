@@ -3,50 +3,46 @@ package host
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/cacheview"
 )
 
-// CacheOptions are the manager cache settings the controller is designed for: managedFields
-// stripped from every cached object, Secrets cached only when labelled
-// environment.metal3.io=baremetal, and the watched namespaces (none = all).
-func CacheOptions(namespaces []string) cache.Options {
-	opts := cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}:        {Label: labels.SelectorFromSet(labels.Set{metal3.EnvironmentLabel: metal3.EnvironmentLabelValue})},
-			&metal3.BareMetalHost{}: {Transform: compactHost},
+// CacheViews are how the host controller needs the manager to cache what it reads; the binary
+// passes them, with every other controller's, to cacheview.Options. Other controllers in the same
+// manager read the same reduced copies (see each Reduced).
+func CacheViews() []cacheview.View {
+	return []cacheview.View{
+		{
+			Object: &metal3.BareMetalHost{}, Owner: "host controller", Transform: compactHost,
+			Reduced: "status.hardware keeps only cpu.arch and hostname (read HardwareData, or the host through the API reader, for the rest)",
+		},
+		{
+			Object: &corev1.Secret{}, Owner: "host controller",
+			Label:   labels.SelectorFromSet(labels.Set{metal3.EnvironmentLabel: metal3.EnvironmentLabelValue}),
+			Reduced: "only Secrets labelled " + metal3.EnvironmentLabel + "=" + metal3.EnvironmentLabelValue + " are cached (read others through the API reader)",
+		},
+		{
+			// Written, rarely read, and large: caching it would double the memory of every
+			// inspected host.
+			Object: &metal3.HardwareData{}, Owner: "host controller", Uncached: true,
+			Reduced: "not cached: every read goes to the API server",
 		},
 	}
-	if len(namespaces) > 0 {
-		opts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range namespaces {
-			opts.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
-	return opts
 }
 
-// compactHost strips what the controller never reads from cached hosts: managedFields, and the
-// inspected hardware in status (deprecated; HardwareData has it) down to the CPU architecture. Real
+// compactHost strips what the controller never reads from cached hosts: the inspected hardware in
+// status (deprecated; HardwareData has it) down to the CPU architecture and hostname. Real
 // hardware details (hundreds of CPU flags, dozens of NICs and disks) are most of a host's size.
 // patchStatus replaces status.hardware whole whenever a handler changes it, so the compacted copy
-// never reaches the API server.
+// never reaches the API server. (cacheview strips managedFields first.)
 func compactHost(obj any) (any, error) {
-	obj, err := cache.TransformStripManagedFields()(obj)
 	if h, ok := obj.(*metal3.BareMetalHost); ok && h.Status.HardwareDetails != nil {
 		h.Status.HardwareDetails = compactHardware(h.Status.HardwareDetails)
 	}
-	return obj, err
+	return obj, nil
 }
 
 func compactHardware(hw *metal3.HardwareDetails) *metal3.HardwareDetails {
 	return &metal3.HardwareDetails{CPU: metal3.CPU{Arch: hw.CPU.Arch}, Hostname: hw.Hostname}
-}
-
-// ClientOptions keep HardwareData out of the cache: it is written, rarely read, and large.
-func ClientOptions() client.Options {
-	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&metal3.HardwareData{}}}}
 }

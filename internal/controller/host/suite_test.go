@@ -20,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
 	"github.com/metalforge/metalforge/internal/test/builder"
 	"github.com/metalforge/metalforge/internal/test/testenv"
@@ -62,14 +63,24 @@ func startOperator(t *testing.T, ns string, fix *fixture.Fixture, tune ...func(*
 // startOperatorWith is startOperator with the operator's own REST config (to count its requests).
 func startOperatorWith(t *testing.T, restCfg *rest.Config, ns string, fix *fixture.Fixture, tune ...func(*Config)) *operator {
 	t.Helper()
+	return startManager(t, restCfg, ns, fix, nil, tune...)
+}
+
+// startManager is startOperatorWith, with more controllers (alongside) in the same manager.
+func startManager(t *testing.T, restCfg *rest.Config, ns string, fix *fixture.Fixture, alongside func(ctrl.Manager) error, tune ...func(*Config)) *operator {
+	t.Helper()
 	cfg := testConfig()
 	for _, f := range tune {
 		f(&cfg)
 	}
+	cacheOpts, clientOpts, err := cacheview.Options([]string{ns}, CacheViews()...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 env.Scheme,
-		Cache:                  CacheOptions([]string{ns}),
-		Client:                 ClientOptions(),
+		Cache:                  cacheOpts,
+		Client:                 clientOpts,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})
@@ -81,6 +92,12 @@ func startOperatorWith(t *testing.T, restCfg *rest.Config, ns string, fix *fixtu
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		cancel()
 		t.Fatalf("setting up the controller: %v", err)
+	}
+	if alongside != nil {
+		if err := alongside(mgr); err != nil {
+			cancel()
+			t.Fatalf("setting up the other controllers: %v", err)
+		}
 	}
 	op := &operator{t: t, cancel: cancel, done: make(chan error, 1)}
 	go func() { op.done <- mgr.Start(ctx) }()
