@@ -50,7 +50,7 @@ func TestOptions(t *testing.T) {
 
 func TestOptionsRefusesAmbiguousViews(t *testing.T) {
 	for name, views := range map[string][]View{
-		"same kind twice": {{Object: &corev1.Secret{}, Owner: "a"}, {Object: &corev1.Secret{}, Owner: "b"}},
+		"same kind twice":  {{Object: &corev1.Secret{}, Owner: "a"}, {Object: &corev1.Secret{}, Owner: "b"}},
 		"silent reduction": {{Object: &corev1.Secret{}, Owner: "a", Uncached: true}},
 	} {
 		t.Run(name, func(t *testing.T) {
