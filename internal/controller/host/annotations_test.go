@@ -14,10 +14,9 @@ func TestPaused(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
 	fix := fixture.New(fixture.Config{})
-	startOperator(t, ns, fix)
+	op := startOperator(t, ns, fix)
 	createHost(t, newHost(ns, "h").WithAnnotation(metal3.PausedAnnotation, "metal3.io/capm3").Build())
-	annotate(t, ns, "h", "touch", "1")
-	time.Sleep(300 * time.Millisecond) // give a wrongly unpaused operator time to act
+	op.waitSeen(t, ns, "h", annotate(t, ns, "h", "touch", "1"), 1)
 	if h := getHost(t, ns, "h"); h.Status.LastUpdated != nil || len(h.Finalizers) != 0 {
 		t.Fatalf("paused host was reconciled: %s, finalizers %v", describe(h), h.Finalizers)
 	}
@@ -62,11 +61,10 @@ func TestDetachNeedsForceOutsideSteadyStates(t *testing.T) {
 	ns := env.Namespace(t)
 	fix := fixture.New(fixture.Config{PollInterval: 50 * time.Millisecond})
 	fix.SetLatency(fixture.OpInspect, hold)
-	startOperator(t, ns, fix)
+	op := startOperator(t, ns, fix)
 	createHost(t, noImage(ns))
 	waitState(t, ns, "h", metal3.StateInspecting)
-	annotate(t, ns, "h", metal3.DetachedAnnotation, "")
-	time.Sleep(300 * time.Millisecond)
+	op.waitSeen(t, ns, "h", annotate(t, ns, "h", metal3.DetachedAnnotation, ""), 2)
 	if h := getHost(t, ns, "h"); h.Status.OperationalStatus == metal3.OperationalStatusDetached {
 		t.Fatal("detached an inspecting host without force")
 	}
@@ -116,7 +114,7 @@ func TestRebootAnnotations(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
 	fix := fixture.New(fixture.Config{})
-	startOperator(t, ns, fix)
+	op := startOperator(t, ns, fix)
 	createHost(t, newHost(ns, "h").Build())
 	waitState(t, ns, "h", metal3.StateProvisioned)
 
@@ -136,8 +134,7 @@ func TestRebootAnnotations(t *testing.T) {
 	if n, _ := fix.Node(ns, "h"); n.PoweredOn || n.LastPowerOffMode != metal3.RebootModeHard {
 		t.Fatalf("held reboot: %+v", n)
 	}
-	unannotate(t, ns, "h", metal3.RebootAnnotationPrefix+"/remediation")
-	time.Sleep(300 * time.Millisecond)
+	op.waitSeen(t, ns, "h", unannotate(t, ns, "h", metal3.RebootAnnotationPrefix+"/remediation"), 2)
 	if h := getHost(t, ns, "h"); h.Status.PoweredOn {
 		t.Fatal("host powered on while a held reboot annotation remains")
 	}

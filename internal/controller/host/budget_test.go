@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"sync"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -50,7 +49,7 @@ func TestWriteBudget(t *testing.T) {
 	counter := &writeCounter{counts: map[string]int{}}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(counter.wrap)
-	startOperatorWith(t, cfg, ns, fixture.New(fixture.Config{}))
+	op := startOperatorWith(t, cfg, ns, fixture.New(fixture.Config{}))
 	const hosts = 3
 	names := []string{"a", "b", "c"}
 	for _, name := range names {
@@ -59,9 +58,9 @@ func TestWriteBudget(t *testing.T) {
 		createHost(t, h)
 	}
 	for _, name := range names {
-		waitState(t, ns, name, metal3.StateProvisioned)
+		h := waitState(t, ns, name, metal3.StateProvisioned)
+		op.waitSeen(t, ns, name, h.ResourceVersion, 2) // trailing reconciles must not write either
 	}
-	time.Sleep(time.Second) // trailing reconciles must not write either
 	counter.mu.Lock()
 	defer counter.mu.Unlock()
 	writes := 0

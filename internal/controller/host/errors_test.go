@@ -49,7 +49,7 @@ func TestProvisioningRetryCap(t *testing.T) {
 	ns := env.Namespace(t)
 	fix := fixture.New(fixture.Config{})
 	fix.FailNext(fixture.OpProvision, 100)
-	startOperator(t, ns, fix, func(c *Config) { c.MaxProvisioningRetries = 2 })
+	op := startOperator(t, ns, fix, func(c *Config) { c.MaxProvisioningRetries = 2 })
 	createHost(t, newHost(ns, "h").Build())
 	h := waitHost(t, ns, "h", "retry cap reached", func(h *metal3.BareMetalHost) bool {
 		return h.Status.Provisioning.State == metal3.StateAvailable && h.Status.ProvisioningFailCount == 2 &&
@@ -58,7 +58,7 @@ func TestProvisioningRetryCap(t *testing.T) {
 	if h.Status.ErrorType != metal3.ProvisioningError || h.Status.LastAttemptedImage == nil || h.Status.LastAttemptedImage.URL != testImage {
 		t.Fatalf("capped host: %s, last attempted %+v", describe(h), h.Status.LastAttemptedImage)
 	}
-	time.Sleep(300 * time.Millisecond)
+	op.waitSeen(t, ns, "h", h.ResourceVersion, 2) // the capped host looked again, and did not provision
 	if n := fix.Count(ns, "h", fixture.OpProvision); n != 2 {
 		t.Fatalf("provisioned %d times with a cap of 2", n)
 	}
@@ -77,7 +77,7 @@ func TestProvisioningRetryCap(t *testing.T) {
 func TestBadBMCAddressRecovers(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	startOperator(t, ns, fixture.New(fixture.Config{}))
+	op := startOperator(t, ns, fixture.New(fixture.Config{}))
 	h := newHost(ns, "h").WithBMC("bogus://192.0.2.1", "bmc-h").Build()
 	createHost(t, h)
 	h = waitHost(t, ns, "h", "address error", func(h *metal3.BareMetalHost) bool {
@@ -87,7 +87,7 @@ func TestBadBMCAddressRecovers(t *testing.T) {
 		t.Fatalf("bad address: %s", describe(h))
 	}
 	waitEvent(t, ns, "h", "RegistrationError")
-	time.Sleep(300 * time.Millisecond) // retries of the same error change nothing
+	op.waitSeen(t, ns, "h", h.ResourceVersion, 2) // retries of the same error change nothing
 	if h := getHost(t, ns, "h"); h.Status.ErrorCount != 1 {
 		t.Fatalf("the same bad input counted again: %s", describe(h))
 	}

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -51,6 +52,10 @@ type Config struct {
 	Concurrency int
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Reconciled, when set, is called at the end of every reconcile of an existing host with the
+	// resourceVersion of the copy it started from. A test seam: a test waits until the controller
+	// has looked at a change, then asserts what it did (or did not do), instead of sleeping.
+	Reconciled func(key types.NamespacedName, resourceVersion string)
 }
 
 // DefaultConfig returns metal3's delays.
@@ -196,11 +201,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 func (r *Reconciler) reconcile(ctx context.Context, host *metal3.BareMetalHost) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues(logKeyState, host.Status.Provisioning.State)
 	ctx = ctrl.LoggerInto(ctx, log)
+	stale := r.written.Stale(host)
+	if r.Config.Reconciled != nil && (!stale || paused(host)) {
+		// Reported when this reconcile ends; not for a stale copy, which it does not act on.
+		defer r.Config.Reconciled(client.ObjectKeyFromObject(host), host.ResourceVersion)
+	}
 	if paused(host) {
 		log.V(4).Info("Host is paused")
 		return ctrl.Result{}, nil
 	}
-	if r.written.Stale(host) {
+	if stale {
 		// Status-only events are filtered out, so look again shortly rather than wait for one.
 		log.V(4).Info("Cache is behind our last write; looking again shortly")
 		return ctrl.Result{RequeueAfter: staleRetry}, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -51,6 +52,42 @@ type operator struct {
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once
+
+	// seen counts, per host, the reconciles that ended, by the resourceVersion they started from.
+	mu   sync.Mutex
+	seen map[types.NamespacedName][]uint64
+}
+
+func (o *operator) reconciled(key types.NamespacedName, resourceVersion string) {
+	v, err := strconv.ParseUint(resourceVersion, 10, 64)
+	if err != nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.seen[key] = append(o.seen[key], v)
+}
+
+// waitSeen waits until the operator has finished n reconciles of the host that started from a
+// copy at least as new as resourceVersion: whatever the operator does about that version of the
+// host is then written. Tests use it to assert that something did NOT happen without sleeping.
+func (o *operator) waitSeen(t *testing.T, ns, name, resourceVersion string, n int) {
+	t.Helper()
+	min, err := strconv.ParseUint(resourceVersion, 10, 64)
+	if err != nil {
+		t.Fatalf("resourceVersion %q: %v", resourceVersion, err)
+	}
+	eventually(t, fmt.Sprintf("%d reconciles of %s at resourceVersion %s or later", n, name, resourceVersion), func() (bool, string) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		count := 0
+		for _, v := range o.seen[types.NamespacedName{Namespace: ns, Name: name}] {
+			if v >= min {
+				count++
+			}
+		}
+		return count >= n, fmt.Sprintf("%d so far", count)
+	})
 }
 
 // startOperator starts a manager with the host controller watching ns, as main wires it, with the
@@ -88,6 +125,8 @@ func startManager(t *testing.T, restCfg *rest.Config, ns string, fix *fixture.Fi
 		t.Fatalf("creating manager: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	op := &operator{t: t, cancel: cancel, done: make(chan error, 1), seen: map[types.NamespacedName][]uint64{}}
+	cfg.Reconciled = op.reconciled
 	r := &Reconciler{Provisioner: fix, Config: cfg, skipNameValidation: true}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		cancel()
@@ -99,7 +138,6 @@ func startManager(t *testing.T, restCfg *rest.Config, ns string, fix *fixture.Fi
 			t.Fatalf("setting up the other controllers: %v", err)
 		}
 	}
-	op := &operator{t: t, cancel: cancel, done: make(chan error, 1)}
 	go func() { op.done <- mgr.Start(ctx) }()
 	t.Cleanup(op.stop)
 	return op
@@ -210,8 +248,8 @@ func createHost(t *testing.T, h *metal3.BareMetalHost) {
 }
 
 // update re-reads the object, applies change and writes it back, retrying conflicts with the
-// operator's own writes.
-func update[T client.Object](t *testing.T, obj T, change func(T)) {
+// operator's own writes. It returns the resourceVersion of the write.
+func update[T client.Object](t *testing.T, obj T, change func(T)) string {
 	t.Helper()
 	ctx := context.Background()
 	for range 20 {
@@ -221,18 +259,19 @@ func update[T client.Object](t *testing.T, obj T, change func(T)) {
 		change(obj)
 		err := env.Client.Update(ctx, obj)
 		if err == nil {
-			return
+			return obj.GetResourceVersion()
 		}
 		if !apierrors.IsConflict(err) {
 			t.Fatalf("updating %s: %v", obj.GetName(), err)
 		}
 	}
 	t.Fatalf("updating %s: too many conflicts", obj.GetName())
+	return ""
 }
 
-func annotate(t *testing.T, ns, name, key, value string) {
+func annotate(t *testing.T, ns, name, key, value string) string {
 	t.Helper()
-	update(t, &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, func(h *metal3.BareMetalHost) {
+	return update(t, &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, func(h *metal3.BareMetalHost) {
 		if h.Annotations == nil {
 			h.Annotations = map[string]string{}
 		}
@@ -240,9 +279,9 @@ func annotate(t *testing.T, ns, name, key, value string) {
 	})
 }
 
-func unannotate(t *testing.T, ns, name, key string) {
+func unannotate(t *testing.T, ns, name, key string) string {
 	t.Helper()
-	update(t, &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, func(h *metal3.BareMetalHost) {
+	return update(t, &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, func(h *metal3.BareMetalHost) {
 		delete(h.Annotations, key)
 	})
 }

@@ -34,8 +34,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/scheme"
 	"github.com/metalforge/metalforge/internal/test/builder"
 	"github.com/metalforge/metalforge/internal/test/loopback"
+	"github.com/metalforge/metalforge/internal/test/procstat"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
@@ -90,7 +92,7 @@ func run(o options) error {
 		return err
 	}
 	defer func() { _ = env.Stop() }()
-	apiPIDs := childPIDs("kube-apiserver", "etcd")
+	apiPIDs := procstat.Children(os.Getpid(), "kube-apiserver", "etcd")
 
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
@@ -141,7 +143,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	apiCPU0 := cpuSeconds(apiPIDs...)
+	apiCPU0 := procstat.CPUSeconds(apiPIDs...)
 
 	if o.apiProfile != "" {
 		go profileAPIServer(env.Config, o.apiProfile)
@@ -173,7 +175,7 @@ wait:
 	if err != nil {
 		return err
 	}
-	report(o, wall, created, before, after, op.Process.Pid, cpuSeconds(apiPIDs...)-apiCPU0)
+	report(o, wall, created, before, after, op.Process.Pid, procstat.CPUSeconds(apiPIDs...)-apiCPU0)
 	return nil
 }
 
@@ -181,7 +183,7 @@ wait:
 func createHosts(ctx context.Context, cfg *rest.Config, ns string, o options) error {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = -1, 0
-	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}
@@ -226,7 +228,7 @@ type provisionedWatcher struct {
 // watchProvisioned counts hosts reaching provisioned through an informer (a poll would put a
 // list of every host on the API server every time).
 func watchProvisioned(ctx context.Context, cfg *rest.Config, ns string, n int) (*provisionedWatcher, error) {
-	c, err := cache.New(cfg, cache.Options{Scheme: newScheme(), DefaultNamespaces: map[string]cache.Config{ns: {}},
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme.New(), DefaultNamespaces: map[string]cache.Config{ns: {}},
 		DefaultTransform: cache.TransformStripManagedFields()})
 	if err != nil {
 		return nil, err
@@ -352,10 +354,10 @@ func report(o options, wall, created time.Duration, before, after sample, opPID 
 	for _, k := range keys {
 		fmt.Printf("    %-34s %.2f\n", k, reads[k]/n)
 	}
-	fmt.Printf("operator peak RSS (VmHWM):      %.1f MiB\n", float64(vmHWM(opPID))/1024)
-	fmt.Printf("operator CPU:                   %.1f s\n", cpuSeconds(opPID))
+	fmt.Printf("operator peak RSS (VmHWM):      %.1f MiB\n", float64(procstat.PeakRSS(opPID))/(1<<20))
+	fmt.Printf("operator CPU:                   %.1f s\n", procstat.CPUSeconds(opPID))
 	fmt.Printf("kube-apiserver + etcd CPU:      %.1f s\n", apiCPU)
-	fmt.Printf("this benchmark's own CPU:       %.1f s (creators and watch)\n", cpuSeconds(os.Getpid()))
+	fmt.Printf("this benchmark's own CPU:       %.1f s (creators and watch)\n", procstat.CPUSeconds(os.Getpid()))
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Printf("load average (1/5/15 min):      %s\n", strings.Join(strings.Fields(string(b))[:3], " "))
 	}
