@@ -25,6 +25,10 @@ $(BIN)/controller-gen: hack/tools/go.mod
 $(BIN)/etcd: hack/tools/etcd/go.mod
 	cd hack/tools/etcd && go build -trimpath -ldflags '-s -w' -o $@ go.etcd.io/etcd/server/v3
 
+# golangci-lint has its own tools module so its dependencies cannot move the API server's.
+$(BIN)/golangci-lint: hack/tools/golangci/go.mod
+	cd hack/tools/golangci && go build -trimpath -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
 .PHONY: tools
 tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/controller-gen ## Build the test and generation tools into bin/
 
@@ -44,10 +48,8 @@ build: ## Build every package and binary
 	go build ./...
 
 .PHONY: lint
-lint: ## gofmt and go vet
-	@files=$$(gofmt -l $$(git ls-files '*.go' --cached --others --exclude-standard)); \
-	if [ -n "$$files" ]; then echo "gofmt needed on:"; echo "$$files"; exit 1; fi
-	go vet ./...
+lint: $(BIN)/golangci-lint ## golangci-lint (.golangci.yml: gofmt, go vet, staticcheck, depguard layering, errorlint, thelper, ...)
+	$(BIN)/golangci-lint run ./...
 
 .PHONY: docs
 docs: ## Generate docs/host-state-machine.md from the host state machine's table (a test fails when it is stale)
@@ -111,7 +113,7 @@ ironic-root: ## Build the Ironic root once (debootstrap + apt) without starting 
 # test/e2e (which builds bin/baremetal-operator itself) runs the operator on Ironic with 18 hosts
 # (~9 min alone).
 # On failure the failing tests' messages are printed again at the end (hack/test-failures.sh).
-test: tools generate ironic-root ## Run every Go test (envtest suites use the kube-apiserver and etcd in bin/)
+test: tools generate ironic-root lint ## Lint, then run every Go test (envtest suites use the kube-apiserver and etcd in bin/)
 	@set -o pipefail; mkdir -p .cache; log=.cache/test.log; \
 	echo "go test -count=1 -timeout 30m ./...  (output also in $$log)"; \
 	go test -count=1 -timeout 30m ./... 2>&1 | tee "$$log" || { hack/test-failures.sh "$$log"; exit 1; }

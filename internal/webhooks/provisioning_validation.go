@@ -97,8 +97,8 @@ func validateProvisioningNetwork(spec *metal3.ProvisioningSpec, mode metal3.Prov
 		errs = append(errs, ipErr)
 	}
 	var cidr netip.Prefix
-	switch {
-	case spec.ProvisioningNetworkCIDR == "":
+	switch spec.ProvisioningNetworkCIDR {
+	case "":
 		errs = append(errs, field.Required(cidrPath, fmt.Sprintf("the provisioning subnet, e.g. 172.22.0.0/24, is required when provisioningNetwork is %q", mode)))
 	default:
 		p, err := netip.ParsePrefix(spec.ProvisioningNetworkCIDR)

@@ -73,7 +73,7 @@ func (s *suite) namespace(t *testing.T, prefix string) string {
 // lifecycle takes one host through register → inspect → available → provision → provisioned →
 // image removed → deprovision → available → delete, checking status, HardwareData, conditions,
 // events, bmcsim and Ironic on the way. Even hosts use an md5 checksum, odd ones sha256.
-func (s *suite) lifecycle(t *testing.T, ns string, i int) {
+func (s *suite) lifecycle(t *testing.T, ns string, i int) { //nolint:thelper // a test body run as a subtest: failures must point into it
 	srv := s.take(t)
 	name := fmt.Sprintf("host-%d", i)
 	img, path := s.diskImage(ns+"-"+name, i%2 == 0)
@@ -96,7 +96,7 @@ func (s *suite) lifecycle(t *testing.T, ns string, i int) {
 
 	provStart := time.Now()
 	s.patch(t, ns, name, func(h *metal3.BareMetalHost) { h.Spec.Image = &img })
-	h = s.waitState(t, ns, name, metal3.StateProvisioned, stepTimeout)
+	s.waitState(t, ns, name, metal3.StateProvisioned, stepTimeout)
 	h = s.wait(t, ns, name, "powered on", time.Minute, func(h *metal3.BareMetalHost) bool { return h.Status.PoweredOn })
 	if got := h.Status.Provisioning.Image; got.URL != img.URL || got.Checksum != img.Checksum || got.ChecksumType != img.ChecksumType {
 		t.Errorf("%s: status.provisioning.image %+v, want %+v", name, got, img)

@@ -38,7 +38,7 @@ func (s *suite) provisioned(t *testing.T, ns, name string, srv bmcsim.Host, modi
 
 // liveISO boots an ISO through Ironic's ramdisk deploy: provisioned, booted from the virtual CD,
 // nothing written to disk.
-func (s *suite) liveISO(t *testing.T, ns string) {
+func (s *suite) liveISO(t *testing.T, ns string) { //nolint:thelper // a test body run as a subtest: failures must point into it
 	srv := s.take(t)
 	live := metal3.DiskFormatLiveISO
 	img := metal3.Image{URL: s.images.URL + "/live.iso", DiskFormat: &live}
@@ -57,7 +57,7 @@ func (s *suite) liveISO(t *testing.T, ns string) {
 }
 
 // customDeploy runs the agent's install_coreos deploy step instead of writing an image.
-func (s *suite) customDeploy(t *testing.T, ns string) {
+func (s *suite) customDeploy(t *testing.T, ns string) { //nolint:thelper // a test body run as a subtest: failures must point into it
 	srv := s.take(t)
 	h := s.provisioned(t, ns, "coreos", srv, func(h *metal3.BareMetalHost) {
 		lean(h)
@@ -76,7 +76,7 @@ func (s *suite) customDeploy(t *testing.T, ns string) {
 
 // reboot: the one-shot reboot annotation powers the host off, is removed, and the host comes back
 // on, still provisioned and not redeployed.
-func (s *suite) reboot(t *testing.T, ns string) {
+func (s *suite) reboot(t *testing.T, ns string) { //nolint:thelper // a test body run as a subtest: failures must point into it
 	srv := s.take(t)
 	img, path := s.diskImage(ns+"-reboot", false)
 	s.provisioned(t, ns, "reboot", srv, func(h *metal3.BareMetalHost) { lean(h); h.Spec.Image = &img })
@@ -168,7 +168,7 @@ func (s *suite) wantUntouched(t *testing.T, server, imageURL, path string, downl
 
 // detach removes the host's Ironic node without touching the server; removing the annotation
 // registers it again and adopts it, without a new deploy.
-func (s *suite) detach(t *testing.T, ns string) {
+func (s *suite) detach(t *testing.T, ns string) { //nolint:thelper // a test body run as a subtest: failures must point into it
 	srv := s.take(t)
 	img, path := s.diskImage(ns+"-detach", true)
 	h := s.provisioned(t, ns, "detach", srv, func(h *metal3.BareMetalHost) { lean(h); h.Spec.Image = &img })
@@ -215,7 +215,7 @@ func (s *suite) detach(t *testing.T, ns string) {
 
 // wrongCredentials: a Secret with the wrong password gives a registration error that names the
 // problem; fixing the Secret lets the host go on, without anyone touching the host.
-func (s *suite) wrongCredentials(t *testing.T, ns string) {
+func (s *suite) wrongCredentials(t *testing.T, ns string) { //nolint:thelper // a test body run as a subtest: failures must point into it
 	srv := s.take(t)
 	wrong := "wrong-" + randomHex(8)
 	s.mu.Lock()
@@ -273,7 +273,7 @@ func (s *suite) wrongCredentials(t *testing.T, ns string) {
 // bmcFailure: the server's agent crashes in the middle of the deploy; Ironic fails the deploy,
 // the host records a provisioning error and backs off; with the fault cleared the retry
 // provisions it.
-func (s *suite) bmcFailure(t *testing.T, ns string) {
+func (s *suite) bmcFailure(t *testing.T, ns string) { //nolint:thelper // a test body run as a subtest: failures must point into it
 	srv := s.take(t)
 	img, path := s.diskImage(ns+"-crash", true)
 	s.newHost(t, ns, "crash", srv, "", lean)
@@ -332,7 +332,7 @@ func (s *suite) bmcFailure(t *testing.T, ns string) {
 
 // provisionedForWipe provisions two hosts for the database-wipe test (more come from the other
 // scenarios).
-func (s *suite) provisionedForWipe(t *testing.T, ns string) {
+func (s *suite) provisionedForWipe(t *testing.T, ns string) { //nolint:thelper // a test body run as a subtest: failures must point into it
 	var wg sync.WaitGroup
 	for i := range 2 {
 		srv := s.take(t)

@@ -121,6 +121,7 @@ type imageServer struct {
 }
 
 func startImageServer(t *testing.T) *imageServer {
+	t.Helper()
 	disk := make([]byte, 8<<20)
 	for i := range disk {
 		disk[i] = byte(i*7 + i>>12)
@@ -176,6 +177,7 @@ func controlOf(sim *bmcsim.Sim) ironicenv.Control { return ironicenv.Control{URL
 // splitBMC turns a redfish+http://host:port/redfish/v1/Systems/ID address into Ironic's
 // redfish_address and redfish_system_id.
 func splitBMC(t *testing.T, addr string) (string, string) {
+	t.Helper()
 	u, err := url.Parse(addr)
 	if err != nil {
 		t.Fatal(err)

@@ -134,7 +134,7 @@ func waitState(t *testing.T, client *gophercloud.ServiceClient, id, want string,
 	}
 }
 
-func fullLifecycle(t *testing.T, client *gophercloud.ServiceClient, sim *bmcsim.Sim, h bmcsim.Host, env ironicEnv, images *imageServer) {
+func fullLifecycle(t *testing.T, client *gophercloud.ServiceClient, sim *bmcsim.Sim, h bmcsim.Host, env ironicEnv, images *imageServer) { //nolint:thelper // a test body run as a subtest: failures must point into it
 	ctx := context.Background()
 	rf := redfish{base: sim.BaseURL(), user: h.Username, pass: h.Password}
 	srv := sim.Fleet.ByName(h.Name)
@@ -271,7 +271,7 @@ func fullLifecycle(t *testing.T, client *gophercloud.ServiceClient, sim *bmcsim.
 
 // crashMidDeploy boots the agent from the ISO Ironic builds itself (kernel + ramdisk mode), then
 // makes it crash in the middle of write_image: Ironic must report deploy failed with a last_error.
-func crashMidDeploy(t *testing.T, client *gophercloud.ServiceClient, sim *bmcsim.Sim, h bmcsim.Host, env ironicEnv, images *imageServer) {
+func crashMidDeploy(t *testing.T, client *gophercloud.ServiceClient, sim *bmcsim.Sim, h bmcsim.Host, env ironicEnv, images *imageServer) { //nolint:thelper // a test body run as a subtest: failures must point into it
 	ctx := context.Background()
 	id := createNode(t, client, h, map[string]any{
 		"deploy_kernel":  env["DEPLOY_KERNEL_URL"],
@@ -326,6 +326,7 @@ func crashMidDeploy(t *testing.T, client *gophercloud.ServiceClient, sim *bmcsim
 }
 
 func countVolumes(t *testing.T, rf redfish, system string) int {
+	t.Helper()
 	n := 0
 	for _, st := range members(rf.get(t, system+"/Storage")) {
 		storage := rf.get(t, st)

@@ -37,7 +37,7 @@ func ParseBootISO(iso []byte) (BootInfo, error) {
 	}
 	kernel, err := im.ReadFile(deployimage.ISOKernelPath)
 	if err != nil {
-		return BootInfo{}, fmt.Errorf("%w: no /%s in the ISO (%v)", ErrNotAgentImage, deployimage.ISOKernelPath, err)
+		return BootInfo{}, fmt.Errorf("%w: no /%s in the ISO (%w)", ErrNotAgentImage, deployimage.ISOKernelPath, err)
 	}
 	if !bytes.HasPrefix(kernel, []byte(deployimage.KernelMarker)) {
 		return BootInfo{}, fmt.Errorf("%w: /%s has no agent marker", ErrNotAgentImage, deployimage.ISOKernelPath)
@@ -57,7 +57,7 @@ func ParseBootISO(iso []byte) (BootInfo, error) {
 
 func parseRaw(iso []byte, cause error) (BootInfo, error) {
 	if !bytes.Contains(iso, []byte(deployimage.KernelMarker)) {
-		return BootInfo{}, fmt.Errorf("%w: %v", ErrNotAgentImage, cause)
+		return BootInfo{}, fmt.Errorf("%w: %w", ErrNotAgentImage, cause)
 	}
 	if i := bytes.Index(iso, []byte("linux /vmlinuz")); i >= 0 {
 		end := bytes.IndexByte(iso[i:], '\n')

@@ -72,7 +72,7 @@ func (a *agentInstance) commandList() []command {
 func (a *agentInstance) execute(ctx context.Context, name string, params map[string]any, wait bool) (command, int, error) {
 	h, ok := handlers[name]
 	if !ok {
-		return command{}, http.StatusBadRequest, fmt.Errorf("Unknown command: %s", name)
+		return command{}, http.StatusBadRequest, fmt.Errorf("Unknown command: %s", name) //nolint:staticcheck // ironic-python-agent's own wording
 	}
 	_, short, found := strings.Cut(name, ".")
 	if !found {
@@ -85,7 +85,7 @@ func (a *agentInstance) execute(ctx context.Context, name string, params map[str
 	if n := len(a.commands); n > 0 && a.commands[n-1].Status == statusRunning {
 		busy := a.commands[n-1].Name
 		a.mu.Unlock()
-		return command{}, http.StatusConflict, fmt.Errorf("Agent is busy: the agent is already executing a command (%s)", busy)
+		return command{}, http.StatusConflict, fmt.Errorf("Agent is busy: the agent is already executing a command (%s)", busy) //nolint:staticcheck // ironic-python-agent's own wording
 	}
 	c := &command{ID: randomUUID(), Name: short, Params: params, Status: statusRunning, done: make(chan struct{})}
 	a.commands = append(a.commands, c)

@@ -115,8 +115,9 @@ func (s *Server) download(taskID, image string) {
 }
 
 func (s *Server) componentFor(targets []string, u *url.URL) (string, error) {
-	for _, t := range targets {
-		t = strings.TrimSuffix(t, "/")
+	// SimpleUpdate names one target (Ironic sends one per update); the first decides.
+	if len(targets) > 0 {
+		t := strings.TrimSuffix(targets[0], "/")
 		switch {
 		case t == "/redfish/v1/Managers/"+s.id:
 			return ComponentBMC, nil

@@ -38,7 +38,7 @@ func (s *Server) InsertMedia(ctx context.Context, device, image string, inserted
 		return invalid("Image %q is not an http or https URL", image)
 	}
 	if err := s.fleet.checkImage(ctx, image, device == MediaCd); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadImage, err)
+		return fmt.Errorf("%w: %w", ErrBadImage, err)
 	}
 	ins, wp := true, true
 	if inserted != nil {

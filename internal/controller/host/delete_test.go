@@ -43,11 +43,13 @@ func TestDeleteFromEveryState(t *testing.T) {
 		}, powerOffs: 1},
 		metal3.StateDeprovisioning: {build: withImage, holdOp: fixture.OpDeprovision, release: true, deprovisions: 1,
 			then: func(t *testing.T, ns string, h *metal3.BareMetalHost) {
+				t.Helper()
 				update(t, h, func(h *metal3.BareMetalHost) { h.Spec.Image = nil })
 				waitState(t, ns, "h", metal3.StateDeprovisioning)
 			}},
 		metal3.StatePoweringOffBeforeDelete: {build: noImage, holdOp: fixture.OpPowerOff, release: true, powerOffs: 1,
 			then: func(t *testing.T, ns string, _ *metal3.BareMetalHost) {
+				t.Helper()
 				deleteHost(t, ns, "h")
 				waitState(t, ns, "h", metal3.StatePoweringOffBeforeDelete)
 			}},

@@ -126,11 +126,11 @@ func TestChangedCredentialsReregister(t *testing.T) {
 	fix := fixture.New(fixture.Config{})
 	startOperator(t, ns, fix)
 	createHost(t, newHost(ns, "h").Build())
-	h := waitState(t, ns, "h", metal3.StateProvisioned)
+	waitState(t, ns, "h", metal3.StateProvisioned)
 	before := fix.Count(ns, "h", fixture.OpRegister)
 	secret := getSecret(t, ns, "bmc-h")
 	update(t, secret, func(s *corev1.Secret) { s.Data["password"] = []byte("rotated") })
-	h = waitHost(t, ns, "h", "new credentials registered", func(h *metal3.BareMetalHost) bool {
+	h := waitHost(t, ns, "h", "new credentials registered", func(h *metal3.BareMetalHost) bool {
 		return h.Status.GoodCredentials.Version == secret.ResourceVersion
 	})
 	if fix.Count(ns, "h", fixture.OpRegister) != before+1 || h.Status.TriedCredentials.Version != secret.ResourceVersion {

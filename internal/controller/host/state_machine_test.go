@@ -89,47 +89,57 @@ var setups = map[Transition]func(t *testing.T, s *hostScope, fix *fixture.Fixtur
 	{metal3.StateInspecting, metal3.StatePreparing, "inspection done, HardwareData written"}: registerIn,
 	{metal3.StateMatchProfile, metal3.StatePreparing, "legacy state, moves on at once"}:      registerIn,
 	{metal3.StatePreparing, metal3.StateAvailable, "RAID, root device hints and firmware changes applied"}: func(t *testing.T, s *hostScope, fix *fixture.Fixture) {
+		t.Helper()
 		registerIn(t, s, fix)
 		s.host.Spec.RootDeviceHints = &metal3.RootDeviceHints{DeviceName: "/dev/sda"}
 	},
 	{metal3.StateReady, metal3.StateAvailable, "legacy name of available"}: registerIn,
 	{metal3.StateAvailable, metal3.StateExternallyProvisioned, "spec.externallyProvisioned set"}: func(t *testing.T, s *hostScope, fix *fixture.Fixture) {
+		t.Helper()
 		registerIn(t, s, fix)
 		s.host.Spec.ExternallyProvisioned = true
 	},
 	{metal3.StateAvailable, metal3.StateInspecting, "inspect.metal3.io annotation (re-inspection)"}: func(t *testing.T, s *hostScope, fix *fixture.Fixture) {
+		t.Helper()
 		registerIn(t, s, fix)
 		s.host.Annotations[metal3.InspectAnnotationPrefix] = ""
 	},
 	{metal3.StateAvailable, metal3.StatePreparing, "spec.raid or spec.rootDeviceHints differ from status"}: func(t *testing.T, s *hostScope, fix *fixture.Fixture) {
+		t.Helper()
 		registerIn(t, s, fix)
 		s.host.Spec.RootDeviceHints = &metal3.RootDeviceHints{DeviceName: "/dev/sdb"}
 	},
 	{metal3.StateAvailable, metal3.StateProvisioning, "online, image or custom deploy not yet provisioned, retry cap not reached"}: func(t *testing.T, s *hostScope, fix *fixture.Fixture) {
+		t.Helper()
 		registerIn(t, s, fix)
 		s.host.Spec.Image = &metal3.Image{URL: "http://images/a.qcow2", Checksum: "abc", ChecksumType: metal3.MD5}
 	},
 	{metal3.StateProvisioning, metal3.StateProvisioned, "image written"}: func(t *testing.T, s *hostScope, fix *fixture.Fixture) {
+		t.Helper()
 		registerIn(t, s, fix)
 		s.host.Spec.Image = &metal3.Image{URL: "http://images/a.qcow2"}
 		s.host.Status.LastAttemptedImage = s.host.Spec.Image.DeepCopy()
 	},
 	{metal3.StateProvisioning, metal3.StateDeprovisioning, "provisioning failed (provisioningFailCount+1), or image removed or changed"}: func(t *testing.T, s *hostScope, fix *fixture.Fixture) {
+		t.Helper()
 		registerIn(t, s, fix)
 		s.host.Spec.Image = &metal3.Image{URL: "http://images/a.qcow2"}
 		s.host.Status.ErrorType, s.host.Status.OperationalStatus = metal3.ProvisioningError, metal3.OperationalStatusError
 	},
 	{metal3.StateProvisioned, metal3.StateDeprovisioning, "image or custom deploy changed or removed"}: func(t *testing.T, s *hostScope, fix *fixture.Fixture) {
+		t.Helper()
 		provisionIn(t, s, fix)
 		s.host.Spec.Image = nil
 	},
 	{metal3.StateExternallyProvisioned, metal3.StateProvisioned, "spec.externallyProvisioned cleared"}: registerIn,
 	{metal3.StateDeprovisioning, metal3.StateAvailable, "image removed (cleaning done)"}:               provisionIn,
 	{metal3.StateDeprovisioning, metal3.StatePoweringOffBeforeDelete, "deprovisioned while deleting, or failed more than 3 times while deleting"}: func(t *testing.T, s *hostScope, fix *fixture.Fixture) {
+		t.Helper()
 		provisionIn(t, s, fix)
 		deleted(s.host)
 	},
 	{metal3.StatePoweringOffBeforeDelete, metal3.StateDeleting, "powered off, power off disabled, failed more than 3 times, or never registered"}: func(t *testing.T, s *hostScope, fix *fixture.Fixture) {
+		t.Helper()
 		provisionIn(t, s, fix) // powered on
 		deleted(s.host)
 	},
@@ -144,11 +154,13 @@ func init() {
 		switch tr.Trigger {
 		case triggerDeleted:
 			setups[tr] = func(t *testing.T, s *hostScope, fix *fixture.Fixture) {
+				t.Helper()
 				registerIn(t, s, fix)
 				deleted(s.host)
 			}
 		case triggerDeletedDetached:
 			setups[tr] = func(t *testing.T, s *hostScope, fix *fixture.Fixture) {
+				t.Helper()
 				registerIn(t, s, fix)
 				deleted(s.host)
 				detachedAnnotation(s.host)

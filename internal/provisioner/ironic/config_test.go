@@ -10,6 +10,7 @@ import (
 
 func TestConfigFromEnv(t *testing.T) {
 	authDir := func(t *testing.T, files map[string]string) string {
+		t.Helper()
 		root := t.TempDir()
 		if files != nil {
 			dir := filepath.Join(root, "ironic")
@@ -33,6 +34,7 @@ func TestConfigFromEnv(t *testing.T) {
 		"defaults": {
 			env: map[string]string{EnvEndpoint: "http://127.0.0.1:6385/v1/"},
 			check: func(t *testing.T, c Config) {
+				t.Helper()
 				if c.ProvisioningLimit != 20 || c.ClientTimeout != 30*time.Second || c.Username != "" || c.Insecure {
 					t.Errorf("defaults: %s", c)
 				}
@@ -49,6 +51,7 @@ func TestConfigFromEnv(t *testing.T) {
 			},
 			auth: map[string]string{"username": "admin\n", "password": "s3cret\n"},
 			check: func(t *testing.T, c Config) {
+				t.Helper()
 				if !c.Insecure || c.ClientTimeout != 45*time.Second || c.ProvisioningLimit != 7 ||
 					c.DeployISOURL != "http://x/iso" || c.LiveISOForcePersistentBootDevice != "Never" {
 					t.Errorf("config %s", c)

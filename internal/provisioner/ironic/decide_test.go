@@ -29,10 +29,9 @@ func power(s, target string) func(*nodes.Node) {
 func inspected(n *nodes.Node) { t := time.Unix(1, 0); n.InspectionFinishedAt = &t }
 
 type decideCase struct {
-	got      decision
-	want     action
-	wantMsg  string // substring of the failure message
-	noSecret string
+	got     decision
+	want    action
+	wantMsg string // substring of the failure message
 }
 
 func checkDecisions(t *testing.T, cases map[string]decideCase) {
@@ -261,7 +260,7 @@ func TestStalled(t *testing.T) {
 		if (got != "") != c.want {
 			t.Errorf("%s: stalled = %q, want stalled %v", name, got, c.want)
 		}
-		if c.want && (!strings.Contains(got, string(c.n.ProvisionState)) || !strings.Contains(got, c.n.ProvisionUpdatedAt.Format(time.RFC3339))) {
+		if c.want && (!strings.Contains(got, c.n.ProvisionState) || !strings.Contains(got, c.n.ProvisionUpdatedAt.Format(time.RFC3339))) {
 			t.Errorf("%s: %q does not name the state and since when", name, got)
 		}
 		if later := stalled(c.n, now.Add(time.Hour)); got != "" && later != got {

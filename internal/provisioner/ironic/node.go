@@ -39,7 +39,7 @@ func (p *Provisioner) readNode(ctx context.Context, s *session, host provisioner
 	at := time.Now()
 	n, err := p.fetchNode(ctx, s, host.NodeID)
 	if notFound(err) {
-		return nil, fmt.Errorf("Ironic node %s of host %s/%s is gone: %w", host.NodeID, host.Namespace, host.Name, provisioner.ErrNeedsRegistration)
+		return nil, fmt.Errorf("node %s of host %s/%s is gone from Ironic: %w", host.NodeID, host.Namespace, host.Name, provisioner.ErrNeedsRegistration)
 	}
 	if err != nil {
 		return nil, err

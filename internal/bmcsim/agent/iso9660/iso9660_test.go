@@ -99,6 +99,7 @@ func TestDuplicate(t *testing.T) {
 
 // mkisofs finds genisoimage on the host or in the Ironic root made by hack/ironic-up.sh.
 func mkisofs(t *testing.T) []string {
+	t.Helper()
 	if p, err := exec.LookPath("mkisofs"); err == nil {
 		return []string{p}
 	}

@@ -146,7 +146,7 @@ func (im *Image) readExtent(e Entry) ([]byte, error) {
 		return nil, fmt.Errorf("iso9660: directory %q too large", e.Name)
 	}
 	buf := make([]byte, e.Size)
-	if _, err := im.r.ReadAt(buf, start); err != nil && !(errors.Is(err, io.EOF) && e.Size == 0) {
+	if _, err := im.r.ReadAt(buf, start); err != nil && (!errors.Is(err, io.EOF) || e.Size != 0) {
 		return nil, fmt.Errorf("iso9660: reading %q: %w", e.Name, err)
 	}
 	return buf, nil
