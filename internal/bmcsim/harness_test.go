@@ -16,7 +16,7 @@ import (
 	"github.com/metalforge/metalforge/internal/bmcsim"
 	"github.com/metalforge/metalforge/internal/bmcsim/agent"
 	"github.com/metalforge/metalforge/internal/bmcsim/config"
-	"github.com/metalforge/metalforge/internal/bmcsim/internal/isotest"
+	"github.com/metalforge/metalforge/internal/iso"
 )
 
 // fakeRunner records what bmcsim asks of the agent runner.
@@ -95,7 +95,11 @@ func newEnv(t *testing.T, o envOptions) *env {
 		o.hosts = 2
 	}
 	e := &env{t: t, runner: &fakeRunner{}, fetches: map[string]int{}, release: make(chan struct{})}
-	e.iso = isotest.Build("deploy", []isotest.File{{Name: "grub.cfg", Data: []byte("linux /vmlinuz ipa-api-url=http://127.0.0.1:6385 --\n")}})
+	var image bytes.Buffer
+	if err := iso.Write(&image, iso.Options{VolumeID: "DEPLOY"}, []iso.File{{Path: "grub.cfg", Data: []byte("linux /vmlinuz ipa-api-url=http://127.0.0.1:6385 --\n")}}); err != nil {
+		t.Fatalf("building the test ISO: %v", err)
+	}
+	e.iso = image.Bytes()
 	e.images = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.fetchMu.Lock()
 		e.fetches[r.URL.Path]++

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/metalforge/metalforge/internal/bmcsim/agent/deployimage"
-	"github.com/metalforge/metalforge/internal/bmcsim/agent/iso9660"
+	"github.com/metalforge/metalforge/internal/iso"
 )
 
 type fakeMachine struct {
@@ -33,11 +33,11 @@ func (m *fakeMachine) isOff() bool            { m.mu.Lock(); defer m.mu.Unlock()
 var _ Machine = (*fakeMachine)(nil)
 
 func TestParseBootISO(t *testing.T) {
-	iso, err := deployimage.ISO("http://127.0.0.1:6385", "ipa-agent-token=tok", "ipa-inspection-callback-url=http://x/v1/continue_inspection")
+	image, err := deployimage.ISO("http://127.0.0.1:6385", "ipa-agent-token=tok", "ipa-inspection-callback-url=http://x/v1/continue_inspection")
 	if err != nil {
 		t.Fatal(err)
 	}
-	bi, err := ParseBootISO(iso)
+	bi, err := ParseBootISO(image)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,14 +50,14 @@ func TestParseBootISO(t *testing.T) {
 
 	// Not the agent: an ISO without the marker kernel.
 	var other bytes.Buffer
-	if err := iso9660.Write(&other, iso9660.Options{VolumeID: "LIVE"}, []iso9660.File{{Path: "vmlinuz", Data: []byte("some kernel")}}); err != nil {
+	if err := iso.Write(&other, iso.Options{VolumeID: "LIVE"}, []iso.File{{Path: "vmlinuz", Data: []byte("some kernel")}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ParseBootISO(other.Bytes()); !errors.Is(err, ErrNotAgentImage) {
 		t.Errorf("foreign ISO: %v", err)
 	}
 	// A damaged ISO still carrying the marker and command line: the raw fallback reads it.
-	damaged := bytes.Clone(iso)
+	damaged := bytes.Clone(image)
 	copy(damaged[16*2048+1:], "XXXXX")
 	bi, err = ParseBootISO(damaged)
 	if err != nil || bi.APIURL != "http://127.0.0.1:6385" {

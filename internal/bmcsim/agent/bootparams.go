@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/metalforge/metalforge/internal/bmcsim/agent/deployimage"
-	"github.com/metalforge/metalforge/internal/bmcsim/agent/iso9660"
+	"github.com/metalforge/metalforge/internal/iso"
 )
 
 // ErrNotAgentImage means the booted ISO is not the project's deploy image, so no agent runs on it.
@@ -30,10 +30,10 @@ type BootInfo struct {
 // ParseBootISO recognises the agent image by the kernel marker and reads the kernel command line
 // from /EFI/BOOT/grub.cfg (or isolinux's config for legacy boot). When the ISO filesystem cannot be
 // parsed it falls back to searching the raw bytes, since both files are stored uncompressed.
-func ParseBootISO(iso []byte) (BootInfo, error) {
-	im, err := iso9660.Open(bytes.NewReader(iso), int64(len(iso)))
+func ParseBootISO(image []byte) (BootInfo, error) {
+	im, err := iso.Open(bytes.NewReader(image), int64(len(image)))
 	if err != nil {
-		return parseRaw(iso, err)
+		return parseRaw(image, err)
 	}
 	kernel, err := im.ReadFile(deployimage.ISOKernelPath)
 	if err != nil {
@@ -55,16 +55,16 @@ func ParseBootISO(iso []byte) (BootInfo, error) {
 	return newBootInfo(""), nil
 }
 
-func parseRaw(iso []byte, cause error) (BootInfo, error) {
-	if !bytes.Contains(iso, []byte(deployimage.KernelMarker)) {
+func parseRaw(image []byte, cause error) (BootInfo, error) {
+	if !bytes.Contains(image, []byte(deployimage.KernelMarker)) {
 		return BootInfo{}, fmt.Errorf("%w: %w", ErrNotAgentImage, cause)
 	}
-	if i := bytes.Index(iso, []byte("linux /vmlinuz")); i >= 0 {
-		end := bytes.IndexByte(iso[i:], '\n')
+	if i := bytes.Index(image, []byte("linux /vmlinuz")); i >= 0 {
+		end := bytes.IndexByte(image[i:], '\n')
 		if end < 0 {
-			end = len(iso) - i
+			end = len(image) - i
 		}
-		if line, ok := kernelLine(string(iso[i : i+end])); ok {
+		if line, ok := kernelLine(string(image[i : i+end])); ok {
 			return newBootInfo(line), nil
 		}
 	}

@@ -58,20 +58,6 @@ func TestComponentFor(t *testing.T) {
 	}
 }
 
-func TestIsISO9660(t *testing.T) {
-	iso := make([]byte, 40000)
-	copy(iso[isoMagicOffset:], "CD001")
-	if !IsISO9660(iso) {
-		t.Error("an image with CD001 at sector 16 is not recognised")
-	}
-	if IsISO9660(iso[:isoMagicOffset+3]) {
-		t.Error("a truncated image is recognised")
-	}
-	if IsISO9660(make([]byte, 40000)) {
-		t.Error("zeros are recognised as ISO 9660")
-	}
-}
-
 func TestDiskNameAndMAC(t *testing.T) {
 	for i, want := range map[int]string{0: "/dev/sda", 25: "/dev/sdz", 26: "/dev/sdaa", 27: "/dev/sdab"} {
 		if got := diskName(i); got != want {

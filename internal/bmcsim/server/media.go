@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,20 +8,12 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+
+	"github.com/metalforge/metalforge/internal/iso"
 )
 
 // ErrBadImage marks an inserted image the BMC could not fetch or did not accept.
 var ErrBadImage = errors.New("image not accepted")
-
-// isoMagicOffset is where the first volume descriptor's standard identifier sits: sector 16 of 2048
-// bytes, after the one-byte descriptor type.
-const isoMagicOffset = 16*2048 + 1
-
-// IsISO9660 reports whether data starts like an ISO 9660 image (the "CD001" identifier of the first
-// volume descriptor at sector 16).
-func IsISO9660(head []byte) bool {
-	return len(head) >= isoMagicOffset+5 && bytes.Equal(head[isoMagicOffset:isoMagicOffset+5], []byte("CD001"))
-}
 
 // maxBootImage caps what a boot reads into memory for the agent.
 const maxBootImage = 512 << 20
@@ -78,12 +69,12 @@ func (f *Fleet) checkImage(ctx context.Context, image string, wantISO bool) erro
 		return err
 	}
 	defer resp.Body.Close()
-	head := make([]byte, isoMagicOffset+5)
+	head := make([]byte, iso.HeaderSize)
 	n, err := io.ReadFull(resp.Body, head)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("reading %s: %w", image, err)
 	}
-	if wantISO && !IsISO9660(head[:n]) {
+	if wantISO && !iso.HasSignature(head[:n]) {
 		return fmt.Errorf("%s is not an ISO 9660 image", image)
 	}
 	if n == 0 {
@@ -109,7 +100,7 @@ func (f *Fleet) fetchImage(ctx context.Context, image string) ([]byte, error) {
 	if len(data) > maxBootImage {
 		return nil, fmt.Errorf("%s is larger than %d MiB", image, maxBootImage>>20)
 	}
-	if !IsISO9660(data) {
+	if !iso.HasSignature(data) {
 		return nil, fmt.Errorf("%s is not an ISO 9660 image", image)
 	}
 	return data, nil

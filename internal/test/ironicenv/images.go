@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/metalforge/metalforge/internal/bmcsim/agent/iso9660"
+	"github.com/metalforge/metalforge/internal/iso"
 )
 
 // ImageServer serves OS images, a live ISO and firmware files over HTTP (HEAD and Range like a
@@ -33,11 +33,11 @@ func NewImageServer() *ImageServer {
 	_, _ = rand.Read(disk)
 	s.files["/disk.img"] = disk
 	s.files["/recovery/disk.img"] = disk
-	var iso bytes.Buffer
-	if err := iso9660.Write(&iso, iso9660.Options{VolumeID: "LIVE"}, []iso9660.File{{Path: "README.TXT", Data: []byte("a live ISO for tests\n")}}); err != nil {
+	var live bytes.Buffer
+	if err := iso.Write(&live, iso.Options{VolumeID: "LIVE"}, []iso.File{{Path: "README.TXT", Data: []byte("a live ISO for tests\n")}}); err != nil {
 		panic(err)
 	}
-	s.files["/live.iso"] = iso.Bytes()
+	s.files["/live.iso"] = live.Bytes()
 	s.files["/bios-2.1.0.bin"] = []byte("firmware image for tests")
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s

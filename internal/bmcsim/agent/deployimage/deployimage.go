@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/metalforge/metalforge/internal/bmcsim/agent/iso9660"
+	"github.com/metalforge/metalforge/internal/iso"
 )
 
 // Markers at the start of the kernel and initramfs files.
@@ -54,7 +54,7 @@ func ISO(apiURL string, extraParams ...string) ([]byte, error) {
 	grub := fmt.Sprintf("set default=0\nset timeout=5\nmenuentry \"boot_partition\" {\nlinux /%s %s --\ninitrd /%s\n}\n",
 		ISOKernelPath, strings.Join(params, " "), ISORamdiskPath)
 	var b bytes.Buffer
-	err := iso9660.Write(&b, iso9660.Options{VolumeID: ISOVolumeID, Publisher: "metalforge"}, []iso9660.File{
+	err := iso.Write(&b, iso.Options{VolumeID: ISOVolumeID, Publisher: "metalforge"}, []iso.File{
 		{Path: ISOKernelPath, Data: Kernel()},
 		{Path: ISORamdiskPath, Data: Ramdisk()},
 		{Path: ISOGrubPath, Data: []byte(grub)},
