@@ -106,6 +106,10 @@ ironic-root: ## Build the Ironic root once (debootstrap + apt) without starting 
 
 ##@ Test
 
+.PHONY: host-packages
+host-packages: ## Install the Debian programs tests run when missing (xorriso, genisoimage, isoinfo; needs root)
+	@hack/host-packages.sh
+
 .PHONY: test
 # -count=1: envtest suites read CRDs and samples that go's test cache does not reliably track, so a
 # cached pass could hide a regenerated CRD that no longer works. -timeout 30m: test/ironic drives
@@ -113,7 +117,7 @@ ironic-root: ## Build the Ironic root once (debootstrap + apt) without starting 
 # test/e2e (which builds bin/baremetal-operator itself) runs the operator on Ironic with 18 hosts
 # (~9 min alone).
 # On failure the failing tests' messages are printed again at the end (hack/test-failures.sh).
-test: tools generate ironic-root lint ## Lint, then run every Go test (envtest suites use the kube-apiserver and etcd in bin/)
+test: tools generate ironic-root host-packages lint ## Lint, then run every Go test (envtest suites use the kube-apiserver and etcd in bin/)
 	@set -o pipefail; mkdir -p .cache; log=.cache/test.log; \
 	echo "go test -count=1 -timeout 30m ./...  (output also in $$log)"; \
 	go test -count=1 -timeout 30m ./... 2>&1 | tee "$$log" || { hack/test-failures.sh "$$log"; exit 1; }

@@ -10,10 +10,11 @@
 // widely used pure-Go library that reads and writes ISO 9660 with Rock Ridge, Joliet and El
 // Torito, and is what OpenShift's assisted-image-service builds its ISO editing on. It replaced two
 // hand-written writers and a reader that had grown in bmcsim. Its weight is small: this package
-// links four of its packages (filesystem/iso9660, backend, backend/file, partition/mbr) plus
-// github.com/djherbis/times; the compression and logging modules its go.mod names (lz4, xz, zstd,
-// logrus) belong to its squashfs and disk packages, which we do not import, so they are not built
-// into our binaries.
+// links seven of its small packages (filesystem/iso9660 and what it needs: filesystem, backend,
+// backend/file, partition/mbr, partition/part, version) plus github.com/djherbis/times and
+// golang.org/x/sys, which we had already; the compression and logging modules its go.mod names
+// (lz4, xz, zstd, lzo, logrus) serve its squashfs and disk packages, which we do not import, so
+// they are neither built nor listed in our go.mod. bin/bmcsim grew by 370 KiB (3 %) with it.
 //
 // What this package adds on top, and why:
 //
@@ -35,8 +36,12 @@
 //   - Errors instead of panics: go-diskfs indexes slices with lengths read from the image, so a
 //     damaged image can panic inside it; Open and the lookups turn that into an error.
 //
-// Limits: images are read with 2048-byte sectors; a file larger than 4 GiB (several extents) is
-// not supported; Open trusts the sizes an image records (go-diskfs allocates a directory's
-// recorded size), so it is meant for images from a trusted source (our own, Ironic's, the
-// operator's base ISO), not for arbitrary uploads.
+// Limits, all from go-diskfs v1.9.4: images are read with 2048-byte sectors; a file of 4 GiB or
+// more (several extents) is refused on both sides; a Rock Ridge name another tool split between a
+// record and its continuation area (genisoimage does so for names over about 150 bytes) is read
+// cut at the split, since go-diskfs joins NM pieces only within one area; Write orders a
+// directory's records by the names as given rather than by their ISO 9660 form, which Linux,
+// xorriso and isoinfo do not mind; and Open trusts the sizes an image records (go-diskfs allocates
+// a directory's recorded size), so it is meant for images from a trusted source (our own,
+// Ironic's, the operator's base ISO), not for arbitrary uploads.
 package iso

@@ -196,6 +196,9 @@ func plan(files []File) (map[string]map[string]bool, error) {
 		if f.Data != nil && f.Source != "" {
 			return nil, fmt.Errorf("iso: %s: give Data or Source, not both", p)
 		}
+		if int64(len(f.Data)) > math.MaxUint32 {
+			return nil, fmt.Errorf("iso: %s: 4 GiB or larger", p)
+		}
 		parts := strings.Split(p, "/")
 		if len(parts)-1 > maxDirDepth {
 			return nil, fmt.Errorf("iso: %s: more than %d directory levels", p, maxDirDepth)
