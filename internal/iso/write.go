@@ -98,7 +98,7 @@ func Write(w io.Writer, opts Options, files []File) error {
 	return nil
 }
 
-// WriteFile writes an image of files to a new file name (an existing file is replaced).
+// WriteFile writes an image of files to the file name, replacing it; on failure name is removed.
 func WriteFile(name string, opts Options, files []File) (err error) {
 	f, err := os.Create(name)
 	if err != nil {
