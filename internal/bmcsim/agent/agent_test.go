@@ -6,6 +6,9 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -65,6 +68,52 @@ func TestParseBootISO(t *testing.T) {
 	}
 	if _, err := ParseBootISO([]byte("nothing")); !errors.Is(err, ErrNotAgentImage) {
 		t.Errorf("garbage: %v", err)
+	}
+}
+
+// TestParseIronicBootISO reads the boot ISO Ironic builds around the deploy kernel and ramdisk for
+// virtual media: the same files, grub_conf.template, and the mkisofs call of
+// ironic/common/images.py (create_esp_image_for_uefi, Ironic 39), with Debian's genisoimage as
+// mkisofs.
+func TestParseIronicBootISO(t *testing.T) {
+	mkisofs, err := exec.LookPath("genisoimage")
+	if err != nil {
+		t.Skip("genisoimage is not installed; `make test` installs it (hack/host-packages.sh)")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	grub := "set default=0\nset timeout=5\nset hidden_timeout_quiet=false\n\nmenuentry \"boot_partition\" {\n" +
+		"linux /vmlinuz nofb ipa-agent-token=pregenerated ipa-api-url=http://192.0.2.1:6385 boot_method=vmedia --\ninitrd /initrd\n}\n"
+	for name, data := range map[string][]byte{
+		"vmlinuz":               deployimage.Kernel(),
+		"initrd":                deployimage.Ramdisk(),
+		"boot/grub/efiboot.img": deployimage.ESP(),
+		"EFI/BOOT/grub.cfg":     []byte(grub),
+	} {
+		p := filepath.Join(src, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "boot.iso")
+	cmd := exec.Command(mkisofs, "-quiet", "-r", "-V", "VMEDIA_BOOT_ISO", "-l", "-publisher", "ir_pub_id",
+		"-e", "boot/grub/efiboot.img", "-no-emul-boot", "-o", out, src)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("mkisofs: %v\n%s", err, b)
+	}
+	image, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bi, err := ParseBootISO(image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bi.APIURL != "http://192.0.2.1:6385" || bi.Token != "pregenerated" || bi.Params["boot_method"] != "vmedia" {
+		t.Errorf("parsed %+v", bi)
 	}
 }
 
