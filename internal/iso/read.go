@@ -216,7 +216,7 @@ func (im *Image) ReadFile(p string) ([]byte, error) {
 		return nil, err
 	}
 	b := make([]byte, x.Length)
-	if _, err := im.r.ReadAt(b, x.Offset); err != nil && !(errors.Is(err, io.EOF) && x.Length == 0) {
+	if _, err := im.r.ReadAt(b, x.Offset); err != nil && (!errors.Is(err, io.EOF) || x.Length != 0) {
 		return nil, fmt.Errorf("iso: reading %s: %w", cleanPath(p), err)
 	}
 	return b, nil
