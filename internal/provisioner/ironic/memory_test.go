@@ -103,12 +103,12 @@ func fakeIronic(t *testing.T, uuid, name string, locked *atomic.Bool) *httptest.
 		w.Header().Set("Content-Type", "application/json")
 		switch {
 		case r.URL.Path == "/v1/" || r.URL.Path == "/v1":
-			fmt.Fprint(w, `{"id": "v1", "version": {"id": "v1", "status": "CURRENT", "min_version": "1.1", "version": "1.115"}}`)
+			_, _ = fmt.Fprint(w, `{"id": "v1", "version": {"id": "v1", "status": "CURRENT", "min_version": "1.1", "version": "1.115"}}`)
 		case r.URL.Path == "/v1/nodes/"+uuid && r.Method == http.MethodGet:
-			fmt.Fprintf(w, `{"uuid": %q, "name": %q, "provision_state": "manageable", "power_state": "power off"}`, uuid, name)
+			_, _ = fmt.Fprintf(w, `{"uuid": %q, "name": %q, "provision_state": "manageable", "power_state": "power off"}`, uuid, name)
 		case r.URL.Path == "/v1/nodes/"+uuid && r.Method == http.MethodDelete && locked.Load():
 			w.WriteHeader(http.StatusConflict)
-			fmt.Fprintf(w, `{"error_message": "{\"faultstring\": \"Node %s is locked by host x, please retry after the current operation is completed.\"}"}`, uuid)
+			_, _ = fmt.Fprintf(w, `{"error_message": "{\"faultstring\": \"Node %s is locked by host x, please retry after the current operation is completed.\"}"}`, uuid)
 		case r.URL.Path == "/v1/nodes/"+uuid && r.Method == http.MethodDelete:
 			w.WriteHeader(http.StatusNoContent)
 		default:
