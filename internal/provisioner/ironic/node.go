@@ -104,7 +104,7 @@ func (p *Provisioner) startState(ctx context.Context, s *session, n *nodes.Node,
 			return res, false, err
 		}
 	}
-	log.Info("Changing the provision state", "node", n.UUID, "state", n.ProvisionState, "target", opts.Target)
+	log.Info("Changing the provision state", "node", n.UUID, "provisionState", n.ProvisionState, "target", opts.Target)
 	stale := p.watch.Listed(n)
 	ended := p.watch.Writing(n.UUID)
 	err := nodes.ChangeProvisionState(ctx, s.sc, n.UUID, opts).ExtractErr()

@@ -75,7 +75,8 @@ func New(cfg Config, log logr.Logger) (*Provisioner, error) {
 // logger is the logger of the call's context, named "ironic": the host controller puts its
 // logger there with the host's keys (controller-runtime's namespace, name and reconcileID, and the
 // provisioning state), so every provisioner line says which host it is about. Calls whose context
-// has no logger (tests, benchmarks, main) log through p.log.
+// has no logger (tests, benchmarks, main) log through p.log. Keys of the provisioner's own stay
+// clear of the controller's (name, namespace, state: the node's are nodeName, provisionState).
 func (p *Provisioner) logger(ctx context.Context) logr.Logger {
 	if l, err := logr.FromContext(ctx); err == nil {
 		return l.WithName("ironic")

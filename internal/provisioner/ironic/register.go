@@ -235,7 +235,7 @@ func (p *Provisioner) enroll(ctx context.Context, s *session, host provisioner.H
 	if s.features.DisablePowerOff {
 		opts.DisablePowerOff = &host.DisablePowerOff
 	}
-	p.logger(ctx).Info("Enrolling the host in Ironic", "name", opts.Name, "driver", opts.Driver,
+	p.logger(ctx).Info("Enrolling the host in Ironic", "nodeName", opts.Name, "driver", opts.Driver,
 		"driverInfo", bmc.RedactDriverInfo(info))
 	n, err := nodes.Create(ctx, s.sc, opts).Extract()
 	switch {
