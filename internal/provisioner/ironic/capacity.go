@@ -49,6 +49,7 @@ func busyCount(list []nodes.Node) int {
 // wait for the result.
 type capacityCache struct {
 	ttl      time.Duration
+	now      func() time.Time
 	fetching sync.Mutex // held by the caller that lists
 	mu       sync.Mutex
 	at       time.Time
@@ -71,7 +72,7 @@ func (c *capacityCache) count(ctx context.Context, fetch func(context.Context) (
 func (c *capacityCache) fresh() (int, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.n, !c.at.IsZero() && time.Since(c.at) < c.ttl
+	return c.n, !c.at.IsZero() && c.now().Sub(c.at) < c.ttl
 }
 
 // set records a count from a list sent at `at` (the watcher's or HasCapacity's own).

@@ -183,7 +183,7 @@ func (p *Provisioner) session(ctx context.Context) (*session, error) {
 	sc.Microversion = f.Microversion
 	s := &session{sc: &sc, features: f}
 	p.sess.Store(s)
-	p.log.Info("Negotiated the Ironic API microversion", "endpoint", p.cfg.Endpoint,
+	p.logger(ctx).Info("Negotiated the Ironic API microversion", "endpoint", p.cfg.Endpoint,
 		"microversion", f.Microversion, "max", f.MaxVersion)
 	return s, nil
 }

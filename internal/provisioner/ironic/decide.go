@@ -70,9 +70,9 @@ func (p *Provisioner) result(d decision, n *nodes.Node, host provisioner.Host) (
 	case actDone:
 		return provisioner.Done(), true
 	case actWaitShort:
-		return withStall(p.short(), n), true
+		return withStall(p.short(), n, p.now()), true
 	case actWaitLong:
-		return withStall(p.long(), n), true
+		return withStall(p.long(), n, p.now()), true
 	case actFail:
 		return provisioner.Failed(sanitize(d.msg, host.BMCCredentials.Password)), true
 	}

@@ -197,6 +197,8 @@ func TestResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.jitter = func() float64 { return 1 } // the most jitter
+	now := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
+	p.now = func() time.Time { return now }
 	host := provisioner.Host{BMCCredentials: provisioner.Credentials{Password: "hunter22"}}
 
 	deploying := node(nodes.Deploying)
@@ -226,7 +228,7 @@ func TestResult(t *testing.T) {
 	if res, _ := p.result(do(actWaitLong), deploying, host); res.Waiting != "" {
 		t.Errorf("a node just put in deploying is reported as stalled: %q", res.Waiting)
 	}
-	deploying.ProvisionUpdatedAt = time.Now().Add(-time.Hour)
+	deploying.ProvisionUpdatedAt = now.Add(-time.Hour)
 	if res, _ := p.result(do(actWaitLong), deploying, host); !res.Busy || !strings.Contains(res.Waiting, "no conductor") {
 		t.Errorf("a node left in deploying for an hour: %+v, want busy and saying Ironic stopped working on it", res)
 	}

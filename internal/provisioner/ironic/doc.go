@@ -15,8 +15,23 @@
 // with Ironic's last_error made stable and safe for status by sanitize: request IDs, provider bodies
 // and known secrets removed.
 //
-// Files by concern: config (environment), client (HTTP, auth, microversion), node (lookup, patch,
-// state changes, results), register, inspect (+ hardware for inventory conversion), prepare (+ raid,
-// steps), provision (+ instanceinfo, configdrive), deprovision, adopt, power, service, firmware,
-// capacity, remove (detach and delete).
+// What the provisioner keeps in memory beyond Ironic: the newest read of each node and the node
+// watcher (package nodewatch, behind the nodeWatch interface: reads only save requests), and a few
+// facts per node that change decisions (nodeMemory: credentials written, power change asked,
+// verification restarted, boot port found, operations that did not start), dropped as a whole
+// when the node is deleted. Time comes from an injected clock (Provisioner.now). Log lines go to
+// the logger in the call's context, which carries the host's keys.
+//
+// Files by concern:
+//   - provisioner (New, requeue delays, logger), config (environment), client (HTTP, auth,
+//     microversion), metrics (requests per operation), errors (classifying Ironic's answers),
+//     sanitize (text safe for status);
+//   - node (read, write, state changes, results), nodelist (the list of every node, Watch and
+//     Changes, the nodeWatch interface), memory (nodeMemory), patch (JSON patches of what
+//     differs), nodeconfig (agent image, boot mode, interfaces: what several operations set),
+//     decide (the pure decisions), stall (nodes Ironic stopped working on), settle (the pause
+//     after manual cleaning);
+//   - the operations: register, inspect (+ hardware for inventory conversion), prepare (+ raid,
+//     steps), provision (+ instanceinfo, configdrive), deprovision, adopt, power, service,
+//     firmware, capacity, remove (detach and delete).
 package ironic

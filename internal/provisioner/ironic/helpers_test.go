@@ -106,7 +106,7 @@ func waitNode(t *testing.T, p *Provisioner, host provisioner.Host, what string, 
 	t.Helper()
 	deadline := time.Now().Add(4 * time.Minute)
 	for {
-		p.nodes.forget(host.NodeID)
+		p.watch.Forget(host.NodeID)
 		_, n, err := p.getNode(context.Background(), host)
 		if err != nil {
 			t.Fatalf("waiting for %s: %v", what, err)

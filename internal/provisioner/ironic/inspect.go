@@ -64,7 +64,7 @@ func (p *Provisioner) startInspection(ctx context.Context, s *session, n *nodes.
 	if !ok {
 		return res, err
 	}
-	p.log.Info("Starting hardware inspection", "node", n.UUID, "interface", iface)
+	p.logger(ctx).Info("Starting hardware inspection", "node", n.UUID, "interface", iface)
 	return p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, p.long())
 }
 

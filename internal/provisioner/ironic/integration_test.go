@@ -373,10 +373,16 @@ func TestDetach(t *testing.T) {
 	register(t, p, &host)
 	mustDone(t, "power on", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.PowerOn(ctx, host, false) })
 	before := e.server(t, srv.Name)
+	if !remembered(p, host.NodeID) {
+		t.Error("registration left nothing in the node's memory (credentials fingerprint, boot port)")
+	}
 
 	mustDone(t, "detach", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Detach(ctx, host) })
 	if _, _, err := p.getNode(context.Background(), host); !errors.Is(err, provisioner.ErrNeedsRegistration) {
 		t.Errorf("node after detach: %v, want ErrNeedsRegistration", err)
+	}
+	if remembered(p, host.NodeID) {
+		t.Error("the provisioner still remembers the detached node")
 	}
 	after := e.server(t, srv.Name)
 	if after.State.Power != "On" || after.State.Booted != before.State.Booted {
@@ -481,7 +487,7 @@ func TestRecovery(t *testing.T) {
 	if err := ironic.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	p.nodes.forget(host.NodeID)
+	p.watch.Forget(host.NodeID)
 	if _, err := p.Adopt(context.Background(), host, data, false); !isUnavailable(err) {
 		t.Errorf("adopt with Ironic stopped: %v, want ErrUnavailable", err)
 	}

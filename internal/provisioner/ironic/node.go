@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"time"
+	"strings"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
@@ -15,6 +16,15 @@ import (
 const nameSeparator = "~"
 
 func nodeName(host provisioner.Host) string { return host.Namespace + nameSeparator + host.Name }
+
+// hostOfNode is the host a node named by nodeName belongs to; false for other nodes.
+func hostOfNode(name string) (types.NamespacedName, bool) {
+	ns, host, ok := strings.Cut(name, nameSeparator)
+	if !ok || ns == "" || host == "" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: ns, Name: host}, true
+}
 
 // getNode reads the host's node by its ID. No ID, or no such node, is ErrNeedsRegistration.
 func (p *Provisioner) getNode(ctx context.Context, host provisioner.Host) (*session, *nodes.Node, error) {
@@ -25,9 +35,7 @@ func (p *Provisioner) getNode(ctx context.Context, host provisioner.Host) (*sess
 	if host.NodeID == "" {
 		return s, nil, fmt.Errorf("host %s/%s has no Ironic node yet: %w", host.Namespace, host.Name, provisioner.ErrNeedsRegistration)
 	}
-	now := time.Now()
-	p.watch.lastUse.Store(now.UnixNano())
-	if n, _, ok := p.nodes.get(host.NodeID, now, p.readMaxAge(now)); ok {
+	if n, ok := p.watch.Get(host.NodeID); ok {
 		return s, n, nil
 	}
 	n, err := p.readNode(ctx, s, host)
@@ -36,7 +44,7 @@ func (p *Provisioner) getNode(ctx context.Context, host provisioner.Host) (*sess
 
 // readNode GETs the host's node and caches the read.
 func (p *Provisioner) readNode(ctx context.Context, s *session, host provisioner.Host) (*nodes.Node, error) {
-	at := time.Now()
+	at := p.now()
 	n, err := p.fetchNode(ctx, s, host.NodeID)
 	if notFound(err) {
 		return nil, fmt.Errorf("node %s of host %s/%s is gone from Ironic: %w", host.NodeID, host.Namespace, host.Name, provisioner.ErrNeedsRegistration)
@@ -44,8 +52,7 @@ func (p *Provisioner) readNode(ctx context.Context, s *session, host provisioner
 	if err != nil {
 		return nil, err
 	}
-	p.nodes.put(n, at)
-	p.saw(n)
+	p.watch.Put(n, at)
 	return n, nil
 }
 
@@ -58,26 +65,19 @@ func (p *Provisioner) fetchNode(ctx context.Context, s *session, ident string) (
 	return n, nil
 }
 
-// listedRead: n is the cached read of its node and older than listedReadAge, i.e. most likely
-// from the watcher's list rather than a GET of this call.
-func (p *Provisioner) listedRead(n *nodes.Node) bool {
-	at, cached := p.nodes.readAt(n)
-	return cached && time.Since(at) > listedReadAge
-}
-
 // patchNode applies a JSON patch and returns the updated node. An empty patch costs nothing.
 func (p *Provisioner) patchNode(ctx context.Context, s *session, n *nodes.Node, pt patch) (*nodes.Node, error) {
 	if len(pt) == 0 {
 		return n, nil
 	}
-	p.log.V(1).Info("Updating Ironic node", "node", n.UUID, "paths", pt.paths())
-	ended := p.writing(n.UUID)
+	p.logger(ctx).V(1).Info("Updating Ironic node", "node", n.UUID, "paths", pt.paths())
+	ended := p.watch.Writing(n.UUID)
 	updated, err := nodes.Update(ctx, s.sc, n.UUID, pt.opts()).Extract()
 	ended()
 	if err != nil {
 		return nil, classifyError(err, "updating Ironic node "+n.UUID)
 	}
-	p.saw(updated)
+	p.watch.Saw(updated)
 	return updated, nil
 }
 
@@ -94,31 +94,32 @@ func (p *Provisioner) changeState(ctx context.Context, s *session, n *nodes.Node
 // (set by Ironic, e.g. after power sync failures) clears itself, so the call waits. A 400 answer
 // (Ironic rejects the request, e.g. an unknown step) is a failed operation with Ironic's reason.
 func (p *Provisioner) startState(ctx context.Context, s *session, n *nodes.Node, opts nodes.ProvisionStateOpts, then provisioner.Result) (provisioner.Result, bool, error) {
+	log := p.logger(ctx)
 	if n.Maintenance {
 		if n.Fault != "" {
-			p.log.Info("Waiting for Ironic to clear a fault before changing the provision state", "node", n.UUID, "fault", n.Fault)
+			log.Info("Waiting for Ironic to clear a fault before changing the provision state", "node", n.UUID, "fault", n.Fault)
 			return p.short(), false, nil
 		}
 		if res, err := p.setMaintenance(ctx, s, n, false, ""); err != nil || res.Busy {
 			return res, false, err
 		}
 	}
-	p.log.Info("Changing the provision state", "node", n.UUID, "state", n.ProvisionState, "target", opts.Target)
-	stale := p.listedRead(n)
-	ended := p.writing(n.UUID)
+	log.Info("Changing the provision state", "node", n.UUID, "provisionState", n.ProvisionState, "target", opts.Target)
+	stale := p.watch.Listed(n)
+	ended := p.watch.Writing(n.UUID)
 	err := nodes.ChangeProvisionState(ctx, s.sc, n.UUID, opts).ExtractErr()
 	ended()
 	switch {
 	case err == nil:
 		return then, true, nil
 	case busy(err):
-		p.log.Info("Ironic node busy, retrying later", "node", n.UUID, "target", opts.Target)
+		log.Info("Ironic node busy, retrying later", "node", n.UUID, "target", opts.Target)
 		return p.short(), false, nil
 	case isStatus(err, http.StatusBadRequest) && stale:
 		// Decided on a list some seconds old: Ironic may have changed the node since (a fault put
 		// it in maintenance, say). The next call reads the node again (the write made the list
 		// stale) and decides anew; a refusal of a decision made on a fresh read is a failure.
-		p.log.Info("Ironic refused a state change decided on a listed read; deciding again", "node", n.UUID, "target", opts.Target, "reason", faultOf(err))
+		log.Info("Ironic refused a state change decided on a listed read; deciding again", "node", n.UUID, "target", opts.Target, "reason", faultOf(err))
 		return p.short(), false, nil
 	case isStatus(err, http.StatusBadRequest):
 		return provisioner.Failed(fmt.Sprintf("Ironic refused to %s the node: %s", opts.Target, faultOf(err))), false, nil
@@ -132,23 +133,19 @@ func (p *Provisioner) finished(n *nodes.Node, key, fp string) bool {
 	if v, _ := n.Extra[key].(string); v != fp {
 		return false
 	}
-	bad, failed := p.failedStarts.Load(n.UUID + "/" + key)
+	bad, failed := p.memory.failedStart(n.UUID, key)
 	return !failed || bad != fp
 }
 
 // recordStart notes whether the state change for fp went through after its fingerprint was
 // written: a fingerprint whose operation never started must not count as finished.
 func (p *Provisioner) recordStart(n *nodes.Node, key, fp string, started bool) {
-	if started {
-		p.failedStarts.Delete(n.UUID + "/" + key)
-	} else {
-		p.failedStarts.Store(n.UUID+"/"+key, fp)
-	}
+	p.memory.recordStart(n.UUID, key, fp, started)
 }
 
 // setMaintenance sets or clears maintenance; Working(short) when busy.
 func (p *Provisioner) setMaintenance(ctx context.Context, s *session, n *nodes.Node, on bool, reason string) (provisioner.Result, error) {
-	ended := p.writing(n.UUID)
+	ended := p.watch.Writing(n.UUID)
 	var err error
 	if on {
 		err = nodes.SetMaintenance(ctx, s.sc, n.UUID, nodes.MaintenanceOpts{Reason: reason}).ExtractErr()
@@ -174,7 +171,7 @@ func (p *Provisioner) update(ctx context.Context, s *session, n *nodes.Node, pt 
 	case err == nil:
 		return updated, provisioner.Result{}, nil, true
 	case busy(err):
-		p.log.Info("Ironic node busy, retrying the update later", "node", n.UUID)
+		p.logger(ctx).Info("Ironic node busy, retrying the update later", "node", n.UUID)
 		return nil, p.short(), nil, false
 	}
 	return nil, provisioner.Result{}, err, false

@@ -42,16 +42,14 @@ func (p *Provisioner) PowerOff(ctx context.Context, host provisioner.Host, mode 
 
 // lastPower is the last power change asked for this node, if it has not been seen through.
 func (p *Provisioner) lastPower(n *nodes.Node) string {
-	last, _ := p.powerRequests.Load(n.UUID)
-	s, _ := last.(string)
-	return s
+	return p.memory.powerRequest(n.UUID)
 }
 
 func (p *Provisioner) power(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, d decision) (provisioner.Result, error) {
 	switch d.act {
 	case actDone, actFail:
 		// Seen through, or reported: the next request starts afresh.
-		p.powerRequests.Delete(n.UUID)
+		p.memory.setPowerRequest(n.UUID, "")
 	case actPowerOn:
 		return p.changePower(ctx, s, n, nodes.PowerOn)
 	case actPowerOff:
@@ -59,7 +57,7 @@ func (p *Provisioner) power(ctx context.Context, s *session, n *nodes.Node, host
 	case actSoftPowerOff:
 		res, err := p.changePower(ctx, s, n, nodes.SoftPowerOff)
 		if isStatus(err, http.StatusBadRequest) {
-			p.log.Info("Soft power off is not supported, powering off", "node", n.UUID)
+			p.logger(ctx).Info("Soft power off is not supported, powering off", "node", n.UUID)
 			return p.changePower(ctx, s, n, nodes.PowerOff)
 		}
 		return res, err
@@ -112,14 +110,14 @@ func (p *Provisioner) changePower(ctx context.Context, s *session, n *nodes.Node
 	if target == nodes.SoftPowerOff || target == nodes.SoftRebooting {
 		opts.Timeout = int(p.cfg.SoftPowerOffTimeout.Seconds())
 	}
-	p.log.Info("Changing power", "node", n.UUID, "from", n.PowerState, "target", target)
-	ended := p.writing(n.UUID)
+	p.logger(ctx).Info("Changing power", "node", n.UUID, "from", n.PowerState, "target", target)
+	ended := p.watch.Writing(n.UUID)
 	err := nodes.ChangePowerState(ctx, s.sc, n.UUID, opts).ExtractErr()
 	ended()
 	switch {
 	case err == nil:
 		if target != nodes.Rebooting && target != nodes.SoftRebooting {
-			p.powerRequests.Store(n.UUID, string(target))
+			p.memory.setPowerRequest(n.UUID, string(target))
 		}
 		return p.short(), nil
 	case busy(err):

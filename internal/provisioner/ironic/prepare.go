@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
@@ -82,7 +81,7 @@ func cleanSteps(raid raidPlan, data provisioner.PrepareData) []nodes.CleanStep {
 // fingerprint), sets target_raid_config, and starts manual cleaning.
 func (p *Provisioner) startCleaning(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access,
 	data provisioner.PrepareData, raid raidPlan, steps []nodes.CleanStep, fp string) (provisioner.Result, error) {
-	if wait := cleaningSettleWait(n, time.Now()); wait > 0 {
+	if wait := cleaningSettleWait(n, p.now()); wait > 0 {
 		return provisioner.Working(wait), nil
 	}
 	var pt patch
@@ -101,7 +100,7 @@ func (p *Provisioner) startCleaning(ctx context.Context, s *session, n *nodes.No
 		return res, err
 	}
 	if len(raid.logical) > 0 {
-		ended := p.writing(n.UUID)
+		ended := p.watch.Writing(n.UUID)
 		err := nodes.SetRAIDConfig(ctx, s.sc, n.UUID, nodes.RAIDConfigOpts{LogicalDisks: raid.logical}).ExtractErr()
 		ended()
 		if err != nil {
@@ -116,7 +115,7 @@ func (p *Provisioner) startCleaning(ctx context.Context, s *session, n *nodes.No
 			return provisioner.Result{}, classifyError(err, "setting the target RAID configuration of Ironic node "+n.UUID)
 		}
 	}
-	p.log.Info("Starting manual cleaning", "node", n.UUID, "steps", stepNames(steps))
+	p.logger(ctx).Info("Starting manual cleaning", "node", n.UUID, "steps", stepNames(steps))
 	res, started, err := p.startState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetClean, CleanSteps: steps}, p.long())
 	p.recordStart(n, extraPrepared, fp, started)
 	return res, err

@@ -3,7 +3,6 @@ package ironic
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
@@ -51,7 +50,7 @@ func (p *Provisioner) Provision(ctx context.Context, host provisioner.Host, data
 // provide moves a manageable node to available, running automated cleaning when the host's
 // cleaning mode asks for it.
 func (p *Provisioner) provide(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access) (provisioner.Result, error) {
-	if wait := cleaningSettleWait(n, time.Now()); wait > 0 {
+	if wait := cleaningSettleWait(n, p.now()); wait > 0 {
 		return provisioner.Working(wait), nil
 	}
 	var pt patch
@@ -105,7 +104,7 @@ func (p *Provisioner) deploy(ctx context.Context, s *session, n *nodes.Node, hos
 	if !ok {
 		return res, err
 	}
-	p.log.Info("Deploying", "node", n.UUID, "image", n.InstanceInfo["image_source"], "bootISO", n.InstanceInfo["boot_iso"],
+	p.logger(ctx).Info("Deploying", "node", n.UUID, "image", n.InstanceInfo["image_source"], "bootISO", n.InstanceInfo["boot_iso"],
 		"deployInterface", n.DeployInterface)
 	return p.changeState(ctx, s, n, opts, p.long())
 }

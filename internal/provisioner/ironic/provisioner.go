@@ -1,6 +1,7 @@
 package ironic
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -9,15 +10,19 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/gophercloud/gophercloud/v2"
-	"k8s.io/apimachinery/pkg/types"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
 	"github.com/metalforge/metalforge/internal/provisioner"
+	"github.com/metalforge/metalforge/internal/provisioner/ironic/nodewatch"
 )
 
 // Provisioner drives Ironic. It is safe for concurrent use by many reconciles; it keeps no state
-// about hosts that Ironic does not also keep, except small caches that only save requests.
+// about hosts that Ironic does not also keep, except small caches that only save requests and the
+// per-node memory in nodeMemory.
 type Provisioner struct {
-	cfg   Config
+	cfg Config
+	// log is for what runs outside a host's reconcile (the watcher's rounds) and for calls whose
+	// context carries no logger; see logger.
 	log   logr.Logger
 	base  *gophercloud.ServiceClient // without microversion, for discovery
 	calls *callCounter
@@ -25,27 +30,14 @@ type Provisioner struct {
 	negotiate sync.Mutex
 	sess      atomic.Pointer[session]
 
-	nodes    nodeCache
-	watch    watchState
+	// watch is the node watcher and node cache (package nodewatch).
+	watch    nodeWatch
 	capacity capacityCache
-	// appliedCreds remembers, per node, a fingerprint of the credentials last written to its
-	// driver_info, so a registration that keeps failing with the same credentials is reported
-	// instead of retried in a loop (Ironic masks passwords, so they cannot be compared there).
-	appliedCreds sync.Map
-	// powerRequests remembers the last power change asked per node, to tell "still to do" from
-	// "Ironic tried and failed" when the node shows neither the state nor a pending target.
-	powerRequests sync.Map
-	// restartedManage marks nodes whose failed verification was restarted (RestartOnFailure), so
-	// that its failing again is reported rather than restarted on every poll.
-	restartedManage sync.Map
-	// portsChecked remembers, per node, the boot MAC whose port this provisioner created or found
-	// on it, so that registrations after the first do not look the port up again.
-	portsChecked sync.Map
-	// failedStarts remembers fingerprints written to a node whose operation was then not accepted
-	// (see finished).
-	failedStarts sync.Map
+	memory   nodeMemory
 
-	// jitter returns a number in [0, 1); a seam for tests.
+	// now is the clock (time.Now); jitter returns a number in [0, 1). Both are seams for tests,
+	// set before the provisioner is used.
+	now    func() time.Time
 	jitter func() float64
 }
 
@@ -62,13 +54,34 @@ func New(cfg Config, log logr.Logger) (*Provisioner, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Provisioner{cfg: cfg, log: log, base: base, calls: calls, jitter: rand.Float64}
-	// Without the watcher a cached read must never answer a poll: keep it well under the shortest
-	// requeue (with it, see readMaxAge).
-	p.nodes.ttl = min(cfg.NodeCacheTTL, cfg.ShortDelay/2)
-	p.watch.changes = make(chan types.NamespacedName, changesBuffer)
+	p := &Provisioner{cfg: cfg, log: log, base: base, calls: calls, now: time.Now, jitter: rand.Float64}
+	p.watch = nodewatch.New(nodewatch.Config{
+		List:       p.listAll,
+		OnList:     func(list []nodes.Node, at time.Time) { p.capacity.set(busyCount(list), at) },
+		HostOf:     hostOfNode,
+		ShortDelay: cfg.ShortDelay,
+		LongDelay:  cfg.LongDelay,
+		// Without the watcher a cached read must never answer a poll: keep it well under the
+		// shortest requeue (with it, see nodewatch's readMaxAge).
+		ReadTTL: min(cfg.NodeCacheTTL, cfg.ShortDelay/2),
+		Now:     func() time.Time { return p.now() },
+		Log:     log,
+	})
 	p.capacity.ttl = cfg.CapacityCacheTTL
+	p.capacity.now = func() time.Time { return p.now() }
 	return p, nil
+}
+
+// logger is the logger of the call's context, named "ironic": the host controller puts its
+// logger there with the host's keys (controller-runtime's namespace, name and reconcileID, and the
+// provisioning state), so every provisioner line says which host it is about. Calls whose context
+// has no logger (tests, benchmarks, main) log through p.log. Keys of the provisioner's own stay
+// clear of the controller's (name, namespace, state: the node's are nodeName, provisionState).
+func (p *Provisioner) logger(ctx context.Context) logr.Logger {
+	if l, err := logr.FromContext(ctx); err == nil {
+		return l.WithName("ironic")
+	}
+	return p.log
 }
 
 // Calls returns how many requests each operation sent to Ironic so far (for tests and benchmarks;

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
@@ -32,7 +31,8 @@ func (p *Provisioner) Register(ctx context.Context, host provisioner.Host, opts 
 }
 
 func (p *Provisioner) register(ctx context.Context, host provisioner.Host, opts provisioner.RegisterOptions) (provisioner.Result, string, error) {
-	p.watch.lastUse.Store(time.Now().UnixNano())
+	p.watch.Asked()
+	log := p.logger(ctx)
 	access, err := parseAccess(host)
 	if err != nil {
 		return provisioner.Failed(err.Error()), host.NodeID, nil
@@ -74,7 +74,7 @@ func (p *Provisioner) register(ctx context.Context, host provisioner.Host, opts 
 			if err != nil {
 				return provisioner.Result{}, host.NodeID, err
 			}
-			p.log.Info("Found the host's Ironic node by name; re-linking", "node", created.UUID, "previous", host.NodeID)
+			log.Info("Found the host's Ironic node by name; re-linking", "node", created.UUID, "previous", host.NodeID)
 			relinked := host
 			relinked.NodeID = created.UUID
 			return p.register(ctx, relinked, opts)
@@ -83,7 +83,7 @@ func (p *Provisioner) register(ctx context.Context, host provisioner.Host, opts 
 			return res, host.NodeID, err
 		}
 		n, newCredentials = created, true
-		p.appliedCreds.Store(n.UUID, fingerprint)
+		p.memory.setAppliedCreds(n.UUID, fingerprint)
 		if res, err := p.ensurePort(ctx, s, n, host.BootMACAddress, true); err != nil || res.Failed() || res.Busy {
 			return res, n.UUID, err
 		}
@@ -94,9 +94,9 @@ func (p *Provisioner) register(ctx context.Context, host provisioner.Host, opts 
 		}
 		// New credentials: the caller says so, or they differ from the ones this provisioner wrote
 		// (the caller says so only once; if that call found the node busy, the next ones do not).
-		applied, known := p.appliedCreds.Load(n.UUID)
+		applied, known := p.memory.appliedCreds(n.UUID)
 		if !sameBMC(n.DriverInfo, driverInfo) || ((opts.CredentialsChanged || known) && applied != fingerprint) {
-			p.log.Info("Updating the BMC access of the Ironic node", "node", n.UUID,
+			log.Info("Updating the BMC access of the Ironic node", "node", n.UUID,
 				"driverInfo", bmc.RedactDriverInfo(driverInfo))
 			info := maps.Clone(driverInfo)
 			for k := range n.DriverInfo { // keep deploy image and other settings; replace BMC keys
@@ -119,7 +119,7 @@ func (p *Provisioner) register(ctx context.Context, host provisioner.Host, opts 
 		}
 		n = updated
 		if newCredentials {
-			p.appliedCreds.Store(n.UUID, fingerprint)
+			p.memory.setAppliedCreds(n.UUID, fingerprint)
 		}
 		// Polling a verification needs no port check, nor does a node whose port this provisioner
 		// created or found before; everything else (first call after a restart, re-link, a new
@@ -137,20 +137,20 @@ func (p *Provisioner) register(ctx context.Context, host provisioner.Host, opts 
 	// the BMC again on every poll with the same rejected credentials.
 	restart := opts.RestartOnFailure
 	if restart && state(n) == nodes.Enroll && n.LastError != "" && !newCredentials {
-		if _, restarted := p.restartedManage.LoadAndDelete(n.UUID); restarted {
+		if p.memory.takeRestartedManage(n.UUID) {
 			restart = false
 		}
 	}
 	d := decideRegistration(n, newCredentials, restart)
 	if res, ok := p.result(d, n, host); ok {
 		if d.act == actDone {
-			p.restartedManage.Delete(n.UUID)
+			p.memory.setRestartedManage(n.UUID, false)
 		}
 		return res, n.UUID, nil
 	}
 	if d.act == actManage {
 		if restart && n.LastError != "" && !newCredentials {
-			p.restartedManage.Store(n.UUID, struct{}{})
+			p.memory.setRestartedManage(n.UUID, true)
 		}
 		res, err := p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetManage}, p.short())
 		return res, n.UUID, err
@@ -177,9 +177,7 @@ func registrationProblem(host provisioner.Host, access *bmc.Access, f Features) 
 // or Ironic lost its database). A cached read of the node by ID answers as it does for getNode.
 func (p *Provisioner) findNode(ctx context.Context, s *session, host provisioner.Host) (*nodes.Node, error) {
 	if host.NodeID != "" {
-		now := time.Now()
-		p.watch.lastUse.Store(now.UnixNano())
-		if n, _, ok := p.nodes.get(host.NodeID, now, p.readMaxAge(now)); ok {
+		if n, ok := p.watch.Get(host.NodeID); ok {
 			return n, nil
 		}
 		n, err := p.fetchNode(ctx, s, host.NodeID)
@@ -194,7 +192,7 @@ func (p *Provisioner) findNode(ctx context.Context, s *session, host provisioner
 	switch {
 	case err == nil:
 		if host.NodeID != "" && n.UUID != host.NodeID {
-			p.log.Info("Found the host's Ironic node by name; re-linking", "node", n.UUID, "previous", host.NodeID)
+			p.logger(ctx).Info("Found the host's Ironic node by name; re-linking", "node", n.UUID, "previous", host.NodeID)
 		}
 		return n, nil
 	case notFound(err):
@@ -237,12 +235,12 @@ func (p *Provisioner) enroll(ctx context.Context, s *session, host provisioner.H
 	if s.features.DisablePowerOff {
 		opts.DisablePowerOff = &host.DisablePowerOff
 	}
-	p.log.Info("Enrolling the host in Ironic", "name", opts.Name, "driver", opts.Driver,
+	p.logger(ctx).Info("Enrolling the host in Ironic", "nodeName", opts.Name, "driver", opts.Driver,
 		"driverInfo", bmc.RedactDriverInfo(info))
 	n, err := nodes.Create(ctx, s.sc, opts).Extract()
 	switch {
 	case err == nil:
-		p.saw(n)
+		p.watch.Saw(n)
 		return provisioner.Result{}, n, nil
 	case isStatus(err, http.StatusConflict):
 		// The name is taken: the caller looks the node up by name.
@@ -261,7 +259,7 @@ func (p *Provisioner) ensurePort(ctx context.Context, s *session, n *nodes.Node,
 		return provisioner.Result{}, nil
 	}
 	mac = strings.ToLower(mac)
-	if known, _ := p.portsChecked.Load(n.UUID); known == mac {
+	if p.memory.bootPort(n.UUID) == mac {
 		return provisioner.Result{}, nil
 	}
 	if !fresh {
@@ -271,7 +269,7 @@ func (p *Provisioner) ensurePort(ctx context.Context, s *session, n *nodes.Node,
 		}
 		switch owner {
 		case n.UUID:
-			p.portsChecked.Store(n.UUID, mac)
+			p.memory.setBootPort(n.UUID, mac)
 			return provisioner.Result{}, nil
 		case "":
 		default:
@@ -282,7 +280,7 @@ func (p *Provisioner) ensurePort(ctx context.Context, s *session, n *nodes.Node,
 	_, err := ports.Create(ctx, s.sc, ports.CreateOpts{NodeUUID: n.UUID, Address: mac, PXEEnabled: &pxe}).Extract()
 	switch {
 	case err == nil:
-		p.portsChecked.Store(n.UUID, mac)
+		p.memory.setBootPort(n.UUID, mac)
 		return provisioner.Result{}, nil
 	case busy(err):
 		owner, lookErr := p.portOwner(ctx, s, mac)
@@ -290,7 +288,7 @@ func (p *Provisioner) ensurePort(ctx context.Context, s *session, n *nodes.Node,
 			return provisioner.Failed(fmt.Sprintf("boot MAC address %s belongs to another Ironic node (%s)", mac, owner)), nil
 		}
 		if lookErr == nil && owner == n.UUID {
-			p.portsChecked.Store(n.UUID, mac)
+			p.memory.setBootPort(n.UUID, mac)
 			return provisioner.Result{}, nil
 		}
 		return p.short(), nil

@@ -47,16 +47,16 @@ func (p *Provisioner) remove(ctx context.Context, host provisioner.Host) (provis
 			return res, err
 		}
 	}
-	p.appliedCreds.Delete(n.UUID)
-	p.powerRequests.Delete(n.UUID)
-	p.portsChecked.Delete(n.UUID)
-	ended := p.writing(n.UUID)
+	ended := p.watch.Writing(n.UUID)
 	err = nodes.Delete(ctx, s.sc, n.UUID).ExtractErr()
 	ended()
 	switch {
 	case err == nil, notFound(err):
-		p.nodes.forgetAll(n.UUID)
-		p.log.Info("Removed the Ironic node", "node", n.UUID, "host", host.Namespace+"/"+host.Name)
+		// The node is gone, and a new registration enrolls a node with a new UUID: nothing about
+		// this one is worth keeping.
+		p.watch.Removed(n.UUID)
+		p.memory.forget(n.UUID)
+		p.logger(ctx).Info("Removed the Ironic node", "node", n.UUID, "host", host.Namespace+"/"+host.Name)
 		return provisioner.Done(), nil
 	case busy(err):
 		return p.short(), nil

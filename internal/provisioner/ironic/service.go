@@ -57,7 +57,7 @@ func (p *Provisioner) startServicing(ctx context.Context, s *session, n *nodes.N
 	if !ok {
 		return res, err
 	}
-	p.log.Info("Starting servicing", "node", n.UUID, "steps", stepNames(steps))
+	p.logger(ctx).Info("Starting servicing", "node", n.UUID, "steps", stepNames(steps))
 	res, started, err := p.startState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetService, ServiceSteps: steps}, p.long())
 	p.recordStart(n, extraServiced, fp, started)
 	return res, err
@@ -66,6 +66,6 @@ func (p *Provisioner) startServicing(ctx context.Context, s *session, n *nodes.N
 // abort stops what the node waits for (clean wait, service wait, inspect wait, and with API 1.110
 // deploy wait).
 func (p *Provisioner) abort(ctx context.Context, s *session, n *nodes.Node, what string) (provisioner.Result, error) {
-	p.log.Info("Aborting", "node", n.UUID, "operation", what, "state", n.ProvisionState)
+	p.logger(ctx).Info("Aborting", "node", n.UUID, "operation", what, "provisionState", n.ProvisionState)
 	return p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetAbort}, p.short())
 }

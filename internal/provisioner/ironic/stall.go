@@ -34,9 +34,10 @@ func Stalled(n *nodes.Node, now time.Time) bool {
 		now.Sub(n.ProvisionUpdatedAt) >= stallAfter
 }
 
-// withStall adds to a wait on n what the host really waits for when Ironic stopped working on n.
-func withStall(res provisioner.Result, n *nodes.Node) provisioner.Result {
-	res.Waiting = stalled(n, time.Now())
+// withStall adds to a wait on n what the host really waits for when Ironic stopped working on n
+// (by now).
+func withStall(res provisioner.Result, n *nodes.Node, now time.Time) provisioner.Result {
+	res.Waiting = stalled(n, now)
 	return res
 }
 

@@ -1,4 +1,4 @@
-package ironic
+package nodewatch
 
 import (
 	"sync"

@@ -1,0 +1,140 @@
+package ironic
+
+import (
+	"reflect"
+	"sync"
+)
+
+// nodeMemory is what the provisioner remembers about each node beyond what Ironic shows, because
+// Ironic does not keep it or hides it. Every entry changes a decision or saves a request; all of
+// it lives in memory only (an operator restart starts afresh, which costs at most one retry or
+// lookup per node) and is dropped as a whole when the node is deleted (forget).
+type nodeMemory struct {
+	mu    sync.Mutex
+	nodes map[string]*nodeFacts // by node UUID
+}
+
+// nodeFacts is the memory of one node. A field added here is cleared by forget with the rest;
+// TestNodeMemory fails until it fills the field in too. Zero fields mean "nothing remembered".
+type nodeFacts struct {
+	// appliedCreds is a fingerprint of the credentials last written to the node's driver_info, so
+	// that a registration that keeps failing with the same credentials is reported instead of
+	// retried in a loop (Ironic masks passwords, so they cannot be compared there).
+	appliedCreds string
+	// powerRequest is the last power change asked, to tell "still to do" from "Ironic tried and
+	// failed" when the node shows neither the state nor a pending target.
+	powerRequest string
+	// restartedManage: the node's failed verification was restarted (RestartOnFailure), so that
+	// its failing again is reported rather than restarted on every poll.
+	restartedManage bool
+	// bootPort is the boot MAC whose port this provisioner created or found on the node, so that
+	// registrations after the first do not look the port up again.
+	bootPort string
+	// failedStarts holds, per extra key (extraPrepared, extraServiced), a fingerprint written to
+	// the node whose operation Ironic then did not accept (see finished).
+	failedStarts map[string]string
+}
+
+// read calls f with the node's facts (zero when none) under the lock.
+func (m *nodeMemory) read(id string, f func(nodeFacts)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if facts := m.nodes[id]; facts != nil {
+		f(*facts)
+		return
+	}
+	f(nodeFacts{})
+}
+
+// update changes the node's facts under the lock; a node left with nothing to remember is dropped.
+func (m *nodeMemory) update(id string, f func(*nodeFacts)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	facts := m.nodes[id]
+	if facts == nil {
+		facts = &nodeFacts{}
+	}
+	f(facts)
+	if reflect.ValueOf(*facts).IsZero() { // every field, including ones added later
+		delete(m.nodes, id)
+		return
+	}
+	if m.nodes == nil {
+		m.nodes = map[string]*nodeFacts{}
+	}
+	m.nodes[id] = facts
+}
+
+// forget drops everything remembered about the node (it was deleted).
+func (m *nodeMemory) forget(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.nodes, id)
+}
+
+// appliedCreds returns the fingerprint of the credentials this provisioner last wrote to the node.
+func (m *nodeMemory) appliedCreds(id string) (fingerprint string, known bool) {
+	m.read(id, func(f nodeFacts) { fingerprint = f.appliedCreds })
+	return fingerprint, fingerprint != ""
+}
+
+func (m *nodeMemory) setAppliedCreds(id, fingerprint string) {
+	m.update(id, func(f *nodeFacts) { f.appliedCreds = fingerprint })
+}
+
+// powerRequest returns the last power change asked for the node and not yet seen through; "" when
+// none.
+func (m *nodeMemory) powerRequest(id string) (target string) {
+	m.read(id, func(f nodeFacts) { target = f.powerRequest })
+	return target
+}
+
+// setPowerRequest records a power change asked; "" clears it (seen through, or reported).
+func (m *nodeMemory) setPowerRequest(id, target string) {
+	m.update(id, func(f *nodeFacts) { f.powerRequest = target })
+}
+
+// setRestartedManage records whether this provisioner restarted the node's failed verification.
+func (m *nodeMemory) setRestartedManage(id string, restarted bool) {
+	m.update(id, func(f *nodeFacts) { f.restartedManage = restarted })
+}
+
+// takeRestartedManage reports whether the node's failed verification was restarted, and clears
+// the mark: one restart per reported failure.
+func (m *nodeMemory) takeRestartedManage(id string) (restarted bool) {
+	m.update(id, func(f *nodeFacts) { restarted, f.restartedManage = f.restartedManage, false })
+	return restarted
+}
+
+// bootPort returns the boot MAC whose port is known to be on the node; "" when none.
+func (m *nodeMemory) bootPort(id string) (mac string) {
+	m.read(id, func(f nodeFacts) { mac = f.bootPort })
+	return mac
+}
+
+func (m *nodeMemory) setBootPort(id, mac string) {
+	m.update(id, func(f *nodeFacts) { f.bootPort = mac })
+}
+
+// failedStart returns the fingerprint under extra[key] whose operation did not start, if any.
+func (m *nodeMemory) failedStart(id, key string) (fingerprint string, failed bool) {
+	m.read(id, func(f nodeFacts) { fingerprint, failed = f.failedStarts[key] })
+	return fingerprint, failed
+}
+
+// recordStart notes whether the operation fingerprinted fp under extra[key] started.
+func (m *nodeMemory) recordStart(id, key, fp string, started bool) {
+	m.update(id, func(f *nodeFacts) {
+		if started {
+			delete(f.failedStarts, key)
+			if len(f.failedStarts) == 0 {
+				f.failedStarts = nil // so that a node with nothing else to remember is dropped
+			}
+			return
+		}
+		if f.failedStarts == nil {
+			f.failedStarts = map[string]string{}
+		}
+		f.failedStarts[key] = fp
+	})
+}
