@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -182,6 +183,18 @@ func randomSuffix(n int) string {
 	return hex.EncodeToString(b)[:n]
 }
 
+// fuzzing reports whether the test binary runs as a fuzzing coordinator or worker.
+func fuzzing() bool {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
+		return true
+	}
+	f := flag.Lookup("test.fuzzworker")
+	return f != nil && f.Value.String() == "true"
+}
+
 // Main is the body of a TestMain: it starts one Env for the package, stores it in *env, runs the
 // tests, stops the Env and exits with the tests' status.
 func Main(m *testing.M, opts Options, env **Env) {
@@ -189,6 +202,13 @@ func Main(m *testing.M, opts Options, env **Env) {
 }
 
 func run(m *testing.M, opts Options, env **Env) int {
+	if fuzzing() {
+		// A fuzz run (`go test -run '^$' -fuzz ...`) runs no test that needs the API server, and
+		// its coordinator and every worker process come through here: starting one API server
+		// each would only cost time and memory. Fuzz targets in a package with an Env must not
+		// use it.
+		return m.Run()
+	}
 	e, err := Start(opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
