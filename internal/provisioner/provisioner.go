@@ -205,10 +205,11 @@ type Capacity interface {
 	HasCapacity(ctx context.Context) (bool, error)
 }
 
-// ImageFormats says which PreprovisioningImage formats the engine can boot, in order of preference;
-// nil when no image builder is in use.
+// ImageFormats says which PreprovisioningImage formats the engine can boot on a host (which
+// depends on its BMC: virtual media boots an ISO), in order of preference; nil when no image
+// builder is in use. The host controller puts the list in the image's spec.acceptFormats.
 type ImageFormats interface {
-	PreprovisioningImageFormats() ([]metal3.ImageFormat, error)
+	PreprovisioningImageFormats(host Host) ([]metal3.ImageFormat, error)
 }
 
 // Watcher is implemented by provisioners that follow the engine on their own (the Ironic

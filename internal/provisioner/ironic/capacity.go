@@ -8,7 +8,6 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
-	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
 
@@ -82,16 +81,6 @@ func (c *capacityCache) set(n int, at time.Time) {
 	if at.After(c.at) {
 		c.n, c.at = n, at
 	}
-}
-
-// PreprovisioningImageFormats: with an image builder, the formats it may build, ISO first (virtual
-// media hosts boot it directly; others fall back to the initrd, see deployImage). Without one, nil.
-// The interface gives no host, so the list cannot depend on the host's BMC as metal3's does.
-func (p *Provisioner) PreprovisioningImageFormats() ([]metal3.ImageFormat, error) {
-	if !p.cfg.PreprovisioningImageBuilder {
-		return nil, nil
-	}
-	return []metal3.ImageFormat{metal3.ImageFormatISO, metal3.ImageFormatInitRD}, nil
 }
 
 var _ provisioner.Capacity = (*Provisioner)(nil)

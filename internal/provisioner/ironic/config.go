@@ -116,13 +116,17 @@ func DefaultConfig() Config {
 }
 
 // ConfigFromEnv reads metal3's environment variables. Malformed values are errors naming the
-// variable; IRONIC_ENDPOINT is required.
-func ConfigFromEnv() (Config, error) {
-	return configFrom(os.Getenv)
+// variable; IRONIC_ENDPOINT is required. withFlags sets what the operator's flags decide before
+// the result is checked (with an image builder, DEPLOY_KERNEL_URL alone is complete).
+func ConfigFromEnv(withFlags ...func(*Config)) (Config, error) {
+	return configFrom(os.Getenv, withFlags...)
 }
 
-func configFrom(getenv func(string) string) (Config, error) {
+func configFrom(getenv func(string) string, withFlags ...func(*Config)) (Config, error) {
 	c := DefaultConfig()
+	for _, f := range withFlags {
+		f(&c)
+	}
 	var errs []error
 	bad := func(name, value, why string) {
 		errs = append(errs, fmt.Errorf("%s=%q: %s", name, value, why))

@@ -30,6 +30,7 @@ func TestConfigFromEnv(t *testing.T) {
 		auth    map[string]string // files under <root>/ironic; nil: no directory
 		check   func(t *testing.T, c Config)
 		wantErr []string // substrings of the error; nil: no error
+		builder bool     // --build-preprov-image
 	}{
 		"defaults": {
 			env: map[string]string{EnvEndpoint: "http://127.0.0.1:6385/v1/"},
@@ -76,6 +77,16 @@ func TestConfigFromEnv(t *testing.T) {
 			env:     map[string]string{EnvEndpoint: "http://i/v1/", EnvDeployKernelURL: "http://x/k"},
 			wantErr: []string{EnvDeployKernelURL + " and " + EnvDeployRamdiskURL},
 		},
+		"kernel without ramdisk, with an image builder (OpenShift's configuration)": {
+			env:     map[string]string{EnvEndpoint: "http://i/v1/", EnvDeployKernelURL: "http://x/k"},
+			builder: true,
+			check: func(t *testing.T, c Config) {
+				t.Helper()
+				if !c.PreprovisioningImageBuilder || c.DeployKernelURL != "http://x/k" {
+					t.Errorf("config %s, builder %t", c, c.PreprovisioningImageBuilder)
+				}
+			},
+		},
 		"username without password": {
 			env:     map[string]string{EnvEndpoint: "http://i/v1/"},
 			auth:    map[string]string{"username": "admin"},
@@ -92,7 +103,7 @@ func TestConfigFromEnv(t *testing.T) {
 			for k, v := range tc.env {
 				env[k] = v
 			}
-			c, err := configFrom(func(k string) string { return env[k] })
+			c, err := configFrom(func(k string) string { return env[k] }, func(c *Config) { c.PreprovisioningImageBuilder = tc.builder })
 			if tc.wantErr == nil {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)

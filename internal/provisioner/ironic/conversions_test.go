@@ -188,6 +188,12 @@ func TestPlanDeploy(t *testing.T) {
 			info:  map[string]any{},
 			steps: 1,
 		},
+		"custom deploy start_assisted_install (seed 001: the assisted agent, no image)": {
+			data:  provisioner.ProvisionData{CustomDeploy: &metal3.CustomDeploy{Method: "start_assisted_install"}},
+			iface: "custom-agent",
+			info:  map[string]any{},
+			steps: 1,
+		},
 		"custom deploy with an image": {
 			data:  provisioner.ProvisionData{CustomDeploy: &metal3.CustomDeploy{Method: "m"}, Image: &metal3.Image{URL: "http://i/x"}},
 			iface: "custom-agent",
@@ -401,6 +407,37 @@ func TestDeployImage(t *testing.T) {
 		info, ok := deployImage(tc.cfg, tc.access, tc.ppi)
 		if ok != tc.ok || !reflect.DeepEqual(set(info), tc.want) || len(info) != 4 {
 			t.Errorf("%s: %v %t, want %v %t (with every key present)", name, info, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestPreprovisioningImageFormats: with a builder, an ISO first where the BMC boots one, else only
+// the initrd; without a builder, no image at all.
+func TestPreprovisioningImageFormats(t *testing.T) {
+	iso, initrd := metal3.ImageFormatISO, metal3.ImageFormatInitRD
+	tests := map[string]struct {
+		builder bool
+		address string
+		want    []metal3.ImageFormat
+		wantErr string
+	}{
+		"virtual media":            {builder: true, address: "redfish-virtualmedia+http://127.0.0.1/redfish/v1/Systems/1", want: []metal3.ImageFormat{iso, initrd}},
+		"iDRAC virtual media":      {builder: true, address: "idrac-virtualmedia://127.0.0.1/redfish/v1/Systems/1", want: []metal3.ImageFormat{iso, initrd}},
+		"redfish (iPXE)":           {builder: true, address: "redfish+http://127.0.0.1/redfish/v1/Systems/1", want: []metal3.ImageFormat{initrd}},
+		"IPMI":                     {builder: true, address: "ipmi://127.0.0.1", want: []metal3.ImageFormat{initrd}},
+		"no builder":               {builder: false, address: "redfish-virtualmedia+http://127.0.0.1/redfish/v1/Systems/1"},
+		"bad address with builder": {builder: true, address: "nope://x", wantErr: "spec.bmc.address"},
+	}
+	for name, tc := range tests {
+		p := &Provisioner{cfg: Config{PreprovisioningImageBuilder: tc.builder}}
+		got, err := p.PreprovisioningImageFormats(provisioner.Host{BMCAddress: tc.address})
+		switch {
+		case tc.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: error %v, want one naming %s", name, err, tc.wantErr)
+			}
+		case err != nil || !reflect.DeepEqual(got, tc.want):
+			t.Errorf("%s: %v, %v; want %v", name, got, err, tc.want)
 		}
 	}
 }

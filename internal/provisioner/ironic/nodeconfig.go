@@ -64,6 +64,30 @@ func deployImage(cfg Config, access *bmc.Access, ppi *provisioner.Preprovisionin
 	return info, false
 }
 
+// PreprovisioningImageFormats: with an image builder (--build-preprov-image), the formats the
+// host's BMC can boot, most preferred first (acceptFormats); without one, nil (no image is asked
+// for). A bad BMC address is an error (the host controller reports it before it gets here).
+func (p *Provisioner) PreprovisioningImageFormats(host provisioner.Host) ([]metal3.ImageFormat, error) {
+	if !p.cfg.PreprovisioningImageBuilder {
+		return nil, nil
+	}
+	access, err := parseAccess(host)
+	if err != nil {
+		return nil, err
+	}
+	return acceptFormats(access), nil
+}
+
+// acceptFormats is metal3's list: an ISO first where the BMC boots one (virtual media, UEFI
+// HTTP), then the initrd, which Ironic boots on any BMC (over the network, or in an ISO it builds
+// from the kernel and the initrd for virtual media).
+func acceptFormats(access *bmc.Access) []metal3.ImageFormat {
+	if access.SupportsISOPreprovisioningImage {
+		return []metal3.ImageFormat{metal3.ImageFormatISO, metal3.ImageFormatInitRD}
+	}
+	return []metal3.ImageFormat{metal3.ImageFormatInitRD}
+}
+
 // setDeployImage adds the agent image to a patch for an operation that boots the agent. Without a
 // usable image: with an image builder, the host must wait for its PreprovisioningImage; without
 // one, Ironic's own defaults ([conductor]deploy_kernel/ramdisk) are left to apply.
