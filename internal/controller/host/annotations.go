@@ -9,7 +9,8 @@ import (
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 )
 
-// guards run before every handler, in this order: deletion, detaching, registration.
+// guards run before every handler, in this order: deletion, detaching, registration, the agent
+// image (a state that boots the agent waits for it).
 func (s *hostScope) guards() (outcome, bool) {
 	if out, ok := s.checkDeletion(); ok {
 		return out, true
@@ -17,7 +18,10 @@ func (s *hostScope) guards() (outcome, bool) {
 	if out, ok := s.checkDetached(); ok {
 		return out, true
 	}
-	return s.ensureRegistered()
+	if out, ok := s.ensureRegistered(); ok {
+		return out, true
+	}
+	return s.awaitImage(s.state())
 }
 
 // paused: the paused annotation stops reconciliation (any value; CAPM3 writes its name).

@@ -70,6 +70,14 @@ func setConditions(host *metal3.BareMetalHost, out outcome, now metav1.Time) {
 	switch {
 	case out.err != nil:
 		progressing.message = internalErrorMessage
+	case out.progressReason != "":
+		// A wait of its own (the agent image): its reason makes lastTransitionTime the time the
+		// wait started, and the message says it too.
+		since := now
+		if old := conditions.Get(host.Status.Conditions, metal3.ProgressingCondition); old != nil && old.Reason == out.progressReason {
+			since = old.LastTransitionTime
+		}
+		progressing = cond{metav1.ConditionTrue, out.progressReason, "Waiting for " + out.waitingFor + " since " + waitingSince(since.Time)}
 	case out.waitingFor == waitingProvisioner:
 		progressing.reason = reasonProvisionerUnavailable
 		progressing.message = "Waiting for " + waitingProvisioner

@@ -70,20 +70,18 @@ func managed(s *corev1.Secret) bool {
 		controllerutil.ContainsFinalizer(s, metal3.SecretsFinalizer)
 }
 
-// loadInputs reads what the handlers will need: BMC credentials, user/network/meta data and
-// pending firmware changes. Bad input lands in s.in (the handlers turn it into a status error
-// naming the field); only API failures are returned.
+// loadInputs reads what the handlers will need: BMC credentials, the agent image, user/network/meta
+// data and pending firmware changes. Bad input lands in s.in (the handlers turn it into a status
+// error naming the field); only API failures are returned.
 func (r *Reconciler) loadInputs(ctx context.Context, s *hostScope) error {
-	h := s.host
 	if err := r.loadCredentials(ctx, s); err != nil {
 		return err
 	}
-	if name := h.Spec.PreprovisioningNetworkDataName; name != "" && !stateOf(s.state()).pastProvisioning.is() {
-		data, err := r.secretValue(ctx, h, "spec.preprovisioningNetworkDataName", &corev1.SecretReference{Name: name}, "networkData")
-		if err != nil && !isInputError(err) {
-			return err
-		}
-		s.in.preprovNetworkData = data
+	if err := r.loadAgentImage(ctx, s); err != nil {
+		return err
+	}
+	if err := r.loadPreprovNetworkData(ctx, s); err != nil {
+		return err
 	}
 	if needsHostConfig(s) {
 		if err := r.loadHostConfig(ctx, s); err != nil {
@@ -95,6 +93,30 @@ func (r *Reconciler) loadInputs(ctx context.Context, s *hostScope) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// loadPreprovNetworkData reads spec.preprovisioningNetworkDataName: its content for the provisioner
+// (without an image builder it becomes the node's network data) and its version, which the agent
+// image must have been built from. A host past provisioning reads it only while its state uses the
+// image (deprovisioning). A missing Secret or key is not an error here: without a builder the
+// provisioner gets no network data, with one the image builder reports the missing Secret.
+func (r *Reconciler) loadPreprovNetworkData(ctx context.Context, s *hostScope) error {
+	h := s.host
+	name := h.Spec.PreprovisioningNetworkDataName
+	usesImage := s.imagesUsed() && stateOf(s.state()).agentImage(h).needed()
+	if name == "" || (stateOf(s.state()).pastProvisioning.is() && !usesImage) {
+		return nil
+	}
+	secret, err := r.secrets.get(ctx, types.NamespacedName{Namespace: h.Namespace, Name: name}, h.DeletionTimestamp.IsZero())
+	if errors.Is(err, errSecretNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.in.preprovNetworkDataVersion = secret.ResourceVersion
+	s.in.preprovNetworkData, _ = secretKey(secret, "networkData")
 	return nil
 }
 
@@ -149,22 +171,27 @@ func (r *Reconciler) loadHostConfig(ctx context.Context, s *hostScope) error {
 	h := s.host
 	var cfg provisioner.HostConfig
 	var errs []error
-	read := func(field string, ref *corev1.SecretReference, key string, into *string) {
+	read := func(field string, ref *corev1.SecretReference, key string, into *string, optionalKey bool) {
 		if ref == nil || ref.Name == "" {
 			return
 		}
 		v, err := r.secretValue(ctx, h, field, ref, key)
+		var missing missingKeyError
+		if optionalKey && errors.As(err, &missing) {
+			return // metal3: network data without the key is no network data
+		}
 		if err != nil {
 			errs = append(errs, err)
 			return
 		}
 		*into = v
 	}
-	read("spec.userData", h.Spec.UserData, "userData", &cfg.UserData)
-	read("spec.networkData", h.Spec.NetworkData, "networkData", &cfg.NetworkData)
-	read("spec.metaData", h.Spec.MetaData, "metaData", &cfg.MetaData)
+	read("spec.userData", h.Spec.UserData, "userData", &cfg.UserData, false)
+	read("spec.networkData", h.Spec.NetworkData, "networkData", &cfg.NetworkData, true)
+	read("spec.metaData", h.Spec.MetaData, "metaData", &cfg.MetaData, false)
 	if h.Spec.NetworkData == nil && h.Spec.PreprovisioningNetworkDataName != "" {
-		read("spec.preprovisioningNetworkDataName", &corev1.SecretReference{Name: h.Spec.PreprovisioningNetworkDataName}, "networkData", &cfg.NetworkData)
+		// A Secret made for an image builder holds nmstate (key "nmstate"), not network data.
+		read("spec.preprovisioningNetworkDataName", &corev1.SecretReference{Name: h.Spec.PreprovisioningNetworkDataName}, "networkData", &cfg.NetworkData, true)
 	}
 	for _, err := range errs {
 		if !isInputError(err) {
@@ -180,9 +207,13 @@ type inputError struct{ msg string }
 
 func (e inputError) Error() string { return e.msg }
 
+// missingKeyError is an inputError for a Secret without the key (nor "value").
+type missingKeyError struct{ inputError }
+
 func isInputError(err error) bool {
 	var ie inputError
-	return errors.As(err, &ie)
+	var mk missingKeyError
+	return errors.As(err, &ie) || errors.As(err, &mk)
 }
 
 // secretValue reads key (falling back to "value") from a Secret in the host's namespace.
@@ -201,13 +232,21 @@ func (r *Reconciler) secretValue(ctx context.Context, h *metal3.BareMetalHost, f
 	if err != nil {
 		return "", err
 	}
+	if v, ok := secretKey(secret, key); ok {
+		return v, nil
+	}
+	return "", missingKeyError{inputError{fmt.Sprintf("%s: secret %q has neither a %q nor a \"value\" key", field, ref.Name, key)}}
+}
+
+// secretKey is the Secret's key, falling back to "value" (metal3).
+func secretKey(secret *corev1.Secret, key string) (string, bool) {
 	if v, ok := secret.Data[key]; ok {
-		return string(v), nil
+		return string(v), true
 	}
 	if v, ok := secret.Data["value"]; ok {
-		return string(v), nil
+		return string(v), true
 	}
-	return "", inputError{fmt.Sprintf("%s: secret %q has neither a %q nor a \"value\" key", field, ref.Name, key)}
+	return "", false
 }
 
 // secretNames are the Secrets a host uses (for the index that maps Secret events to hosts, and

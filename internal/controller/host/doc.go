@@ -16,4 +16,10 @@
 // allowed, ...); a test fails when a row lacks a field. docs/host-state-machine.md is generated
 // from it (make docs) and a test fails when it is stale. state_machine.go is the driver (run,
 // moveTo, the typed outcomes).
+//
+// With --build-preprov-image (Config.PreprovisioningImages) each host has a PreprovisioningImage,
+// its own agent image: agentimage.go decides (the image's spec, whether a built image is usable,
+// what to write), agentimage_wait.go holds the handlers of a state that boots the agent until the
+// image is ready (the row's agentImage fact) and hands it to the provisioner, agentimage_write.go
+// reads the image before the handlers and writes it after them, like the other side objects.
 package host

@@ -52,7 +52,62 @@ func StateMachineMarkdown() string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", stateName(s), row.progressing, doing)
 	}
+	writeImageTable(&b, states)
 	return b.String()
+}
+
+// imageUseText says what a state does with the host's PreprovisioningImage.
+var imageUseText = map[imageUse]string{
+	imageLeft:    "left alone",
+	imageDeleted: "deleted",
+	imageKept:    "kept",
+	imageBooted:  "waited for",
+}
+
+// imageVariants are the spec and status settings that change what a state needs of the image.
+var imageVariants = []struct {
+	name   string
+	change func(h *metal3.BareMetalHost)
+}{
+	{"`spec.externallyProvisioned`", func(h *metal3.BareMetalHost) { h.Spec.ExternallyProvisioned = true }},
+	{"`inspectionMode: fast`", func(h *metal3.BareMetalHost) { h.Spec.InspectionMode = metal3.InspectionModeFast }},
+	{"`automatedCleaningMode: disabled`", func(h *metal3.BareMetalHost) { h.Spec.AutomatedCleaningMode = metal3.CleaningModeDisabled }},
+	{"a live ISO without cleaning", func(h *metal3.BareMetalHost) {
+		live := metal3.DiskFormatLiveISO
+		h.Spec.Image = &metal3.Image{URL: "x", DiskFormat: &live}
+		h.Spec.AutomatedCleaningMode = metal3.CleaningModeDisabled
+	}},
+	{"`operationalStatus: servicing`", func(h *metal3.BareMetalHost) { h.Status.OperationalStatus = metal3.OperationalStatusServicing }},
+}
+
+// writeImageTable renders each state's agentImage fact, evaluated for a plain host and for every
+// variant that changes it.
+func writeImageTable(b *strings.Builder, states []metal3.ProvisioningState) {
+	b.WriteString("\n## The agent image (`--build-preprov-image`)\n\n")
+	b.WriteString("What each state does with the host's PreprovisioningImage: *kept*: created and kept in sync with\n")
+	b.WriteString("the host, and handed to the provisioner once Ready; *waited for*: kept, and Ready before the state's\n")
+	b.WriteString("work starts (the host waits with the `Progressing` reason `" + reasonWaitingForImage + "`, saying\n")
+	b.WriteString("what for and since when; an image that cannot be built is a registration error with the builder's\n")
+	b.WriteString("message); *deleted*: the host is done with the agent; *left alone*: neither made nor deleted.\n")
+	b.WriteString("`registering` completes only once the image the next state waits for is Ready.\n\n")
+	b.WriteString("| State | PreprovisioningImage | Otherwise when |\n|---|---|---|\n")
+	for _, s := range states {
+		use := stateOf(s).agentImage
+		base := use(&metal3.BareMetalHost{})
+		var other []string
+		for _, v := range imageVariants {
+			h := &metal3.BareMetalHost{}
+			v.change(h)
+			if u := use(h); u != base {
+				other = append(other, fmt.Sprintf("%s with %s", imageUseText[u], v.name))
+			}
+		}
+		otherwise := "—"
+		if len(other) > 0 {
+			otherwise = strings.Join(other, "; ")
+		}
+		fmt.Fprintf(b, "| %s | %s | %s |\n", stateName(s), imageUseText[base], otherwise)
+	}
 }
 
 func mermaidID(s metal3.ProvisioningState) string {

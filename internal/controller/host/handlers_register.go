@@ -24,19 +24,25 @@ func handleUnmanaged(s *hostScope) outcome {
 	return waitFor(s.cfg.UnmanagedPoll, "BMC details (spec.bmc.address and spec.bmc.credentialsName)")
 }
 
+// handleRegistering enrolls the host; registration is complete once the agent image the next
+// step boots is ready too (seed 002), so the image is built while the host registers.
 func handleRegistering(s *hostScope) outcome {
 	if !s.registered {
 		if out, done := s.register(); !done {
 			return out
 		}
 	}
+	next := metal3.StateInspecting
 	switch {
 	case s.host.Spec.ExternallyProvisioned:
-		return advance(metal3.StateExternallyProvisioned)
+		next = metal3.StateExternallyProvisioned
 	case s.host.InspectionDisabled():
-		return advance(metal3.StatePreparing)
+		next = metal3.StatePreparing
 	}
-	return advance(metal3.StateInspecting)
+	if out, wait := s.awaitImage(next); wait {
+		return out
+	}
+	return advance(next)
 }
 
 // ensureRegistered is the guard that registers the host again when the provisioner forgot it,
@@ -62,8 +68,9 @@ func (s *hostScope) ensureRegistered() (outcome, bool) {
 
 func (s *hostScope) registrationNeeded() bool {
 	st := &s.host.Status
-	return s.needsRegistration || st.Provisioning.ID == "" ||
-		st.ErrorType == metal3.RegistrationError || st.ErrorType == metal3.ProvisionedRegistrationError ||
+	// An error of the agent image is not the registration's: registering again cannot fix it.
+	failed := (st.ErrorType == metal3.RegistrationError || st.ErrorType == metal3.ProvisionedRegistrationError) && !imageErrorShown(st)
+	return s.needsRegistration || st.Provisioning.ID == "" || failed ||
 		st.OperationalStatus == metal3.OperationalStatusDetached ||
 		s.credentialsChanged() || (s.specChanged() && s.regs.changed(s.host.UID, s.provHost()))
 }
@@ -137,7 +144,9 @@ func (s *hostScope) register() (outcome, bool) {
 	}
 	s.registered, s.needsRegistration = true, false
 	s.regs.record(s.host.UID, s.provHost())
-	s.clearErrorOf(errType)
+	if !imageErrorShown(st) { // the image's error stays until the image is fine (awaitImage)
+		s.clearErrorOf(errType)
+	}
 	if st.OperationalStatus == metal3.OperationalStatusDetached {
 		st.OperationalStatus = metal3.OperationalStatusOK
 		s.event(eventNormal, reasonAttached, "Register", "Host attached to the provisioner again")

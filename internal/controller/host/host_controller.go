@@ -52,6 +52,9 @@ type Config struct {
 	Concurrency int
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// PreprovisioningImages (--build-preprov-image): hosts get a PreprovisioningImage each, and
+	// wait for it to be ready before a step that boots the agent (agentimage.go).
+	PreprovisioningImages bool
 	// Reconciled, when set, is called at the end of every reconcile of an existing host with the
 	// resourceVersion of the copy it started from. A test seam: a test waits until the controller
 	// has looked at a change, then asserts what it did (or did not do), instead of sleeping.
@@ -86,6 +89,8 @@ type Reconciler struct {
 	// whose provisioner record is gone).
 	written patch.Tracker
 	regs    registrations
+	// images remembers our last write of each host's PreprovisioningImage (imageMemory).
+	images imageMemory
 	// skipNameValidation lets tests run several managers (operator restarts) in one process.
 	skipNameValidation bool
 }
@@ -97,6 +102,7 @@ const secretNamesField = ".metalforge.secretNames"
 // +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts/finalizers,verbs=update
 // +kubebuilder:rbac:groups=metal3.io,resources=hardwaredata,verbs=get;create;update;patch;delete
+// +kubebuilder:rbac:groups=metal3.io,resources=preprovisioningimages,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=metal3.io,resources=hostfirmwaresettings;hostfirmwarecomponents,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
@@ -130,6 +136,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 			return fmt.Errorf("adding the provisioner's watcher: %w", err)
 		}
 		b = b.WatchesRawSource(provisionerChanges(w))
+	}
+	if r.Config.PreprovisioningImages {
+		// The host controls its image: a status change of the image wakes the host.
+		b = b.Owns(&metal3.PreprovisioningImage{}, builder.WithPredicates(imageChanged()))
 	}
 	return b.
 		For(&metal3.BareMetalHost{}, builder.WithPredicates(predicate.Or(
@@ -186,6 +196,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	host := &metal3.BareMetalHost{}
 	if err := r.Client.Get(ctx, req.NamespacedName, host); apierrors.IsNotFound(err) {
 		r.written.Forget(req.NamespacedName)
+		r.images.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	} else if err != nil {
 		metricReconcileErrors.Inc()
@@ -244,6 +255,7 @@ func (r *Reconciler) reconcile(ctx context.Context, host *metal3.BareMetalHost) 
 	start := time.Now()
 	out := s.run()
 	ran := time.Since(start)
+	s.fx.image = s.planImage()
 	setConditions(host, out, s.now)
 	if err := r.write(ctx, s, p); err != nil {
 		return ctrl.Result{}, errors.Join(out.err, err)
@@ -269,7 +281,15 @@ func (r *Reconciler) write(ctx context.Context, s *hostScope, p *patch.Helper) e
 			return err
 		}
 	}
+	if err := r.writeImage(ctx, s.fx.image); err != nil {
+		return err
+	}
 	if s.fx.finalize {
+		if ppi := s.fx.image.remove; ppi != nil {
+			if err := r.deleteImage(ctx, ppi); err != nil {
+				return err
+			}
+		}
 		return r.finalize(ctx, s)
 	}
 	// Before the status write: if that fails, the retry registers again and finds the old Secret
@@ -293,6 +313,11 @@ func (r *Reconciler) write(ctx context.Context, s *hostScope, p *patch.Helper) e
 	if _, err := r.patchStatus(ctx, host, p, s.now); err != nil {
 		return err
 	}
+	if ppi := s.fx.image.remove; ppi != nil {
+		if err := r.deleteImage(ctx, ppi); err != nil {
+			return err
+		}
+	}
 	r.emit(host, &s.fx)
 	recordMetrics(&s.fx)
 	return nil
@@ -309,9 +334,13 @@ func (r *Reconciler) finalize(ctx context.Context, s *hostScope) error {
 	return r.removeFinalizer(ctx, host)
 }
 
-// removeFinalizer deletes what the host owns (HardwareData, the Secrets' claims) and lets it go.
+// removeFinalizer deletes what the host owns (HardwareData, its image, the Secrets' claims) and
+// lets it go.
 func (r *Reconciler) removeFinalizer(ctx context.Context, host *metal3.BareMetalHost) error {
 	if err := r.deleteHardwareData(ctx, host); err != nil {
+		return err
+	}
+	if err := r.releaseImage(ctx, host); err != nil {
 		return err
 	}
 	if err := r.releaseSecrets(ctx, host, secretNames(host)); err != nil {

@@ -31,6 +31,9 @@ var (
 	metricDeleteDelayed = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "metal3_delete_delayed_for_detached_total", Help: "Times deletion waited for a detached annotation with deleteAction delay.",
 	})
+	metricWaitingForImage = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "metal3_waiting_for_preprov_image_total", Help: "Reconciles that ended with the host waiting for its PreprovisioningImage.",
+	})
 	// operationDuration: metal3_operation_{register,inspect,provision,deprovision}_duration_seconds.
 	operationDuration = map[metal3.ProvisioningState]prometheus.Histogram{}
 	hostsPerState     = &stateCollector{desc: prometheus.NewDesc("metal3_hosts",
@@ -50,7 +53,7 @@ func init() {
 		metrics.Registry.MustRegister(operationDuration[state])
 	}
 	metrics.Registry.MustRegister(metricReconciles, metricReconcileErrors, metricHostErrors, metricStateChanges,
-		metricProvisionerUnavailable, metricDeleteDelayed, hostsPerState)
+		metricProvisionerUnavailable, metricDeleteDelayed, metricWaitingForImage, hostsPerState)
 }
 
 // recordMetrics counts what a reconcile did, once its writes succeeded.
@@ -68,6 +71,9 @@ func recordMetrics(fx *effects) {
 	}
 	if fx.deleteDelayed {
 		metricDeleteDelayed.Inc()
+	}
+	if fx.waitedForImage {
+		metricWaitingForImage.Inc()
 	}
 }
 

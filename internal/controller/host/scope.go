@@ -49,8 +49,15 @@ type inputs struct {
 	// hostConfig is user/network/meta data; hostConfigErr names the bad field.
 	hostConfig    provisioner.HostConfig
 	hostConfigErr error
-	// preprovNetworkData is spec.preprovisioningNetworkDataName's content.
-	preprovNetworkData string
+	// preprovNetworkData is spec.preprovisioningNetworkDataName's content, and
+	// preprovNetworkDataVersion its Secret's resourceVersion ("" when it is missing).
+	preprovNetworkData        string
+	preprovNetworkDataVersion string
+	// imageFormats are the PreprovisioningImage formats the provisioner boots on this host, most
+	// preferred first; nil when images are not used (no --build-preprov-image). image is the
+	// host's PreprovisioningImage as cached, nil when there is none.
+	imageFormats []metal3.ImageFormat
+	image        *metal3.PreprovisioningImage
 	// firmware holds pending HostFirmwareSettings/Components changes (read in preparing).
 	firmwareSettings metal3.DesiredSettingsMap
 	firmwareUpdates  []metal3.FirmwareUpdate
@@ -70,9 +77,13 @@ type effects struct {
 	// replacedSecrets: Secrets the host stopped using (its BMC credentials moved to another
 	// Secret and registration with the new one succeeded); released unless still used.
 	replacedSecrets []string
-	transitions     [][2]metal3.ProvisioningState
-	finishedOps     []finishedOp
-	hostErrors      []metal3.ErrorType
+	// image is the write to the host's PreprovisioningImage (planImage, after the handlers).
+	image imageWrite
+	// waitedForImage: the reconcile ended waiting for the image (metric).
+	waitedForImage bool
+	transitions    [][2]metal3.ProvisioningState
+	finishedOps    []finishedOp
+	hostErrors     []metal3.ErrorType
 }
 
 type finishedOp struct {
@@ -127,6 +138,7 @@ func (s *hostScope) provHost() provisioner.Host {
 		InspectionMode:                 h.Spec.InspectionMode,
 		AutomatedCleaningMode:          h.Spec.AutomatedCleaningMode,
 		PreprovisioningNetworkData:     s.in.preprovNetworkData,
+		PreprovisioningImage:           s.readyImage(),
 	}
 }
 
@@ -209,7 +221,7 @@ func (s *hostScope) provError(err error, doing string) outcome {
 		s.needsRegistration = true
 		return repeat()
 	case errors.Is(err, provisioner.ErrNeedsPreprovisioningImage):
-		return waitFor(s.cfg.PreprovImageDelay, "the preprovisioning image to be ready")
+		return s.imageRefused()
 	}
 	return internalError(fmt.Errorf("%s host %s/%s: %w", doing, s.host.Namespace, s.host.Name, err))
 }

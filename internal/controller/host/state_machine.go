@@ -33,6 +33,9 @@ type outcome struct {
 	after time.Duration
 	// waitingFor says what the host waits for; it goes to the Progressing condition message.
 	waitingFor string
+	// progressReason, when set, is the Progressing reason of the wait (instead of the state's),
+	// and the message then says since when the host waits.
+	progressReason string
 	// keepError keeps the error fields across a transition that a failure caused.
 	keepError bool
 	// err is an internal error (API or programming): returned to controller-runtime, which logs

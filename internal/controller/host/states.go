@@ -13,6 +13,8 @@ import (
 const (
 	triggerDeleted         = "host deleted"
 	triggerDeletedDetached = "host deleted while detached (skips power off and deprovisioning)"
+	// triggerImageFailedWhileDeleting: cleaning needs the agent, whose image cannot be built.
+	triggerImageFailedWhileDeleting = "host deleted and its agent image cannot be built (no cleaning)"
 )
 
 // Transition is one declared edge of the state machine. The handlers may only move a host along
@@ -44,6 +46,7 @@ var Transitions = []Transition{
 	{metal3.StateExternallyProvisioned, metal3.StateProvisioned, "spec.externallyProvisioned cleared"},
 	{metal3.StateDeprovisioning, metal3.StateAvailable, "image removed (cleaning done)"},
 	{metal3.StateDeprovisioning, metal3.StatePoweringOffBeforeDelete, "deprovisioned while deleting, or failed more than 3 times while deleting"},
+	{metal3.StateDeprovisioning, metal3.StatePoweringOffBeforeDelete, triggerImageFailedWhileDeleting},
 	{metal3.StatePoweringOffBeforeDelete, metal3.StateDeleting, "powered off, power off disabled, failed more than 3 times, or never registered"},
 	// Deletion entry (checkInitiateDelete in metal3).
 	{metal3.StateNone, metal3.StateDeleting, triggerDeleted},
@@ -103,6 +106,10 @@ type stateRow struct {
 	conditions stateConditions
 	// enterReason is the reason of the Event for a host entering the state.
 	enterReason string
+	// agentImage is what the state needs of the host's PreprovisioningImage, with
+	// --build-preprov-image (agentimage.go): nothing, its deletion, the image kept in sync, or
+	// the image ready before the handler runs (the state boots the agent from it).
+	agentImage agentImage
 }
 
 // states has one row per provisioning state. match profile and ready are legacy names that move on
@@ -115,71 +122,85 @@ func init() {
 			handler: handleNone, busy: no, registered: no, pastProvisioning: no, mayPrepare: yes, detachable: no,
 			conditions:  stateConditions{false, metal3.NotProvisionedReason, metal3.NotManageableReason, metal3.NotProgressingReason, ""},
 			enterReason: reasonStateChanged,
+			agentImage:  imageAlways(imageLeft),
 		},
 		metal3.StateUnmanaged: {
 			handler: handleUnmanaged, busy: no, registered: no, pastProvisioning: no, mayPrepare: no, detachable: no,
 			conditions:  stateConditions{false, metal3.NotProvisionedReason, metal3.NotManageableReason, metal3.NotProgressingReason, ""},
 			enterReason: reasonDiscovered,
+			agentImage:  imageAlways(imageLeft),
 		},
 		metal3.StateRegistering: {
 			handler: handleRegistering, busy: no, registered: no, pastProvisioning: no, mayPrepare: yes, detachable: no,
 			conditions:  stateConditions{false, metal3.NotProvisionedReason, metal3.NotManageableReason, metal3.RegisteringReason, "registration with the provisioner"},
 			enterReason: reasonRegistering,
+			agentImage:  registeringImage,
 		},
 		metal3.StateInspecting: {
 			handler: handleInspecting, busy: yes, registered: yes, pastProvisioning: no, mayPrepare: yes, detachable: no,
 			conditions:  stateConditions{true, metal3.NotProvisionedReason, metal3.InspectingReason, metal3.InspectingReason, "hardware inspection"},
 			enterReason: reasonInspectionStarted,
+			agentImage:  inspectingImage,
 		},
 		metal3.StateMatchProfile: {
 			handler: handleMatchProfile, busy: no, registered: yes, pastProvisioning: no, mayPrepare: yes, detachable: no,
 			conditions:  stateConditions{true, metal3.NotProvisionedReason, metal3.NotAvailableReason, metal3.PreparingReason, "preparation"},
 			enterReason: reasonStateChanged,
+			agentImage:  imageAlways(imageKept),
 		},
 		metal3.StatePreparing: {
 			handler: handlePreparing, busy: yes, registered: yes, pastProvisioning: no, mayPrepare: yes, detachable: no,
 			conditions:  stateConditions{true, metal3.NotProvisionedReason, metal3.NotAvailableReason, metal3.PreparingReason, "preparation (RAID, root device hints, firmware)"},
 			enterReason: reasonPreparationStarted,
+			agentImage:  imageAlways(imageBooted),
 		},
 		metal3.StateReady: {
 			handler: handleReady, busy: no, registered: yes, pastProvisioning: no, mayPrepare: no, detachable: yes,
 			conditions:  stateConditions{true, metal3.NotProvisionedReason, metal3.AvailableReason, metal3.NotProgressingReason, ""},
 			enterReason: reasonStateChanged,
+			agentImage:  imageAlways(imageKept),
 		},
 		metal3.StateAvailable: {
 			handler: handleAvailable, busy: no, registered: yes, pastProvisioning: no, mayPrepare: yes, detachable: yes,
 			conditions:  stateConditions{true, metal3.NotProvisionedReason, metal3.AvailableReason, metal3.NotProgressingReason, ""},
 			enterReason: reasonAvailable,
+			agentImage:  imageAlways(imageKept),
 		},
 		metal3.StateProvisioning: {
 			handler: handleProvisioning, busy: yes, registered: yes, pastProvisioning: no, mayPrepare: no, detachable: no,
 			conditions:  stateConditions{true, metal3.ProvisioningReason, metal3.NotAvailableReason, metal3.ProvisioningReason, "provisioning"},
 			enterReason: reasonProvisioningStarted,
+			agentImage:  provisioningImage,
 		},
 		metal3.StateProvisioned: {
 			handler: handleProvisioned, busy: no, registered: yes, pastProvisioning: yes, mayPrepare: no, detachable: yes,
 			conditions:  stateConditions{true, metal3.ProvisionedReason, metal3.NotAvailableReason, metal3.NotProgressingReason, ""},
 			enterReason: reasonProvisioningComplete,
+			agentImage:  servicingImage,
 		},
 		metal3.StateExternallyProvisioned: {
 			handler: handleExternallyProvisioned, busy: no, registered: yes, pastProvisioning: yes, mayPrepare: no, detachable: yes,
 			conditions:  stateConditions{true, metal3.ProvisionedReason, metal3.NotAvailableReason, metal3.NotProgressingReason, ""},
 			enterReason: reasonExternallyProvisioned,
+			agentImage:  servicingImage,
 		},
 		metal3.StateDeprovisioning: {
 			handler: handleDeprovisioning, busy: yes, registered: yes, pastProvisioning: yes, mayPrepare: no, detachable: no,
 			conditions:  stateConditions{true, metal3.NotProvisionedReason, metal3.NotAvailableReason, metal3.DeprovisioningReason, "deprovisioning (cleaning)"},
 			enterReason: reasonDeprovisioningStarted,
+			agentImage:  deprovisioningImage,
 		},
 		metal3.StatePoweringOffBeforeDelete: {
 			handler: handlePoweringOffBeforeDelete, busy: no, registered: yes, pastProvisioning: yes, mayPrepare: no, detachable: no,
 			conditions:  stateConditions{true, metal3.NotProvisionedReason, metal3.NotAvailableReason, metal3.PoweringOffBeforeDeleteReason, "power off before deletion"},
 			enterReason: reasonPoweringOffForDelete,
+			agentImage:  imageAlways(imageDeleted),
 		},
 		metal3.StateDeleting: {
 			handler: handleDeleting, busy: no, registered: no, pastProvisioning: yes, mayPrepare: no, detachable: no,
 			conditions:  stateConditions{false, metal3.NotProvisionedReason, metal3.NotAvailableReason, metal3.DeletingReason, "removal from the provisioner"},
 			enterReason: reasonDeleting,
+			agentImage:  imageAlways(imageDeleted),
 		},
 	}
 }
@@ -205,3 +226,72 @@ var deletionEdges = func() map[metal3.ProvisioningState]metal3.ProvisioningState
 	}
 	return m
 }()
+
+// imageUse is what a state needs of the host's PreprovisioningImage (with --build-preprov-image).
+type imageUse int8
+
+const (
+	// imageLeft: the state neither needs the image nor removes it. (The zero value is no use: a
+	// row without agentImage fails the completeness test.)
+	imageLeft imageUse = iota + 1
+	// imageDeleted: the host is done with the agent (provisioned, or on its way out); its image is
+	// deleted, as an image builder may keep every image (or its configuration) in memory (seed 001).
+	imageDeleted
+	// imageKept: the image is created and kept in sync with the host, and handed to the provisioner
+	// once ready, but nothing waits for it.
+	imageKept
+	// imageBooted: the state boots the agent: its handler runs only once the image is ready.
+	imageBooted
+)
+
+// agentImage is a row's image fact; some states' needs depend on the host's spec.
+type agentImage func(h *metal3.BareMetalHost) imageUse
+
+// needed: the image is created and kept in sync.
+func (u imageUse) needed() bool { return u == imageKept || u == imageBooted }
+
+func imageAlways(u imageUse) agentImage { return func(*metal3.BareMetalHost) imageUse { return u } }
+
+// registeringImage: a host that will be inspected or prepared gets its image built while it
+// registers (handleRegistering waits for it before moving on: registration completes with an
+// agent to boot, as seed 002 has it); an externally provisioned host never boots the agent.
+func registeringImage(h *metal3.BareMetalHost) imageUse {
+	if h.Spec.ExternallyProvisioned {
+		return imageLeft
+	}
+	return imageKept
+}
+
+// inspectingImage: fast inspection reads the BMC instead of booting the agent.
+func inspectingImage(h *metal3.BareMetalHost) imageUse {
+	if h.Spec.InspectionMode == metal3.InspectionModeFast {
+		return imageKept
+	}
+	return imageBooted
+}
+
+// provisioningImage: writing an image, a custom deploy and automated cleaning run on the agent; a
+// live ISO without cleaning boots the user's ISO only.
+func provisioningImage(h *metal3.BareMetalHost) imageUse {
+	if h.Spec.Image.IsLiveISO() && h.Spec.AutomatedCleaningMode == metal3.CleaningModeDisabled {
+		return imageKept
+	}
+	return imageBooted
+}
+
+// deprovisioningImage: cleaning boots the agent; without cleaning nothing does.
+func deprovisioningImage(h *metal3.BareMetalHost) imageUse {
+	if h.Spec.AutomatedCleaningMode == metal3.CleaningModeDisabled {
+		return imageLeft
+	}
+	return imageBooted
+}
+
+// servicingImage is the live-update hook: a provisioned host boots the agent only while servicing
+// (operationalStatus servicing); otherwise its image is deleted.
+func servicingImage(h *metal3.BareMetalHost) imageUse {
+	if h.Status.OperationalStatus == metal3.OperationalStatusServicing {
+		return imageBooted
+	}
+	return imageDeleted
+}
