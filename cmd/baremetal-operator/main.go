@@ -22,6 +22,7 @@ import (
 	"github.com/metalforge/metalforge/internal/apimetrics"
 	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/controller/host"
+	"github.com/metalforge/metalforge/internal/controller/preprovisioningimage"
 	"github.com/metalforge/metalforge/internal/scheme"
 	"github.com/metalforge/metalforge/internal/webhooks"
 )
@@ -40,6 +41,8 @@ type options struct {
 	webhookPort            int
 	webhookCertDir         string
 	maxProvisioningRetries int
+	buildPreprovImage      bool
+	externalImageBuilder   bool
 	fixture                fixtureOptions
 	tuning                 tuningOptions
 }
@@ -81,6 +84,9 @@ func main() {
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the admission webhook server (0: no webhooks).")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory with tls.crt and tls.key for the webhook server (default: controller-runtime's).")
 	fs.IntVar(&o.maxProvisioningRetries, "max-provisioning-retries", 5, "Failed provisioning attempts of one image before giving up (0: no limit).")
+	fs.BoolVar(&o.buildPreprovImage, "build-preprov-image", false, "Give every host a PreprovisioningImage (its own agent image, with its network data) and boot the agent from it.")
+	fs.BoolVar(&o.externalImageBuilder, "external-preprov-image-builder", false,
+		"With --build-preprov-image: another controller (the image-customization-controller) builds the images, so the built-in one, which hands out DEPLOY_ISO_URL / DEPLOY_RAMDISK_URL, does not run.")
 	o.fixture.bindFlags(fs)
 	o.tuning.bindFlags(fs)
 	logCfg.AddFlags(fs)
@@ -101,6 +107,9 @@ func main() {
 
 func run(ctx context.Context, o options) error {
 	log := ctrl.Log.WithName("setup")
+	if o.externalImageBuilder && !o.buildPreprovImage {
+		return fmt.Errorf("--external-preprov-image-builder: needs --build-preprov-image")
+	}
 	newProvisioner, ok := provisionerFactories[o.provisioner]
 	if !ok {
 		return fmt.Errorf("--provisioner=%q: want one of ironic, fixture", o.provisioner)
@@ -147,10 +156,14 @@ func run(ctx context.Context, o options) error {
 	hostCfg := host.DefaultConfig()
 	hostCfg.Concurrency = o.concurrency
 	hostCfg.MaxProvisioningRetries = o.maxProvisioningRetries
+	hostCfg.PreprovisioningImages = o.buildPreprovImage
 	o.tuning.applyHost(&hostCfg)
 	r := &host.Reconciler{Provisioner: prov, Config: hostCfg}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the host controller: %w", err)
+	}
+	if err := setupImageController(ctx, mgr, o); err != nil {
+		return err
 	}
 	if o.webhookPort != 0 {
 		if err := webhooks.SetupWithManager(mgr); err != nil {
@@ -187,4 +200,32 @@ func configureClient(cfg *rest.Config, o options) {
 	// The API server warns on every write of metal3's finalizer names (not domain-qualified, and
 	// kept for compatibility): once is enough.
 	cfg.WarningHandlerWithContext = ctrllog.NewKubeAPIWarningLogger(ctrllog.KubeAPIWarningLoggerOptions{Deduplicate: true})
+}
+
+// setupImageController starts the built-in PreprovisioningImage controller when hosts get images
+// (--build-preprov-image), no external builder serves them, and an image is configured (as metal3
+// starts its default controller: without DEPLOY_ISO_URL or DEPLOY_RAMDISK_URL there is nothing to
+// hand out).
+func setupImageController(ctx context.Context, mgr ctrl.Manager, o options) error {
+	log := ctrl.Log.WithName("setup")
+	if !o.buildPreprovImage {
+		return nil
+	}
+	if o.externalImageBuilder {
+		log.Info("PreprovisioningImages are built by an external controller (--external-preprov-image-builder)")
+		return nil
+	}
+	images := preprovisioningimage.ImagesFromEnv(os.Environ())
+	if !images.Configured() {
+		log.Info("Not starting the built-in PreprovisioningImage controller: no DEPLOY_ISO_URL or DEPLOY_RAMDISK_URL with DEPLOY_KERNEL_URL; an external image builder must serve the images")
+		return nil
+	}
+	cfg := preprovisioningimage.DefaultConfig()
+	cfg.Concurrency = o.concurrency
+	ic := &preprovisioningimage.Reconciler{Images: images, Config: cfg}
+	if err := ic.SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up the PreprovisioningImage controller: %w", err)
+	}
+	log.Info("Built-in PreprovisioningImage controller started", "images", images.String())
+	return nil
 }

@@ -17,7 +17,7 @@ import (
 // reads metal3's environment variables (IRONIC_ENDPOINT, DEPLOY_KERNEL_URL, ...).
 var provisionerFactories = map[string]func(context.Context, options) (provisioner.Provisioner, error){
 	"ironic": func(_ context.Context, o options) (provisioner.Provisioner, error) {
-		cfg, err := ironic.ConfigFromEnv()
+		cfg, err := ironic.ConfigFromEnv(func(c *ironic.Config) { c.PreprovisioningImageBuilder = o.buildPreprovImage })
 		if err != nil {
 			return nil, err
 		}
@@ -27,7 +27,7 @@ var provisionerFactories = map[string]func(context.Context, options) (provisione
 		return ironic.New(cfg, log)
 	},
 	"fixture": func(_ context.Context, o options) (provisioner.Provisioner, error) {
-		return o.fixture.build()
+		return o.fixture.build(o.buildPreprovImage)
 	},
 }
 
@@ -46,7 +46,7 @@ func (f *fixtureOptions) bindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&f.capacity, "fixture-capacity", 0, "Fixture provisioner: hosts busy at once (0: no limit).")
 }
 
-func (f *fixtureOptions) build() (provisioner.Provisioner, error) {
+func (f *fixtureOptions) build(images bool) (provisioner.Provisioner, error) {
 	lat, err := fixture.ParseLatencies(f.opLatency)
 	if err != nil {
 		return nil, fmt.Errorf("--fixture-op-latency: %w", err)
@@ -55,5 +55,6 @@ func (f *fixtureOptions) build() (provisioner.Provisioner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--fixture-fail: %w", err)
 	}
-	return fixture.New(fixture.Config{DefaultLatency: f.latency, Latency: lat, FailNext: fail, Capacity: f.capacity}), nil
+	return fixture.New(fixture.Config{DefaultLatency: f.latency, Latency: lat, FailNext: fail, Capacity: f.capacity,
+		PreprovisioningImages: images}), nil
 }
