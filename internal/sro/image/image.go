@@ -53,11 +53,15 @@ func For(dc sro.SpecialResourceDriverContainer, k string) (string, error) {
 
 // ParseReference parses an image reference, requiring an explicit tag or digest (a driver
 // image is per kernel; "latest" by default would hide that — kernel-module-management refuses
-// it too).
+// it too). The registry may be left out (Docker Hub), as container runtimes allow.
 func ParseReference(ref string) (name.Reference, error) {
-	r, err := name.ParseReference(ref, name.StrictValidation)
+	r, err := name.ParseReference(ref)
 	if err != nil {
-		return nil, fmt.Errorf("image %q: want registry/repository:tag or @digest: %w", ref, err)
+		return nil, fmt.Errorf("image %q: %w", ref, err)
+	}
+	last := ref[strings.LastIndex(ref, "/")+1:]
+	if !strings.Contains(last, ":") && !strings.Contains(last, "@") {
+		return nil, fmt.Errorf("image %q has no tag or digest", ref)
 	}
 	return r, nil
 }
@@ -84,7 +88,10 @@ func (r Remote) Exists(ctx context.Context, ref string, pullSecret *corev1.Secre
 	if r.insecure(ref) {
 		opts = append(opts, name.Insecure)
 	}
-	parsed, err := name.ParseReference(ref, append(opts, name.StrictValidation)...)
+	if _, err := ParseReference(ref); err != nil {
+		return false, err
+	}
+	parsed, err := name.ParseReference(ref, opts...)
 	if err != nil {
 		return false, fmt.Errorf("image %q: %w", ref, err)
 	}

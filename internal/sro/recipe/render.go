@@ -24,7 +24,9 @@ import (
 // ("spec.driverContainer.buildArgs[0].value").
 type FieldError struct {
 	Path string
-	Err  error
+	// Value is the template as written.
+	Value string
+	Err   error
 }
 
 func (e *FieldError) Error() string { return e.Path + ": " + e.Err.Error() }
@@ -55,7 +57,7 @@ func FirstPass(sr *sro.SpecialResource, vals Values) (*sro.SpecialResource, erro
 		}
 		out, err := renderString(path, s, vals)
 		if err != nil {
-			errs = append(errs, &FieldError{Path: path, Err: err})
+			errs = append(errs, &FieldError{Path: path, Value: s, Err: err})
 			return s
 		}
 		return out

@@ -1,0 +1,156 @@
+// Package build builds driver images when the registry does not have them, behind one small
+// interface with two backends: OpenShift builds (build.openshift.io/v1 BuildConfig + Build, the
+// seed's choice, used when the cluster serves that API) and, elsewhere, a Kubernetes Job running
+// a kaniko executor (kernel-module-management's upstream choice).
+//
+// A build is named after its inputs (see Name): the same SpecialResource, kernel, image, source,
+// build arguments and version always give the same name, so a reconcile that runs again finds
+// its build instead of starting another, and a changed input starts a new one. A failed build is
+// kept (its pod's logs say why) and not retried until an input changes or someone deletes it.
+package build
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/sro/naming"
+)
+
+// BuildLabel marks build objects (with the kernel as value) so that pruning of a recipe's
+// objects leaves them alone.
+const BuildLabel = "specialresource.openshift.io/build"
+
+// Request is one driver image build.
+type Request struct {
+	// Owner is the SpecialResource the image is for (owner of the build objects).
+	Owner *sro.SpecialResource
+	// Namespace and Name of the build objects (Name from the function Name).
+	Namespace, Name string
+	// Kernel the image is built for.
+	Kernel string
+	// Image is where the built image is pushed.
+	Image string
+	// Git is the source.
+	Git sro.GitSource
+	// BuildArgs are the rendered build arguments (KERNEL_FULL_VERSION and friends included).
+	BuildArgs []sro.BuildArg
+	// PushSecret names the pull/push Secret in Namespace ("" for none).
+	PushSecret string
+	// Artifacts are mounted into the build where the backend can.
+	Artifacts sro.DriverContainerArtifacts
+}
+
+// Phase is where a build is.
+type Phase string
+
+const (
+	// Running: queued or running.
+	Running Phase = "Running"
+	// Succeeded: the image was pushed.
+	Succeeded Phase = "Succeeded"
+	// Failed: the build failed; Status.Message says why.
+	Failed Phase = "Failed"
+)
+
+// Status is a build's state.
+type Status struct {
+	Phase   Phase
+	Message string
+}
+
+// Builder starts builds and reports on them.
+type Builder interface {
+	// Start creates the build's objects (an existing one is left as it is).
+	Start(ctx context.Context, req Request) error
+	// Status reports on the build namespace/name; found is false when there is none.
+	Status(ctx context.Context, namespace, name string) (st Status, found bool, err error)
+	// Delete removes a finished build's objects (a missing build is not an error).
+	Delete(ctx context.Context, namespace, name string) error
+	// Kind names the backend ("Job" or "Build") for messages and the watch.
+	Kind() string
+}
+
+// Name is the name of the build of req's inputs: the SpecialResource, the kernel and a hash of
+// everything that changes the image (image, source, build arguments, version).
+func Name(sr *sro.SpecialResource, kernel, image string, args []sro.BuildArg) string {
+	inputs := []string{image, sr.Spec.DriverContainer.Source.Git.URI, sr.Spec.DriverContainer.Source.Git.Ref, sr.Spec.Version}
+	for _, a := range args {
+		inputs = append(inputs, a.Name+"="+a.Value)
+	}
+	return naming.DNSLabel(sr.Name, "build", naming.Hash(kernel), naming.Hash(strings.Join(inputs, "\x00")))
+}
+
+// Args are the build arguments every build gets (as kernel-module-management sets them) followed
+// by the SpecialResource's rendered ones, and ARTIFACT_IMAGE_<n> for each artifact image.
+func Args(sr *sro.SpecialResource, kernel string) []sro.BuildArg {
+	args := []sro.BuildArg{
+		{Name: "KERNEL_FULL_VERSION", Value: kernel},
+		{Name: "KERNEL_VERSION", Value: kernel},
+		{Name: "MOD_NAME", Value: sr.Name},
+		{Name: "MOD_NAMESPACE", Value: sr.TargetNamespace()},
+	}
+	if sr.Spec.Version != "" {
+		args = append(args, sro.BuildArg{Name: "DRIVER_VERSION_SRO", Value: sr.Spec.Version})
+	}
+	args = append(args, sr.Spec.DriverContainer.BuildArgs...)
+	for i, a := range sr.Spec.DriverContainer.Artifacts.Images {
+		args = append(args, sro.BuildArg{Name: fmt.Sprintf("ARTIFACT_IMAGE_%d", i), Value: a.Name})
+	}
+	return args
+}
+
+// OpenShiftBuildGVK is the kind whose presence selects the OpenShift backend.
+var OpenShiftBuildGVK = schema.GroupVersionKind{Group: "build.openshift.io", Version: "v1", Kind: "Build"}
+
+// HasOpenShiftBuilds reports whether the cluster serves build.openshift.io/v1 Builds.
+func HasOpenShiftBuilds(mapper meta.RESTMapper) bool {
+	_, err := mapper.RESTMapping(OpenShiftBuildGVK.GroupKind(), OpenShiftBuildGVK.Version)
+	return err == nil
+}
+
+// Choose returns the backend for the cluster: OpenShift builds when served, Jobs otherwise.
+func Choose(c client.Client, jobImage string) Builder {
+	if HasOpenShiftBuilds(c.RESTMapper()) {
+		return OpenShift{Client: c}
+	}
+	return Job{Client: c, Image: jobImage}
+}
+
+// labels are the labels of every build object.
+func labels(req Request) map[string]string {
+	return map[string]string{
+		sro.OwnedLabel:  naming.OwnerValue(req.Owner.Name),
+		BuildLabel:      naming.LabelValue(req.Kernel),
+		sro.KernelLabel: naming.LabelValue(req.Kernel),
+	}
+}
+
+// gitContext is the source as kaniko wants it: git://host/path#ref.
+func gitContext(g sro.GitSource) string {
+	uri := g.URI
+	for _, scheme := range []string{"https://", "http://", "git://"} {
+		uri = strings.TrimPrefix(uri, scheme)
+	}
+	ctx := "git://" + uri
+	switch ref := g.Ref; {
+	case ref == "":
+	case strings.HasPrefix(ref, "refs/") || isCommit(ref):
+		ctx += "#" + ref
+	default:
+		ctx += "#refs/heads/" + ref
+	}
+	return ctx
+}
+
+func isCommit(ref string) bool {
+	return len(ref) == 40 && !slices.ContainsFunc([]byte(ref), func(c byte) bool {
+		return !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f')
+	})
+}

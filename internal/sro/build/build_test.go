@@ -1,0 +1,87 @@
+package build
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+)
+
+func TestGitContext(t *testing.T) {
+	for in, want := range map[sro.GitSource]string{
+		{URI: "https://github.com/acme/kmod.git", Ref: "main"}:              "git://github.com/acme/kmod.git#refs/heads/main",
+		{URI: "https://github.com/acme/kmod.git"}:                           "git://github.com/acme/kmod.git",
+		{URI: "git://example/kmod", Ref: "refs/tags/v1"}:                    "git://example/kmod#refs/tags/v1",
+		{URI: "http://example/kmod", Ref: strings.Repeat("ab", 20)}:         "git://example/kmod#" + strings.Repeat("ab", 20),
+		{URI: "https://example/kmod", Ref: strings.Repeat("ab", 19) + "zz"}: "git://example/kmod#refs/heads/" + strings.Repeat("ab", 19) + "zz",
+	} {
+		if got := gitContext(in); got != want {
+			t.Errorf("gitContext(%+v) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestName: the same inputs give the same build; each input that changes the image gives
+// another one; the name is a DNS label.
+func TestName(t *testing.T) {
+	sr := &sro.SpecialResource{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("long-name-", 6)},
+		Spec: sro.SpecialResourceSpec{Version: "1", DriverContainer: sro.SpecialResourceDriverContainer{
+			Source: sro.DriverContainerSource{Git: &sro.GitSource{URI: "u", Ref: "r"}}}}}
+	args := []sro.BuildArg{{Name: "A", Value: "1"}}
+	base := Name(sr, "k1", "img:1", args)
+	if errs := validation.IsDNS1123Label(base); len(errs) > 0 {
+		t.Fatalf("%q: %v", base, errs)
+	}
+	if Name(sr, "k1", "img:1", slices.Clone(args)) != base {
+		t.Fatal("same inputs, different name")
+	}
+	version := sr.DeepCopy()
+	version.Spec.Version = "2"
+	ref := sr.DeepCopy()
+	ref.Spec.DriverContainer.Source.Git.Ref = "other"
+	for what, name := range map[string]string{
+		"kernel":  Name(sr, "k2", "img:1", args),
+		"image":   Name(sr, "k1", "img:2", args),
+		"arg":     Name(sr, "k1", "img:1", []sro.BuildArg{{Name: "A", Value: "2"}}),
+		"version": Name(version, "k1", "img:1", args),
+		"ref":     Name(ref, "k1", "img:1", args),
+	} {
+		if name == base {
+			t.Errorf("a changed %s keeps the build name", what)
+		}
+	}
+}
+
+func TestJobSpec(t *testing.T) {
+	sr := &sro.SpecialResource{ObjectMeta: metav1.ObjectMeta{Name: "kmod", UID: "u1"}}
+	req := Request{Owner: sr, Namespace: "ns", Name: "b", Kernel: "6.1.0+rt", Image: "r/kmod:6.1.0",
+		Git: sro.GitSource{URI: "https://g/kmod", Ref: "v1"}, BuildArgs: Args(sr, "6.1.0+rt"), PushSecret: "pull",
+		Artifacts: sro.DriverContainerArtifacts{
+			HostPaths: []sro.HostPathArtifact{{SourcePath: "/run/vendor/src", DestinationDir: "/usr/src/"}},
+			Claims:    []sro.ClaimArtifact{{Name: "vendor-pvc", MountPath: "/usr/src/vendor"}},
+		}}
+	job := Job{}.job(req)
+	c := job.Spec.Template.Spec.Containers[0]
+	for _, want := range []string{"--context=git://g/kmod#refs/heads/v1", "--destination=r/kmod:6.1.0", "--build-arg=KERNEL_FULL_VERSION=6.1.0+rt", "--build-arg=MOD_NAME=kmod"} {
+		if !slices.Contains(c.Args, want) {
+			t.Errorf("args %v lack %s", c.Args, want)
+		}
+	}
+	if c.Image != DefaultJobImage || len(c.VolumeMounts) != 3 || c.VolumeMounts[0].MountPath != "/kaniko/.docker" || c.VolumeMounts[1].MountPath != "/usr/src" {
+		t.Errorf("image %s mounts %+v", c.Image, c.VolumeMounts)
+	}
+	if job.Labels[BuildLabel] == "" || job.Labels[sro.OwnedLabel] != "kmod" || job.OwnerReferences[0].UID != "u1" || job.Annotations[sro.KernelAnnotation] != "6.1.0+rt" {
+		t.Errorf("labels %v owners %v annotations %v", job.Labels, job.OwnerReferences, job.Annotations)
+	}
+	if errs := validation.IsValidLabelValue(job.Labels[BuildLabel]); len(errs) > 0 {
+		t.Errorf("build label %q: %v", job.Labels[BuildLabel], errs)
+	}
+	if err := (OpenShift{}).Start(t.Context(), req); !errors.Is(err, ErrVolumesUnsupported) {
+		t.Errorf("OpenShift build with volumes: %v", err)
+	}
+}
