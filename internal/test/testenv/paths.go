@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // RepoRoot is the directory holding the module's go.mod, found by walking up from the working
@@ -38,6 +40,26 @@ func binaryAssets(root string) (string, error) {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			return "", fmt.Errorf("%s not found in %s (KUBEBUILDER_ASSETS or <repo>/bin): run `make tools` to build it: %w", name, dir, err)
 		}
+	}
+	return dir, nil
+}
+
+// ModuleDir is the directory of a module the project requires (go list -m), for tests that
+// install files shipped in a dependency, such as the CRD manifests of github.com/openshift/api.
+func ModuleDir(modulePath string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", modulePath)
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("finding module %s (go list -m): %w", modulePath, err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		return "", fmt.Errorf("module %s is not downloaded (run go mod download)", modulePath)
 	}
 	return dir, nil
 }

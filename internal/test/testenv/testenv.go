@@ -35,6 +35,12 @@ type Options struct {
 	// AfterTests, when set, runs after every test of the package passed; an error it returns
 	// fails the run. It is for checks over the whole suite, such as coverage of a table.
 	AfterTests func() error
+	// CRDPaths are more CRD files or directories to install (absolute, or relative to the
+	// repository root): CRDs of other projects, or test-only ones.
+	CRDPaths []string
+	// WebhookPaths replace config/webhook as the webhook configurations installed with
+	// Webhooks (relative to the repository root), for an operator with its own webhooks.
+	WebhookPaths []string
 }
 
 // Env is a running API server with the project's CRDs installed.
@@ -79,10 +85,12 @@ func Start(opts Options) (*Env, error) {
 	env := &envtest.Environment{
 		Scheme:                s,
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		CRDDirectoryPaths:     append([]string{filepath.Join(root, "config", "crd", "bases")}, fromRoot(root, opts.CRDPaths)...),
 		ErrorIfCRDPathMissing: true,
 	}
-	if opts.Webhooks {
+	if opts.Webhooks && len(opts.WebhookPaths) > 0 {
+		env.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: fromRoot(root, opts.WebhookPaths)}
+	} else if opts.Webhooks {
 		env.WebhookInstallOptions = envtest.WebhookInstallOptions{
 			Paths: []string{filepath.Join(root, "config", "webhook")},
 			// Until the first webhook marker exists, config/webhook has no manifests.
@@ -102,6 +110,18 @@ func Start(opts Options) (*Env, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// fromRoot makes relative paths relative to the repository root.
+func fromRoot(root string, paths []string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(root, p)
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func (e *Env) finish(opts Options) error {

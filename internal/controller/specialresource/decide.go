@@ -1,0 +1,72 @@
+package specialresource
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+)
+
+// planPhase runs the pure plan over what the earlier phases read, and decides the outcome.
+func (r *Reconciler) planPhase(s *scope) (outcome, bool, error) {
+	in := planInput{srName: s.sr.Name, states: s.in.rendered, observed: s.in.observed, stale: s.in.stale, logs: s.in.logs,
+		kernels: map[string]kernelGroup{}, present: map[string]bool{}, owned: s.in.owned, nodes: s.in.allNodes, selected: map[string]string{}}
+	for _, g := range s.in.kernels {
+		in.present[g.kernel] = true
+		for _, n := range g.nodes {
+			in.selected[n] = g.kernel
+		}
+		if s.in.images[g.kernel].state == sro.ImageExists {
+			in.kernels[g.kernel] = g
+		}
+	}
+	s.plan = plan(in)
+	return decide(s.sr, s.in, s.plan, s.cfg), true, nil
+}
+
+// decide turns the images and the plan into the reconcile's outcome: Errored when a kernel has
+// no image and cannot get one (its build failed, or there is nothing to build from) — the other
+// kernels are still served —, Progressing while a build runs or a state waits, Ready when every
+// state is ready for every kernel.
+func decide(sr *sro.SpecialResource, in inputs, p *planResult, cfg *Config) outcome {
+	var failed, missing, building, unknown []string
+	for _, k := range slices.Sorted(maps.Keys(in.images)) {
+		switch in.images[k].state {
+		case sro.ImageBuildFailed:
+			failed = append(failed, k)
+		case sro.ImageMissing:
+			missing = append(missing, k)
+		case sro.ImageBuilding:
+			building = append(building, k)
+		case sro.ImageUnknown:
+			unknown = append(unknown, k)
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		return errored(sro.ReasonBuildFailed, fmt.Sprintf("build of the driver image failed for kernel %s: %s", summary(failed), in.images[failed[0]].message), cfg.Resync)
+	case len(missing) > 0:
+		return errored(sro.ReasonImageMissing, fmt.Sprintf("no driver image for kernel %s: %s", summary(missing), in.images[missing[0]].message), cfg.Resync)
+	}
+	after := cfg.Resync
+	if p.poll {
+		after = cfg.WaitPoll
+	}
+	switch {
+	case len(unknown) > 0:
+		return progressing(sro.ReasonWaitingForImage, fmt.Sprintf("kernel %s: %s", summary(unknown), in.images[unknown[0]].message), "", min(after, cfg.RetryDelay))
+	case p.waiting != "":
+		return progressing(sro.ReasonHandlingState, "state "+p.waitingState+": "+p.waiting, p.waitingState, after)
+	case len(building) > 0:
+		return progressing(sro.ReasonWaitingForImage, fmt.Sprintf("building the driver image for kernel %s", summary(building)), "", after)
+	}
+	out := ready()
+	if len(in.kernels) == 0 {
+		out.message = "no selected node reports a kernel; nothing to serve"
+	}
+	if in.nodesNoKernel > 0 {
+		out.message += fmt.Sprintf(" (%d selected nodes report no kernel)", in.nodesNoKernel)
+	}
+	return out
+}

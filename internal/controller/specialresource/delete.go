@@ -1,0 +1,198 @@
+package specialresource
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/controller/conditions"
+	"github.com/metalforge/metalforge/internal/controller/patch"
+	"github.com/metalforge/metalforge/internal/sro/naming"
+	"github.com/metalforge/metalforge/internal/sro/recipe"
+)
+
+// workloadKinds run pods; they go first on deletion, and the rest waits until their pods are
+// gone: a driver pod unloads its modules when it stops, and needs its ServiceAccount, RBAC and
+// entrypoint ConfigMap (and its namespace) to do so (kernel-module-management's deadlock lesson).
+var workloadKinds = []schema.GroupVersionKind{
+	{Group: "apps", Version: "v1", Kind: "DaemonSet"},
+	{Group: "apps", Version: "v1", Kind: "Deployment"},
+	{Group: "apps", Version: "v1", Kind: "StatefulSet"},
+	{Group: "batch", Version: "v1", Kind: "Job"},
+	{Version: "v1", Kind: "Pod"},
+}
+
+// otherKinds are always looked at on deletion besides the recipe's kinds.
+var otherKinds = []schema.GroupVersionKind{
+	{Version: "v1", Kind: "ConfigMap"},
+	{Version: "v1", Kind: "ServiceAccount"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"},
+}
+
+// finalize removes what the SpecialResource created, in order: workloads (then wait for their
+// pods), everything else of ours, the namespace if we created it, our node labels; then the
+// finalizer. Every object also has the SpecialResource as owner, so the garbage collector
+// catches kinds this list does not know.
+func (r *Reconciler) finalize(ctx context.Context, sr *sro.SpecialResource) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(sr, sro.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	sel := client.MatchingLabels{sro.OwnedLabel: naming.OwnerValue(sr.Name)}
+	for _, gvk := range workloadKinds {
+		if err := r.deleteOwned(ctx, sr, gvk, sel); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, sel); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing driver pods of %s: %w", sr.Name, err)
+	}
+	if n := len(pods.Items); n > 0 {
+		return ctrl.Result{RequeueAfter: r.Config.WaitPoll}, r.markDeleting(ctx, sr, fmt.Sprintf("waiting for %d driver pods to stop", n))
+	}
+	for _, gvk := range r.kindsToDelete(ctx, sr) {
+		if err := r.deleteOwned(ctx, sr, gvk, sel); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := r.deleteNamespace(ctx, sr); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.removeStateLabels(ctx, sr); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.Recorder.Eventf(sr, nil, corev1.EventTypeNormal, reasonRemoved, "Delete", "%s", "Removed the driver and what the SpecialResource created")
+	forgetMetrics(sr.Name)
+	err := patch.Metadata(ctx, r.Client, sr, func() { controllerutil.RemoveFinalizer(sr, sro.Finalizer) }, &r.tracker)
+	if apierrors.IsNotFound(err) {
+		err = nil
+	}
+	return ctrl.Result{}, err
+}
+
+// markDeleting says in the status what the deletion waits for.
+func (r *Reconciler) markDeleting(ctx context.Context, sr *sro.SpecialResource, msg string) error {
+	h := patch.NewHelper(r.Client, sr, &r.tracker)
+	now := r.now()
+	for _, t := range conditionTypes {
+		c := conditions.False(t, sro.ReasonMarkedForDeletion, "")
+		if t == sro.ConditionProgressing {
+			c = conditions.True(t, sro.ReasonMarkedForDeletion, msg)
+		}
+		conditions.Set(&sr.Status.Conditions, c, sr.Generation, now)
+	}
+	_, err := h.PatchStatus(ctx, sr)
+	return err
+}
+
+// kindsToDelete are the recipe's kinds (rendered for a sample kernel, so that kernel-affine ones
+// are included) and the usual ones; a recipe that cannot be read gives the usual ones only.
+func (r *Reconciler) kindsToDelete(ctx context.Context, sr *sro.SpecialResource) []schema.GroupVersionKind {
+	kinds := map[schema.GroupVersionKind]bool{}
+	for _, k := range otherKinds {
+		kinds[k] = true
+	}
+	kinds[buildKind(r)] = true
+	s := &scope{ctx: ctx, cfg: &r.Config, sr: sr}
+	if _, stop, err := r.loadRecipe(s); err == nil && !stop {
+		vals := recipe.Sample(sr)
+		if states, err := recipe.Render(s.in.recipe, vals, map[string]recipe.Values{vals.KernelFullVersion: vals}); err == nil {
+			for _, st := range states {
+				for _, o := range st.Objects {
+					kinds[o.Obj.GroupVersionKind()] = true
+				}
+			}
+		}
+	}
+	return slices.SortedFunc(maps.Keys(kinds), func(a, b schema.GroupVersionKind) int { return cmpString(a.String(), b.String()) })
+}
+
+func buildKind(r *Reconciler) schema.GroupVersionKind {
+	if r.Builder != nil && r.Builder.Kind() == "Build" {
+		return schema.GroupVersionKind{Group: "build.openshift.io", Version: "v1", Kind: "Build"}
+	}
+	return schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
+}
+
+// deleteOwned deletes our objects of one kind (a kind the cluster does not serve is skipped).
+func (r *Reconciler) deleteOwned(ctx context.Context, sr *sro.SpecialResource, gvk schema.GroupVersionKind, sel client.MatchingLabels) error {
+	if _, err := r.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+		return nil
+	}
+	items, err := r.list(ctx, gvk, sel)
+	if err != nil {
+		return err
+	}
+	for _, u := range items {
+		if !ownedBy(u, sr) || !u.GetDeletionTimestamp().IsZero() {
+			continue
+		}
+		if err := r.Client.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting %s %s: %w", gvk.Kind, objName(keyOf(u)), err)
+		}
+	}
+	return nil
+}
+
+// ownedBy: the object's controller is this SpecialResource (same UID), so that a SpecialResource
+// recreated under the same name does not delete the new one's objects.
+func ownedBy(u *unstructured.Unstructured, sr *sro.SpecialResource) bool {
+	for _, o := range u.GetOwnerReferences() {
+		if o.Kind == "SpecialResource" && o.UID == sr.UID {
+			return true
+		}
+	}
+	return false
+}
+
+// deleteNamespace deletes the namespace only if this SpecialResource created it (it is its
+// controlling owner); a namespace that existed before is left alone.
+func (r *Reconciler) deleteNamespace(ctx context.Context, sr *sro.SpecialResource) error {
+	ns := &corev1.Namespace{}
+	name := sr.TargetNamespace()
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, ns); apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("reading namespace %s: %w", name, err)
+	}
+	owner := metav1.GetControllerOf(ns)
+	if owner == nil || owner.UID != sr.UID || !ns.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	if err := r.Client.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// removeStateLabels takes this SpecialResource's state labels off every node.
+func (r *Reconciler) removeStateLabels(ctx context.Context, sr *sro.SpecialResource) error {
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes); err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	changes := map[string]map[string]*string{}
+	for _, n := range nodes.Items {
+		for key := range n.Labels {
+			if naming.IsStateLabelOf(key, sr.Name) {
+				if changes[n.Name] == nil {
+					changes[n.Name] = map[string]*string{}
+				}
+				changes[n.Name][key] = nil
+			}
+		}
+	}
+	return r.patchNodeLabels(ctx, changes)
+}

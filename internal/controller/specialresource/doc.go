@@ -1,0 +1,25 @@
+// Package specialresource is the SpecialResource controller: it delivers a kernel driver, as a
+// container, to the nodes a SpecialResource selects, with one DaemonSet per kernel version among
+// them, and keeps doing so while those nodes' kernels change one node at a time.
+//
+// How a reconcile runs (specialresource_controller.go): fetch the SpecialResource, ensure its
+// finalizer, then run the phases of phases.go in order until one has to stop:
+//
+//	validate      the spec (internal/sro/validation: the webhook's checks) and dependency cycles
+//	recipe        the built-in recipe or the ConfigMap's
+//	namespace     spec.namespace, created (and then owned) when absent
+//	nodes         the selected nodes, grouped by kernel (status.nodeInfo.kernelVersion)
+//	dependencies  dependsOn SpecialResources: created when missing, Ready before we go on
+//	images        per kernel: the image in the registry, or a build of it
+//	render        the recipe, two-pass, kernel-affine manifests once per kernel
+//	objects       what exists of the rendered objects (and wait-for-logs pod logs)
+//	plan          (pure, plan.go) what to apply, state by state and kernel by kernel; what to
+//	              prune; which nodes get which state labels
+//
+// Phases read (the cache, the registry, pod logs) and record what they decided in the scope;
+// only the driver writes (write.go): namespace, dependencies, builds, objects in state order,
+// prunes, node labels, then the status in ONE merge patch (skipped when nothing changed), then
+// the events. Each reconcile goes as far as it can: states without a wait annotation do not
+// stop it. Kernels progress independently: a new kernel waiting for its build does not hold
+// back the others, and a kernel's objects are removed only when no selected node runs it.
+package specialresource

@@ -1,0 +1,244 @@
+package specialresource
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/controller/patch"
+	"github.com/metalforge/metalforge/internal/sro/build"
+	"github.com/metalforge/metalforge/internal/sro/naming"
+)
+
+// daemonSetGVK is listed for pruning even when the recipe renders none any more.
+var daemonSetGVK = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
+
+// observeObjects reads the existing copies of the rendered objects, the logs of wait-for-logs
+// DaemonSets' pods, and every object labelled as ours (of the kinds the recipe renders), for
+// pruning.
+func (r *Reconciler) observeObjects(s *scope) (outcome, bool, error) {
+	s.in.observed = map[objKey]*unstructured.Unstructured{}
+	s.in.stale = map[objKey]bool{}
+	s.in.logs = map[objKey]logState{}
+	kinds := map[schema.GroupVersionKind]bool{daemonSetGVK: true}
+	for _, st := range s.in.rendered {
+		for _, o := range st.Objects {
+			key := keyOf(o.Obj)
+			kinds[key.gvk] = true
+			obs, err := r.get(s.ctx, key)
+			if err != nil {
+				return outcome{}, false, err
+			}
+			if obs == nil {
+				continue
+			}
+			s.in.observed[key] = obs
+			s.in.stale[key] = r.applied.stale(key, obs)
+			if o.WaitForLogs != nil && key.gvk == daemonSetGVK && obs.GetAnnotations()[sro.HashAnnotation] == o.Obj.GetAnnotations()[sro.HashAnnotation] {
+				if ok, _ := daemonSetReady(obs); ok {
+					ls, err := r.podLogs(s, obs, o.WaitForLogs)
+					if err != nil {
+						return outcome{}, false, err
+					}
+					s.in.logs[key] = ls
+				}
+			}
+		}
+	}
+	sel := client.MatchingLabels{sro.OwnedLabel: naming.OwnerValue(s.sr.Name)}
+	for _, gvk := range slices.SortedFunc(maps.Keys(kinds), func(a, b schema.GroupVersionKind) int { return cmpString(a.String(), b.String()) }) {
+		items, err := r.list(s.ctx, gvk, sel)
+		if err != nil {
+			return outcome{}, false, err
+		}
+		for _, u := range items {
+			if _, isBuild := u.GetLabels()[build.BuildLabel]; !isBuild {
+				s.in.owned = append(s.in.owned, u)
+			}
+		}
+	}
+	return outcome{}, false, nil
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// get reads an object from the cache (typed when the scheme knows the kind, so that it shares
+// the informer the watches use), as unstructured; nil when it does not exist.
+func (r *Reconciler) get(ctx context.Context, key objKey) (*unstructured.Unstructured, error) {
+	ck := client.ObjectKey{Namespace: key.namespace, Name: key.name}
+	if typed, err := r.Client.Scheme().New(key.gvk); err == nil {
+		obj, ok := typed.(client.Object)
+		if ok {
+			if err := r.Client.Get(ctx, ck, obj); apierrors.IsNotFound(err) {
+				return nil, nil
+			} else if err != nil {
+				return nil, fmt.Errorf("reading %s %s: %w", key.gvk.Kind, ck, err)
+			}
+			return toUnstructured(obj, key.gvk)
+		}
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(key.gvk)
+	if err := r.Client.Get(ctx, ck, u); apierrors.IsNotFound(err) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("reading %s %s: %w", key.gvk.Kind, ck, err)
+	}
+	return u, nil
+}
+
+// list lists objects of a kind from the cache, as unstructured.
+func (r *Reconciler) list(ctx context.Context, gvk schema.GroupVersionKind, opts ...client.ListOption) ([]*unstructured.Unstructured, error) {
+	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+	if typed, err := r.Client.Scheme().New(listGVK); err == nil {
+		if list, ok := typed.(client.ObjectList); ok {
+			if err := r.Client.List(ctx, list, opts...); err != nil {
+				return nil, fmt.Errorf("listing %s: %w", gvk.Kind, err)
+			}
+			objs, err := meta.ExtractList(list)
+			if err != nil {
+				return nil, fmt.Errorf("reading a %s: %w", listGVK.Kind, err)
+			}
+			out := make([]*unstructured.Unstructured, 0, len(objs))
+			for _, o := range objs {
+				u, err := toUnstructured(o, gvk)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, u)
+			}
+			return out, nil
+		}
+	}
+	ul := &unstructured.UnstructuredList{}
+	ul.SetGroupVersionKind(listGVK)
+	if err := r.Client.List(ctx, ul, opts...); err != nil {
+		return nil, fmt.Errorf("listing %s: %w", gvk.Kind, err)
+	}
+	out := make([]*unstructured.Unstructured, 0, len(ul.Items))
+	for i := range ul.Items {
+		out = append(out, &ul.Items[i])
+	}
+	return out, nil
+}
+
+func toUnstructured(obj runtime.Object, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("converting %s: %w", gvk.Kind, err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}
+
+// podLogs matches the end of the log of every pod of a DaemonSet against re. A pod whose log
+// matched once is not read again.
+func (r *Reconciler) podLogs(s *scope, ds *unstructured.Unstructured, re *regexp.Regexp) (logState, error) {
+	sel, _, _ := unstructured.NestedStringMap(ds.Object, "spec", "selector", "matchLabels")
+	var pods corev1.PodList
+	if err := r.Client.List(s.ctx, &pods, client.InNamespace(ds.GetNamespace()), client.MatchingLabels(sel)); err != nil {
+		return logState{}, fmt.Errorf("listing pods of DaemonSet %s/%s: %w", ds.GetNamespace(), ds.GetName(), err)
+	}
+	var st logState
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !p.DeletionTimestamp.IsZero() || len(p.Spec.Containers) == 0 {
+			continue
+		}
+		st.pods++
+		if r.logs.matched(p.UID) {
+			st.matched++
+			continue
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		text, err := r.Logs(s.ctx, p.Namespace, p.Name, p.Spec.Containers[0].Name, r.Config.LogTailLines)
+		if err != nil {
+			// A kubelet that cannot be reached now may answer later: not a reconcile error.
+			continue
+		}
+		if re.MatchString(text) {
+			r.logs.record(p.UID)
+			st.matched++
+		}
+	}
+	return st, nil
+}
+
+// logCache remembers the pods whose logs matched (by UID: a new pod is read again).
+type logCache struct {
+	mu   sync.Mutex
+	seen map[types.UID]struct{}
+}
+
+// maxLogCache bounds the cache; past it, it starts over (pods are read once more).
+const maxLogCache = 200000
+
+func (c *logCache) matched(uid types.UID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.seen[uid]
+	return ok
+}
+
+func (c *logCache) record(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil || len(c.seen) >= maxLogCache {
+		c.seen = map[types.UID]struct{}{}
+	}
+	c.seen[uid] = struct{}{}
+}
+
+// appliedTracker remembers our last write of each applied object, per kind (patch.Tracker keys
+// by namespace and name only).
+type appliedTracker struct {
+	mu    sync.Mutex
+	kinds map[schema.GroupVersionKind]*patch.Tracker
+}
+
+func (a *appliedTracker) tracker(gvk schema.GroupVersionKind) *patch.Tracker {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.kinds == nil {
+		a.kinds = map[schema.GroupVersionKind]*patch.Tracker{}
+	}
+	t := a.kinds[gvk]
+	if t == nil {
+		t = &patch.Tracker{}
+		a.kinds[gvk] = t
+	}
+	return t
+}
+
+func (a *appliedTracker) record(u *unstructured.Unstructured) {
+	a.tracker(u.GroupVersionKind()).Record(u)
+}
+
+func (a *appliedTracker) stale(key objKey, obs *unstructured.Unstructured) bool {
+	return a.tracker(key.gvk).Stale(obs)
+}

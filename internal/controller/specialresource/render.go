@@ -1,0 +1,106 @@
+package specialresource
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/sro/naming"
+	"github.com/metalforge/metalforge/internal/sro/recipe"
+)
+
+// render renders the recipe (two passes): the manifests that are not kernel-affine once, the
+// kernel-affine ones for each kernel whose image exists; then decorates every object.
+func (r *Reconciler) render(s *scope) (outcome, bool, error) {
+	base := r.values(s, nil)
+	first, err := recipe.FirstPass(s.sr, base)
+	if err != nil {
+		return errored(sro.ReasonRecipeFailure, sanitize(err.Error()), r.Config.Resync), true, nil
+	}
+	base.SpecialResource = first
+	perKernel := map[string]recipe.Values{}
+	for i := range s.in.kernels {
+		g := &s.in.kernels[i]
+		ki := s.in.images[g.kernel]
+		if ki.state != sro.ImageExists {
+			continue
+		}
+		v := r.values(s, g)
+		v.SpecialResource = s.in.firstPass[g.kernel]
+		v.Image = ki.image
+		v.DriverHash = driverHash(v.SpecialResource)
+		perKernel[g.kernel] = v
+	}
+	states, err := recipe.Render(s.in.recipe, base, perKernel)
+	if err != nil {
+		return errored(sro.ReasonRecipeFailure, sanitize(s.in.recipe.Source+": "+err.Error()), r.Config.Resync), true, nil
+	}
+	for i := range states {
+		for j := range states[i].Objects {
+			o := &states[i].Objects[j]
+			if err := r.decorate(s, o); err != nil {
+				return errored(sro.ReasonRecipeFailure, sanitize(fmt.Sprintf("%s: state %s: %s %s: %v", s.in.recipe.Source, o.State, o.Obj.GetKind(), o.Obj.GetName(), err)), r.Config.Resync), true, nil
+			}
+		}
+	}
+	s.in.rendered = states
+	return outcome{}, false, nil
+}
+
+// decorate makes a rendered object ours: the namespace for namespaced kinds without one, the
+// owner label (also on pod templates, so that the operator's cache sees the pods), the
+// SpecialResource as controlling owner, and the hash of the result.
+func (r *Reconciler) decorate(s *scope, o *recipe.Object) error {
+	u := o.Obj
+	namespaced, err := r.Client.IsObjectNamespaced(u)
+	if err != nil {
+		return fmt.Errorf("unknown kind: %w", err)
+	}
+	if namespaced && u.GetNamespace() == "" {
+		u.SetNamespace(s.in.namespace)
+	}
+	if !namespaced {
+		u.SetNamespace("")
+	}
+	owner := naming.OwnerValue(s.sr.Name)
+	l := u.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[sro.OwnedLabel] = owner
+	u.SetLabels(l)
+	if _, ok := podTemplateKinds[u.GetKind()]; ok {
+		_ = unstructured.SetNestedField(u.Object, owner, "spec", "template", "metadata", "labels", sro.OwnedLabel)
+	}
+	u.SetOwnerReferences(append(u.GetOwnerReferences(), ownerRef(s.sr)))
+	a := u.GetAnnotations()
+	delete(a, sro.HashAnnotation)
+	u.SetAnnotations(a)
+	h, err := hashObject(u)
+	if err != nil {
+		return err
+	}
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[sro.HashAnnotation] = h
+	u.SetAnnotations(a)
+	return nil
+}
+
+// podTemplateKinds keep a pod template at spec.template.
+var podTemplateKinds = map[string]struct{}{"DaemonSet": {}, "Deployment": {}, "StatefulSet": {}, "ReplicaSet": {}, "Job": {}}
+
+// hashObject is a short hash of an object's content (JSON with sorted keys).
+func hashObject(u *unstructured.Unstructured) (string, error) {
+	data, err := json.Marshal(u.Object)
+	if err != nil {
+		return "", fmt.Errorf("hashing %s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8]), nil
+}

@@ -1,0 +1,135 @@
+package specialresource
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/controller/events"
+	"github.com/metalforge/metalforge/internal/sro/build"
+	"github.com/metalforge/metalforge/internal/sro/recipe"
+)
+
+// scope is what the phases of one reconcile share: the SpecialResource (a copy the driver diffs
+// against its snapshot), what the phases read, and what they ask the driver to write.
+type scope struct {
+	ctx context.Context
+	cfg *Config
+	sr  *sro.SpecialResource
+	// now is the reconcile's time, truncated to seconds as the API stores it.
+	now metav1.Time
+	in  inputs
+	fx  effects
+	// plan is the result of the plan phase (nil until it ran).
+	plan *planResult
+}
+
+// inputs are what the phases read.
+type inputs struct {
+	recipe    *recipe.Recipe
+	namespace string
+	// kernels are the selected nodes grouped by kernel, sorted by kernel.
+	kernels []kernelGroup
+	// nodesMatching counts the selected nodes; nodesNoKernel those reporting no kernel.
+	nodesMatching, nodesNoKernel int
+	// allNodes are every node's name and labels (to remove state labels from nodes that are no
+	// longer selected).
+	allNodes []nodeLabels
+	// images is the image of each kernel.
+	images map[string]kernelImage
+	// deps are what templates see of the dependencies; depImages their images by kernel.
+	deps      map[string]recipe.Dependency
+	depImages map[string]map[string]string
+	// firstPass is the SpecialResource rendered (first pass) for each kernel.
+	firstPass map[string]*sro.SpecialResource
+	// clusterVersion is the OpenShift (or Kubernetes) version.
+	clusterVersion string
+	// rendered are the recipe's states, decorated (owner, labels, namespace, hash).
+	rendered []recipe.RenderedState
+	// observed are the existing copies of the rendered objects (from the cache).
+	observed map[objKey]*unstructured.Unstructured
+	// stale: the observed copy is older than our last write of it.
+	stale map[objKey]bool
+	// logs says, for each wait-for-logs object, whether every pod's log matched.
+	logs map[objKey]logState
+	// owned are the objects labelled as ours, for pruning.
+	owned []*unstructured.Unstructured
+}
+
+// kernelGroup is the selected nodes that run one kernel.
+type kernelGroup struct {
+	kernel string
+	nodes  []string
+	// labelled counts the nodes whose kernel label already names this kernel (the nodekernel
+	// controller writes it; driver pods are scheduled by it).
+	labelled int
+	// os is taken from the first node (node-feature-discovery labels, or the kernel).
+	nodeLabels map[string]string
+}
+
+// nodeLabels is a node's name and labels.
+type nodeLabels struct {
+	name   string
+	kernel string
+	labels map[string]string
+}
+
+// kernelImage is what the images phase found for a kernel.
+type kernelImage struct {
+	image   string
+	state   sro.ImageState
+	message string
+}
+
+// logState is what the logs of a wait-for-logs DaemonSet's pods say.
+type logState struct {
+	matched, pods int
+}
+
+// objKey identifies an object of any kind.
+type objKey struct {
+	gvk             schema.GroupVersionKind
+	namespace, name string
+}
+
+func keyOf(u *unstructured.Unstructured) objKey {
+	return objKey{gvk: u.GroupVersionKind(), namespace: u.GetNamespace(), name: u.GetName()}
+}
+
+// effects are what the phases decided that needs writing; the driver writes them in order.
+type effects struct {
+	createNamespace *corev1.Namespace
+	createDeps      []*sro.SpecialResource
+	startBuilds     []build.Request
+	deleteBuilds    []string
+	events          events.List
+	buildsStarted   int
+	buildsFailed    int
+}
+
+// outcome is how a reconcile ends: the condition that is True, its reason and message, the
+// status.state, and when to look again (0: only when something changes).
+type outcome struct {
+	condition string
+	reason    string
+	message   string
+	state     string
+	after     time.Duration
+}
+
+func ready() outcome {
+	return outcome{condition: sro.ConditionReady, reason: sro.ReasonSuccess, message: "every state is ready on every kernel", state: "Ready"}
+}
+
+func progressing(reason, message, state string, after time.Duration) outcome {
+	return outcome{condition: sro.ConditionProgressing, reason: reason, message: message, state: state, after: after}
+}
+
+func errored(reason, message string, after time.Duration) outcome {
+	return outcome{condition: sro.ConditionErrored, reason: reason, message: message, state: "Errored", after: after}
+}

@@ -1,0 +1,124 @@
+package specialresource
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/controller/conditions"
+)
+
+// conditionTypes are set together: the outcome's is True, the others False with its reason.
+var conditionTypes = []string{sro.ConditionReady, sro.ConditionProgressing, sro.ConditionErrored}
+
+// setStatus writes the outcome and what the phases saw into the status (in memory; the driver
+// writes it once). It returns the outcome's condition when that condition was not True before
+// (a transition worth an event), else "".
+func setStatus(sr *sro.SpecialResource, s *scope, out outcome, now metav1.Time) string {
+	st := &sr.Status
+	transition := ""
+	if !conditions.IsTrue(st.Conditions, out.condition) || conditions.Get(st.Conditions, out.condition).Reason != out.reason {
+		transition = out.condition
+	}
+	for _, t := range conditionTypes {
+		c := conditions.False(t, out.reason, "")
+		if t == out.condition {
+			c = conditions.True(t, out.reason, out.message)
+		}
+		conditions.Set(&st.Conditions, c, sr.Generation, now.Time)
+	}
+	st.ObservedGeneration = sr.Generation
+	st.State = out.state
+	if s.in.namespace != "" {
+		st.Namespace = s.in.namespace
+	}
+	if s.in.kernels == nil && s.plan == nil {
+		// The reconcile stopped before it looked at the nodes: keep what is known.
+		return transition
+	}
+	st.NodesMatching = int32(s.in.nodesMatching)
+	st.Kernels = kernelStatuses(sr, s)
+	var served int32
+	for _, k := range st.Kernels {
+		served += k.Available
+	}
+	st.NodesServed = served
+	return transition
+}
+
+// kernelStatuses is one entry per kernel among the selected nodes; what a phase that did not
+// run would have said is kept from the previous status.
+func kernelStatuses(sr *sro.SpecialResource, s *scope) []sro.KernelStatus {
+	out := make([]sro.KernelStatus, 0, len(s.in.kernels))
+	for _, g := range s.in.kernels {
+		ks := sro.KernelStatus{KernelVersion: g.kernel, Nodes: int32(len(g.nodes))}
+		if prev := kernelStatus(sr, g.kernel); prev != nil {
+			ks.Image, ks.ImageState, ks.DaemonSet, ks.Available = prev.Image, prev.ImageState, prev.DaemonSet, prev.Available
+		}
+		if ki, ok := s.in.images[g.kernel]; ok {
+			ks.Image, ks.ImageState, ks.Message = ki.image, ki.state, ki.message
+		}
+		if s.plan != nil {
+			if ds := s.plan.driverDaemonSets[g.kernel]; ds != nil {
+				ks.DaemonSet = ds.GetName()
+				avail, _, _ := unstructured.NestedInt64(ds.Object, "status", "numberAvailable")
+				ks.Available = int32(avail)
+			} else if _, rendered := s.in.images[g.kernel]; rendered && ks.ImageState == sro.ImageExists {
+				ks.DaemonSet, ks.Available = "", 0
+			}
+			if msg := s.plan.perKernel[g.kernel]; msg != "" && ks.Message == "" {
+				ks.Message = sanitize(msg)
+			}
+		}
+		out = append(out, ks)
+	}
+	return out
+}
+
+// maxMessage bounds a status message (a long list of validation errors, say).
+const maxMessage = 1024
+
+// volatile matches text that changes between identical failures (resource versions, UIDs,
+// request IDs), which would otherwise make the status change, and be written, on every retry.
+var volatile = regexp.MustCompile(`(?i)(resourceVersion|uid|request[- ]?id)[:=]\s*"?[0-9a-z-]+"?`)
+
+// sanitize is the one way text reaches status and events: volatile parts removed, one line,
+// bounded. Callers never pass credentials (pull Secret contents are never put in errors).
+func sanitize(msg string) string {
+	msg = volatile.ReplaceAllString(msg, "$1")
+	msg = strings.Join(strings.Fields(msg), " ")
+	if len(msg) > maxMessage {
+		cut := maxMessage
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
+	return msg
+}
+
+// registryError summarises a registry failure for status: the HTTP status and the registry's
+// error codes, not the response body or URL (which may carry tokens).
+func registryError(err error) string {
+	var terr *transport.Error
+	if errors.As(err, &terr) {
+		codes := make([]string, 0, len(terr.Errors))
+		for _, d := range terr.Errors {
+			codes = append(codes, string(d.Code))
+		}
+		msg := fmt.Sprintf("HTTP %d %s", terr.StatusCode, http.StatusText(terr.StatusCode))
+		if len(codes) > 0 {
+			msg += " (" + strings.Join(codes, ", ") + ")"
+		}
+		return msg
+	}
+	return sanitize(err.Error())
+}

@@ -1,0 +1,141 @@
+package specialresource
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/sro/build"
+)
+
+// fieldOwner is the server-side apply field manager of everything the operator applies.
+const fieldOwner = "special-resource-operator"
+
+// applyError is a failure to write a rendered object. permanent: the API server refused the
+// object itself (invalid, unknown kind): a recipe problem to report, not to retry at once.
+type applyError struct {
+	obj       string
+	err       error
+	permanent bool
+}
+
+func (e *applyError) Error() string { return "applying " + e.obj + ": " + e.err.Error() }
+func (e *applyError) Unwrap() error { return e.err }
+
+// write applies the effects in an order that keeps status truthful: the namespace before what
+// goes in it, dependencies, builds, the objects state by state (first failure stops), prunes,
+// then node labels. The status is written by the driver afterwards.
+func (r *Reconciler) write(ctx context.Context, s *scope) error {
+	if ns := s.fx.createNamespace; ns != nil {
+		if err := r.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", ns.Name, err)
+		} else if err == nil {
+			s.fx.events.Normal(reasonNamespaceCreated, "CreateNamespace", "Created namespace "+ns.Name)
+		}
+	}
+	for _, dep := range s.fx.createDeps {
+		if err := r.Client.Create(ctx, dep); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating dependency SpecialResource %s: %w", dep.Name, err)
+		}
+	}
+	for _, req := range s.fx.startBuilds {
+		if err := r.Builder.Start(ctx, req); errors.Is(err, build.ErrVolumesUnsupported) {
+			return &applyError{obj: r.Builder.Kind() + " " + req.Name, err: err, permanent: true}
+		} else if err != nil {
+			return err
+		}
+	}
+	for _, name := range s.fx.deleteBuilds {
+		if err := r.Builder.Delete(ctx, s.in.namespace, name); err != nil {
+			return err
+		}
+	}
+	if s.plan == nil {
+		return nil
+	}
+	for _, u := range s.plan.apply {
+		if err := r.apply(ctx, u); err != nil {
+			return err
+		}
+		if k := u.GetAnnotations()[sro.KernelAnnotation]; k != "" && u.GetKind() == "DaemonSet" && s.in.observed[keyOf(u)] == nil {
+			s.fx.events.Normal(reasonKernelAdded, "CreateDaemonSet", fmt.Sprintf("DaemonSet %s serves kernel %s", u.GetName(), k))
+		}
+	}
+	for _, u := range s.plan.prune {
+		if err := r.Client.Delete(ctx, u, client.PropagationPolicy("Background")); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting %s %s: %w", u.GetKind(), objName(keyOf(u)), err)
+		}
+		if k := u.GetAnnotations()[sro.KernelAnnotation]; k != "" && u.GetKind() == "DaemonSet" {
+			s.fx.events.Normal(reasonKernelRemoved, "DeleteDaemonSet", fmt.Sprintf("Deleted DaemonSet %s: no selected node runs kernel %s any more", u.GetName(), k))
+		}
+	}
+	return r.patchNodeLabels(ctx, s.plan.nodeLabels)
+}
+
+// apply writes a rendered object with server-side apply: the operator owns the fields it
+// renders, so a field dropped from the recipe is removed, and fields others set stay.
+func (r *Reconciler) apply(ctx context.Context, u *unstructured.Unstructured) error {
+	obj := u.DeepCopy()
+	err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldOwner), client.ForceOwnership)
+	if err != nil {
+		permanent := apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err)
+		return &applyError{obj: u.GetKind() + " " + objName(keyOf(u)), err: err, permanent: permanent}
+	}
+	r.applied.record(obj)
+	return nil
+}
+
+// patchNodeLabels changes our state labels on nodes with merge patches of those labels only (no
+// optimistic lock: every SpecialResource writes its own keys, so concurrent patches of one node
+// never conflict), several nodes at once.
+func (r *Reconciler) patchNodeLabels(ctx context.Context, changes map[string]map[string]*string) error {
+	names := slices.Sorted(maps.Keys(changes))
+	workers := max(1, r.Config.NodeLabelWorkers)
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		next = make(chan string)
+	)
+	for range min(workers, len(names)) {
+		wg.Go(func() {
+			for name := range next {
+				if err := r.patchNode(ctx, name, changes[name]); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for _, n := range names {
+		next <- n
+	}
+	close(next)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (r *Reconciler) patchNode(ctx context.Context, name string, labels map[string]*string) error {
+	data, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	if err != nil {
+		return fmt.Errorf("encoding labels of node %s: %w", name, err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := r.Client.Patch(ctx, node, client.RawPatch(types.MergePatchType, data)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("labelling node %s: %w", name, err)
+	}
+	return nil
+}
