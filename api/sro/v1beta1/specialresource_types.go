@@ -289,9 +289,11 @@ type SpecialResourceStatus struct {
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 	// NodesMatching is how many nodes the nodeSelector selects.
-	NodesMatching int32 `json:"nodesMatching"`
+	// +optional
+	NodesMatching int32 `json:"nodesMatching,omitempty"`
 	// NodesServed is how many of them run an available driver pod for their current kernel.
-	NodesServed int32 `json:"nodesServed"`
+	// +optional
+	NodesServed int32 `json:"nodesServed,omitempty"`
 	// Kernels lists every kernel among the selected nodes.
 	// +optional
 	// +listType=map

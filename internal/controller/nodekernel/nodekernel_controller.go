@@ -27,8 +27,9 @@ type Reconciler struct {
 	Client client.Client
 	// Concurrency is how many nodes are labelled at once.
 	Concurrency int
-	// skipNameValidation lets tests run several managers in one process.
-	skipNameValidation bool
+	// SkipNameValidation lets tests run several managers (each with this controller) in one
+	// process.
+	SkipNameValidation bool
 }
 
 // SetupWithManager watches nodes whose kernel or kernel label changed.
@@ -39,7 +40,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodekernel").
 		For(&corev1.Node{}, builder.WithPredicates(kernelChanged())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Concurrency), SkipNameValidation: &r.skipNameValidation}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Concurrency), SkipNameValidation: &r.SkipNameValidation}).
 		Complete(r)
 }
 

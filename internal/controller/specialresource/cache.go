@@ -1,7 +1,6 @@
 package specialresource
 
 import (
-	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -16,7 +15,8 @@ import (
 // cached only when labelled specialresource.openshift.io/owned (what the operator created; so
 // the operator never caches every DaemonSet, ConfigMap, Secret or pod of the cluster), except
 // the kinds it reads whole: Nodes (compacted to what it reads), SpecialResources,
-// PreflightValidations, Namespaces and ClusterOperators.
+// PreflightValidations and Namespaces. (The ClusterOperator, which may not exist as a kind, is
+// read directly.)
 func CacheOptions() cache.Options {
 	owned, err := labels.NewRequirement(sro.OwnedLabel, selection.Exists, nil)
 	if err != nil {
@@ -27,11 +27,10 @@ func CacheOptions() cache.Options {
 		DefaultTransform:     cache.TransformStripManagedFields(),
 		DefaultLabelSelector: labels.NewSelector().Add(*owned),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Node{}:              {Label: labels.Everything(), Transform: compactNode},
-			&sro.SpecialResource{}:      all,
-			&sro.PreflightValidation{}:  all,
-			&corev1.Namespace{}:         all,
-			&configv1.ClusterOperator{}: all,
+			&corev1.Node{}:             {Label: labels.Everything(), Transform: compactNode},
+			&sro.SpecialResource{}:     all,
+			&sro.PreflightValidation{}: all,
+			&corev1.Namespace{}:        all,
 		},
 	}
 }

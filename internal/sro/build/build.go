@@ -80,7 +80,10 @@ type Builder interface {
 // Name is the name of the build of req's inputs: the SpecialResource, the kernel and a hash of
 // everything that changes the image (image, source, build arguments, version).
 func Name(sr *sro.SpecialResource, kernel, image string, args []sro.BuildArg) string {
-	inputs := []string{image, sr.Spec.DriverContainer.Source.Git.URI, sr.Spec.DriverContainer.Source.Git.Ref, sr.Spec.Version}
+	inputs := []string{image, sr.Spec.Version}
+	if g := sr.Spec.DriverContainer.Source.Git; g != nil {
+		inputs = append(inputs, g.URI, g.Ref)
+	}
 	for _, a := range args {
 		inputs = append(inputs, a.Name+"="+a.Value)
 	}

@@ -1,0 +1,146 @@
+package specialresource
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/sro/naming"
+)
+
+const (
+	kernelX = "5.14.0-284.30.1.el9_2.x86_64"
+	kernelY = "5.14.0-362.8.1.el9_3.x86_64"
+)
+
+// TestOneDaemonSetPerKernel: three hardware nodes on kernel X, two on Y and one X node without
+// the hardware give exactly two DaemonSets, each pinned to its kernel (through the node label
+// the node-kernel controller writes) with that kernel's image; the nodes are labelled with the
+// states as the DaemonSets become available, and the SpecialResource ends Ready with every
+// hardware node served.
+func TestOneDaemonSetPerKernel(t *testing.T) {
+	h := start(t)
+	for i := range 3 {
+		h.node(fmt.Sprint("x", i), kernelX, true)
+	}
+	h.node("y0", kernelY, true)
+	h.node("y1", kernelY, true)
+	h.node("other", kernelX, false)
+	h.push("vendor/kmod:" + kernelX)
+	h.push("vendor/kmod:" + kernelY)
+	sr := h.specialResource("kmod")
+	h.create(sr)
+
+	dss := h.waitDaemonSets(sr.Name, kernelX, kernelY)
+	for k, ds := range dss {
+		pod := ds.Spec.Template.Spec
+		if pod.NodeSelector[sro.KernelLabel] != naming.LabelValue(k) || pod.NodeSelector["test.metalforge.io/hw"] != h.id {
+			t.Errorf("DaemonSet %s node selector %v: want kernel %s and the hardware label", ds.Name, pod.NodeSelector, k)
+		}
+		if want := h.registry + "/vendor/kmod:" + k; pod.Containers[0].Image != want {
+			t.Errorf("DaemonSet %s image %s, want %s", ds.Name, pod.Containers[0].Image, want)
+		}
+		if ds.Namespace != sr.Name || ds.OwnerReferences[0].Name != sr.Name {
+			t.Errorf("DaemonSet %s in %s owned by %v", ds.Name, ds.Namespace, ds.OwnerReferences)
+		}
+	}
+	got := h.waitSR(sr.Name, "waiting on the DaemonSets", isTrue(sro.ConditionProgressing, sro.ReasonHandlingState))
+	if got.Status.NodesMatching != 5 || len(got.Status.Kernels) != 2 || got.Status.State != "1000-driver-container.yaml" {
+		t.Fatalf("status %s: want 5 matching nodes, 2 kernels, state 1000", describe(got))
+	}
+	// Every node carries its kernel label; only state 0000 (not waited for) is on the hardware
+	// nodes so far.
+	for _, n := range h.nodes() {
+		hw := n.Labels["test.metalforge.io/hw"] == h.id
+		if n.Labels[sro.KernelLabel] == "" {
+			t.Errorf("node %s has no kernel label", n.Name)
+		}
+		if has := n.Labels[naming.StateLabel(sr.Name, "0000")] == "Ready"; has != hw {
+			t.Errorf("node %s: state 0000 label %v, want %v", n.Name, has, hw)
+		}
+		if n.Labels[naming.StateLabel(sr.Name, "1000")] != "" {
+			t.Errorf("node %s has the 1000 label before its DaemonSet is available", n.Name)
+		}
+	}
+
+	h.runDaemonSet(dss[kernelX], 3)
+	got = h.waitSR(sr.Name, "X served, Y waiting", func(sr *sro.SpecialResource) bool { return sr.Status.NodesServed == 3 })
+	if !isTrue(sro.ConditionProgressing, "")(got) {
+		t.Fatalf("Ready with kernel Y not served: %s", describe(got))
+	}
+	h.runDaemonSet(dss[kernelY], 2)
+	got = h.waitSR(sr.Name, "Ready", isTrue(sro.ConditionReady, sro.ReasonSuccess))
+	if got.Status.NodesServed != 5 || got.Status.State != "Ready" {
+		t.Fatalf("Ready: %s", describe(got))
+	}
+	eventually(t, "state 1000 on every hardware node", func() (bool, string) {
+		for _, n := range h.nodes() {
+			hw := n.Labels["test.metalforge.io/hw"] == h.id
+			if (n.Labels[naming.StateLabel(sr.Name, "1000")] == "Ready") != hw {
+				return false, fmt.Sprintf("node %s labels %v", n.Name, n.Labels)
+			}
+		}
+		return true, ""
+	})
+}
+
+// TestKernelChange: a node that reboots into a new kernel moves to a new DaemonSet; the old
+// kernel's DaemonSet goes when its last node leaves it, and the node's state labels follow its
+// new kernel's readiness.
+func TestKernelChange(t *testing.T) {
+	h := start(t)
+	h.node("a", kernelX, true)
+	h.node("b", kernelX, true)
+	h.push("vendor/kmod:" + kernelX)
+	h.push("vendor/kmod:" + kernelY)
+	sr := h.specialResource("kmod")
+	h.create(sr)
+	dss := h.waitDaemonSets(sr.Name, kernelX)
+	h.runDaemonSet(dss[kernelX], 2)
+	h.waitSR(sr.Name, "Ready on X", isTrue(sro.ConditionReady, ""))
+
+	h.setKernel("a", kernelY)
+	dss = h.waitDaemonSets(sr.Name, kernelX, kernelY)
+	h.waitSR(sr.Name, "progressing on Y", isTrue(sro.ConditionProgressing, ""))
+	eventually(t, "node a relabelled: kernel Y, no 1000 label until Y's driver runs", func() (bool, string) {
+		n := h.nodeNamed("a")
+		return n.Labels[sro.KernelLabel] == kernelY && n.Labels[naming.StateLabel(sr.Name, "1000")] == "", fmt.Sprint(n.Labels)
+	})
+	if n := h.nodeNamed("b"); n.Labels[naming.StateLabel(sr.Name, "1000")] != "Ready" {
+		t.Fatalf("node b, still on X, lost its state label: %v", n.Labels)
+	}
+	h.runDaemonSet(dss[kernelX], 1)
+	h.runDaemonSet(dss[kernelY], 1)
+	h.waitSR(sr.Name, "Ready on X and Y", isTrue(sro.ConditionReady, ""))
+
+	h.setKernel("b", kernelY)
+	h.waitDaemonSets(sr.Name, kernelY)
+	got := h.waitSR(sr.Name, "only Y left", func(sr *sro.SpecialResource) bool {
+		return len(sr.Status.Kernels) == 1 && sr.Status.Kernels[0].KernelVersion == kernelY
+	})
+	if got.Status.NodesMatching != 2 {
+		t.Fatalf("status %s", describe(got))
+	}
+}
+
+func (h *harness) nodes() []corev1.Node {
+	h.t.Helper()
+	var list corev1.NodeList
+	if err := env.Client.List(context.Background(), &list, client.MatchingLabels{"test.metalforge.io/id": h.id}); err != nil {
+		h.t.Fatal(err)
+	}
+	return list.Items
+}
+
+func (h *harness) nodeNamed(name string) *corev1.Node {
+	h.t.Helper()
+	n := &corev1.Node{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: h.name(name)}, n); err != nil {
+		h.t.Fatal(err)
+	}
+	return n
+}

@@ -1,0 +1,314 @@
+package specialresource
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/controller/conditions"
+	"github.com/metalforge/metalforge/internal/controller/nodekernel"
+	"github.com/metalforge/metalforge/internal/sro/build"
+	"github.com/metalforge/metalforge/internal/sro/naming"
+	"github.com/metalforge/metalforge/internal/test/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Options{CRDPaths: []string{"internal/test/crds"}}, &env)
+}
+
+// harness is one test's world: an OCI registry, the operator (SpecialResource and node-kernel
+// controllers) in-process, and canned pod logs (envtest runs no kubelet).
+type harness struct {
+	t        *testing.T
+	registry string
+	// id is unique to the test: node labels, SpecialResource and namespace names use it.
+	id string
+
+	mu   sync.Mutex
+	logs map[string]string // pod name → log
+}
+
+// options tune the operator a test starts.
+type options struct {
+	openShiftBuilds bool
+}
+
+func start(t *testing.T, opts ...func(*options)) *harness {
+	t.Helper()
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(reg.Close)
+	h := &harness{t: t, registry: strings.TrimPrefix(reg.URL, "http://"), id: "t" + naming.Hash(t.Name()), logs: map[string]string{}}
+
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme: env.Scheme, Cache: CacheOptions(), Client: ClientOptions(),
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.WaitPoll, cfg.RetryDelay, cfg.Resync = 100*time.Millisecond, 200*time.Millisecond, time.Minute
+	r := &Reconciler{Config: cfg, skipNameValidation: true,
+		Logs: func(_ context.Context, _, pod, _ string, _ int64) (string, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			return h.logs[pod], nil
+		},
+		ClusterVersion: func(context.Context) (string, error) { return "4.14.3", nil },
+	}
+	r.Client = mgr.GetClient()
+	if o.openShiftBuilds {
+		r.Builder = build.OpenShift{Client: r.Client}
+	} else {
+		r.Builder = build.Job{Client: r.Client}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := r.SetupWithManager(ctx, mgr); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	nk := &nodekernel.Reconciler{SkipNameValidation: true}
+	if err := nk.SetupWithManager(mgr); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return h
+}
+
+func withOpenShiftBuilds(o *options) { o.openShiftBuilds = true }
+
+// name is a cluster-unique name for this test.
+func (h *harness) name(s string) string { return h.id + "-" + s }
+
+// hardware is the node label the test's SpecialResources select.
+func (h *harness) hardware() map[string]string { return map[string]string{"test.metalforge.io/hw": h.id} }
+
+// node creates a node with the test's hardware label (unless bare) running kernel k.
+func (h *harness) node(name, k string, hardware bool) {
+	h.t.Helper()
+	ctx := context.Background()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.name(name), Labels: map[string]string{"test.metalforge.io/id": h.id}}}
+	if hardware {
+		for key, v := range h.hardware() {
+			n.Labels[key] = v
+		}
+	}
+	if err := env.Client.Create(ctx, n); err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { _ = env.Client.Delete(context.Background(), n) })
+	h.setKernel(name, k)
+}
+
+// setKernel makes a node report kernel k (what the kubelet does after a reboot).
+func (h *harness) setKernel(name, k string) {
+	h.t.Helper()
+	n := &corev1.Node{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: h.name(name)}, n); err != nil {
+		h.t.Fatal(err)
+	}
+	n.Status.NodeInfo.KernelVersion = k
+	if err := env.Client.Status().Update(context.Background(), n); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// push puts a small random image into the test's registry.
+func (h *harness) push(repoTag string) string {
+	h.t.Helper()
+	ref := h.registry + "/" + repoTag
+	img, err := random.Image(128, 1)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := remote.Write(r, img); err != nil {
+		h.t.Fatal(err)
+	}
+	return ref
+}
+
+// specialResource is a SpecialResource of the built-in recipe selecting the test's hardware,
+// with its image in the test's registry.
+func (h *harness) specialResource(name string) *sro.SpecialResource {
+	return &sro.SpecialResource{
+		ObjectMeta: metav1.ObjectMeta{Name: h.name(name)},
+		Spec: sro.SpecialResourceSpec{
+			NodeSelector: h.hardware(),
+			DriverContainer: sro.SpecialResourceDriverContainer{
+				Image:   h.registry + "/vendor/" + name + ":{{.KernelFullVersion}}",
+				Modules: []string{"simple-kmod"},
+			},
+		},
+	}
+}
+
+// create creates a SpecialResource and, at the end of the test, deletes it and waits until the
+// operator let it go (so that no finalizer outlives the test's operator).
+func (h *harness) create(sr *sro.SpecialResource) {
+	h.t.Helper()
+	if err := env.Client.Create(context.Background(), sr); err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { h.deleteAndWait(sr.Name) })
+}
+
+func (h *harness) deleteAndWait(name string) {
+	h.t.Helper()
+	sr := &sro.SpecialResource{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := env.Client.Delete(context.Background(), sr); err != nil && !apierrors.IsNotFound(err) {
+		h.t.Fatal(err)
+	}
+	eventually(h.t, "SpecialResource "+name+" gone", func() (bool, string) {
+		err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, sr)
+		return apierrors.IsNotFound(err), fmt.Sprintf("finalizers %v, err %v", sr.Finalizers, err)
+	})
+}
+
+func (h *harness) get(name string) *sro.SpecialResource {
+	h.t.Helper()
+	sr := &sro.SpecialResource{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, sr); err != nil {
+		h.t.Fatal(err)
+	}
+	return sr
+}
+
+// waitSR waits until cond holds for the SpecialResource.
+func (h *harness) waitSR(name, what string, cond func(*sro.SpecialResource) bool) *sro.SpecialResource {
+	h.t.Helper()
+	var sr *sro.SpecialResource
+	eventually(h.t, name+": "+what, func() (bool, string) {
+		sr = h.get(name)
+		return cond(sr), describe(sr)
+	})
+	return sr
+}
+
+func isTrue(cond, reason string) func(*sro.SpecialResource) bool {
+	return func(sr *sro.SpecialResource) bool {
+		c := conditions.Get(sr.Status.Conditions, cond)
+		return c != nil && c.Status == metav1.ConditionTrue && (reason == "" || c.Reason == reason) && c.ObservedGeneration == sr.Generation
+	}
+}
+
+func describe(sr *sro.SpecialResource) string {
+	var b strings.Builder
+	for _, c := range sr.Status.Conditions {
+		if c.Status == metav1.ConditionTrue {
+			fmt.Fprintf(&b, "%s (%s): %s; ", c.Type, c.Reason, c.Message)
+		}
+	}
+	fmt.Fprintf(&b, "state %q nodes %d/%d kernels %+v", sr.Status.State, sr.Status.NodesServed, sr.Status.NodesMatching, sr.Status.Kernels)
+	return b.String()
+}
+
+// daemonSets lists the driver DaemonSets of a SpecialResource, by kernel.
+func (h *harness) daemonSets(srName string) map[string]appsv1.DaemonSet {
+	h.t.Helper()
+	var list appsv1.DaemonSetList
+	if err := env.Client.List(context.Background(), &list, client.MatchingLabels{sro.OwnedLabel: naming.OwnerValue(srName)}); err != nil {
+		h.t.Fatal(err)
+	}
+	out := map[string]appsv1.DaemonSet{}
+	for _, ds := range list.Items {
+		if ds.DeletionTimestamp.IsZero() {
+			out[ds.Annotations[sro.KernelAnnotation]] = ds
+		}
+	}
+	return out
+}
+
+// waitDaemonSets waits until the SpecialResource has driver DaemonSets for exactly kernels.
+func (h *harness) waitDaemonSets(srName string, kernels ...string) map[string]appsv1.DaemonSet {
+	h.t.Helper()
+	var got map[string]appsv1.DaemonSet
+	eventually(h.t, fmt.Sprintf("DaemonSets of %s for kernels %v", srName, kernels), func() (bool, string) {
+		got = h.daemonSets(srName)
+		var have []string
+		for k := range got {
+			have = append(have, k)
+		}
+		if len(got) != len(kernels) {
+			return false, fmt.Sprintf("have %v", have)
+		}
+		for _, k := range kernels {
+			if _, ok := got[k]; !ok {
+				return false, fmt.Sprintf("have %v", have)
+			}
+		}
+		return true, ""
+	})
+	return got
+}
+
+// runDaemonSet plays the DaemonSet controller: every selected node with the DaemonSet's
+// kernel gets an available pod.
+func (h *harness) runDaemonSet(ds appsv1.DaemonSet, nodes int32) {
+	h.t.Helper()
+	eventually(h.t, "DaemonSet "+ds.Name+" status written", func() (bool, string) {
+		cur := &appsv1.DaemonSet{}
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(&ds), cur); err != nil {
+			return false, err.Error()
+		}
+		cur.Status = appsv1.DaemonSetStatus{ObservedGeneration: cur.Generation, DesiredNumberScheduled: nodes, CurrentNumberScheduled: nodes,
+			NumberReady: nodes, NumberAvailable: nodes, UpdatedNumberScheduled: nodes}
+		err := env.Client.Status().Update(context.Background(), cur)
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
+// eventually polls cond until it holds; the last failed check's message is reported. The limit
+// only turns a hang into a failure with a message.
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	var last string
+	for time.Now().Before(deadline) {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s: %s", what, last)
+}
+
+const waitLimit = 60 * time.Second
