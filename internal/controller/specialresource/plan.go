@@ -54,39 +54,44 @@ type planResult struct {
 	driverDaemonSets map[string]*unstructured.Unstructured
 }
 
-// plan walks the states in order. The manifests that are not kernel-affine form one pipeline:
-// a state's are applied once every earlier state's are ready. Each kernel forms its own: a
-// state's kernel-affine manifests are applied once every earlier state is ready for that kernel
-// (its own manifests and the shared ones). An object is ready when it needs no write and, if
-// waited for, its kind says so; an object written now is ready at once unless waited for, so a
-// reconcile goes through every state up to the first wait.
+// plan walks the states in order. Each kernel is a pipeline of its own: a state's
+// kernel-affine manifests for kernel k are applied once every earlier state is ready for k (its
+// own manifests and the shared ones), so a kernel that waits for its build holds back no other.
+// A state's shared manifests (not kernel-affine) are applied once every earlier state is ready
+// for every kernel: what later states deploy everywhere (a device plugin, say) waits for the
+// drivers. Shared manifests that exist unchanged stay ready while a gate is closed, so nodes of
+// a kernel that is ready keep their labels while a new kernel catches up. An object is ready
+// when it needs no write and, if waited for, its kind says so; an object written now is ready
+// at once unless waited for, so a reconcile goes through every state up to the first wait.
 func plan(in planInput) *planResult {
 	res := &planResult{readyStates: map[string]int{}, perKernel: map[string]string{}, nodeLabels: map[string]map[string]*string{},
 		driverDaemonSets: map[string]*unstructured.Unstructured{}}
 	kernels := slices.Sorted(maps.Keys(in.kernels))
-	prevShared := true
 	prevKernel := map[string]bool{}
 	for _, k := range kernels {
 		prevKernel[k] = true
 	}
+	everyKernel, sharedSoFar := true, true
 	for i, st := range in.states {
-		sharedReady := prevShared
-		if prevShared {
-			for _, o := range st.Objects {
-				if o.Kernel != "" {
-					continue
-				}
-				if ok, why := res.object(in, o, nil); !ok {
-					sharedReady = false
-					res.wait(st.Name, "", why)
-				}
+		gate := everyKernel && sharedSoFar
+		sharedReady := true
+		for _, o := range st.Objects {
+			if o.Kernel != "" {
+				continue
+			}
+			if ok, why := res.object(in, o, nil, gate); !ok {
+				sharedReady = false
+				res.wait(st.Name, "", why)
 			}
 		}
-		if sharedReady {
+		sharedSoFar = sharedSoFar && sharedReady
+		if sharedSoFar {
 			res.readyStates[""] = i + 1
 		}
+		everyKernel = true
 		for _, k := range kernels {
 			if !prevKernel[k] {
+				everyKernel = false
 				continue
 			}
 			g := in.kernels[k]
@@ -100,7 +105,7 @@ func plan(in planInput) *planResult {
 				if o.Obj.GetKind() == "DaemonSet" && res.driverDaemonSets[k] == nil {
 					res.driverDaemonSets[k] = in.observed[keyOf(o.Obj)]
 				}
-				if ok, why := res.object(in, o, &g); !ok {
+				if ok, why := res.object(in, o, &g, true); !ok {
 					kernelReady = false
 					res.wait(st.Name, k, why)
 				}
@@ -116,25 +121,30 @@ func plan(in planInput) *planResult {
 			prevKernel[k] = kernelReady
 			if kernelReady {
 				res.readyStates[k] = i + 1
+			} else {
+				everyKernel = false
 			}
 		}
-		prevShared = sharedReady
 	}
 	res.prune = prune(in)
 	res.nodeLabels = nodeLabelChanges(in, res.readyStates, hasAffine(in.states))
 	return res
 }
 
-// object decides about one object: apply it or not, and whether it is ready.
-func (res *planResult) object(in planInput, o recipe.Object, g *kernelGroup) (bool, string) {
+// object decides about one object: whether to apply it (only when may), and whether it is
+// ready.
+func (res *planResult) object(in planInput, o recipe.Object, g *kernelGroup, may bool) (bool, string) {
 	key := keyOf(o.Obj)
 	obs := in.observed[key]
 	what := o.Obj.GetKind() + " " + objName(key)
+	changed := obs != nil && obs.GetAnnotations()[sro.HashAnnotation] != o.Obj.GetAnnotations()[sro.HashAnnotation]
 	switch {
+	case (obs == nil || changed) && !may:
+		return false, what + " waits for the earlier states on every kernel"
 	case obs == nil:
 		res.apply = append(res.apply, o.Obj)
 		return !o.Wait, what + " created"
-	case obs.GetAnnotations()[sro.HashAnnotation] != o.Obj.GetAnnotations()[sro.HashAnnotation]:
+	case changed:
 		if in.stale[key] {
 			// Our update is on its way to the cache; writing again would only repeat it.
 			res.poll = true

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -114,7 +115,9 @@ func withOpenShiftBuilds(o *options) { o.openShiftBuilds = true }
 func (h *harness) name(s string) string { return h.id + "-" + s }
 
 // hardware is the node label the test's SpecialResources select.
-func (h *harness) hardware() map[string]string { return map[string]string{"test.metalforge.io/hw": h.id} }
+func (h *harness) hardware() map[string]string {
+	return map[string]string{"test.metalforge.io/hw": h.id}
+}
 
 // node creates a node with the test's hardware label (unless bare) running kernel k.
 func (h *harness) node(name, k string, hardware bool) {
@@ -199,6 +202,19 @@ func (h *harness) deleteAndWait(name string) {
 		err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, sr)
 		return apierrors.IsNotFound(err), fmt.Sprintf("finalizers %v, err %v", sr.Finalizers, err)
 	})
+}
+
+// update changes a SpecialResource's spec, retrying on conflicts with the operator's writes.
+func (h *harness) update(name string, mutate func(*sro.SpecialResource)) {
+	h.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sr := h.get(name)
+		mutate(sr)
+		return env.Client.Update(context.Background(), sr)
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 func (h *harness) get(name string) *sro.SpecialResource {

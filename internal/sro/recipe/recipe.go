@@ -76,6 +76,16 @@ var ErrUnknownBuiltin = errors.New("unknown built-in recipe")
 
 // Builtin parses a built-in recipe.
 func Builtin(name string) (*Recipe, error) {
+	files, err := BuiltinFiles(name)
+	if err != nil {
+		return nil, err
+	}
+	return parse(name, files)
+}
+
+// BuiltinFiles are a built-in recipe's files, as a ConfigMap would hold them (a starting point
+// for a recipe of one's own).
+func BuiltinFiles(name string) (map[string]string, error) {
 	dir := path.Join("builtin", name)
 	entries, err := fs.ReadDir(builtinFS, dir)
 	if err != nil || !slices.Contains(BuiltinNames(), name) {
@@ -89,7 +99,7 @@ func Builtin(name string) (*Recipe, error) {
 		}
 		files[e.Name()] = string(data)
 	}
-	return parse(name, files)
+	return files, nil
 }
 
 // FromConfigMap parses a recipe from a ConfigMap's data; source names the ConfigMap for
