@@ -62,6 +62,7 @@ func decide(sr *sro.SpecialResource, in inputs, p *planResult, cfg *Config) outc
 		return progressing(sro.ReasonWaitingForImage, fmt.Sprintf("building the driver image for kernel %s", summary(building)), "", after)
 	}
 	out := ready()
+	out.after = cfg.Resync
 	if len(in.kernels) == 0 {
 		out.message = "no selected node reports a kernel; nothing to serve"
 	}

@@ -1,0 +1,322 @@
+package specialresource
+
+import (
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/sro/naming"
+	"github.com/metalforge/metalforge/internal/sro/recipe"
+)
+
+// obj is a rendered object: kind/name, its kernel ("" shared), hash "h1", waited for or not.
+func obj(state, kind, name, kernel string, wait bool) recipe.Object {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("apps/v1")
+	if kind == "ConfigMap" {
+		u.SetAPIVersion("v1")
+	}
+	u.SetKind(kind)
+	u.SetNamespace("ns")
+	u.SetName(name)
+	a := map[string]string{sro.HashAnnotation: "h1"}
+	if kernel != "" {
+		a[sro.KernelAnnotation] = kernel
+	}
+	u.SetAnnotations(a)
+	return recipe.Object{State: state, Kernel: kernel, Wait: wait, Obj: u}
+}
+
+// observed is the existing copy of o: same hash unless hash is given; a DaemonSet with status.
+func observed(o recipe.Object, hash string, available int64) *unstructured.Unstructured {
+	u := o.Obj.DeepCopy()
+	if hash != "" {
+		a := u.GetAnnotations()
+		a[sro.HashAnnotation] = hash
+		u.SetAnnotations(a)
+	}
+	if u.GetKind() == "DaemonSet" {
+		_ = unstructured.SetNestedField(u.Object, map[string]any{"desiredNumberScheduled": int64(2), "numberAvailable": available,
+			"updatedNumberScheduled": int64(2)}, "status")
+	}
+	return u
+}
+
+var (
+	rbac    = obj("0000-rbac.yaml", "ConfigMap", "rbac", "", false)
+	dsX     = obj("1000-driver.yaml", "DaemonSet", "driver-x", "X", true)
+	dsY     = obj("1000-driver.yaml", "DaemonSet", "driver-y", "Y", true)
+	plugin  = obj("2000-plugin.yaml", "DaemonSet", "plugin", "", true)
+	pluginY = obj("2000-plugin.yaml", "ConfigMap", "plugin-y", "Y", false)
+)
+
+func states(objs ...recipe.Object) []recipe.RenderedState {
+	var out []recipe.RenderedState
+	for _, o := range objs {
+		if len(out) == 0 || out[len(out)-1].Name != o.State {
+			out = append(out, recipe.RenderedState{Name: o.State})
+		}
+		out[len(out)-1].Objects = append(out[len(out)-1].Objects, o)
+	}
+	return out
+}
+
+func groups(labelled bool, kernels ...string) map[string]kernelGroup {
+	out := map[string]kernelGroup{}
+	for _, k := range kernels {
+		g := kernelGroup{kernel: k, nodes: []string{"n-" + k + "-1", "n-" + k + "-2"}}
+		if labelled {
+			g.labelled = 2
+		}
+		out[k] = g
+	}
+	return out
+}
+
+func names(objs []*unstructured.Unstructured) []string {
+	var out []string
+	for _, u := range objs {
+		out = append(out, u.GetName())
+	}
+	return out
+}
+
+func observe(objs ...*unstructured.Unstructured) map[objKey]*unstructured.Unstructured {
+	out := map[objKey]*unstructured.Unstructured{}
+	for _, u := range objs {
+		out[keyOf(u)] = u
+	}
+	return out
+}
+
+// TestPlan covers the gating of states and kernels, one named case per rule.
+func TestPlan(t *testing.T) {
+	all := states(rbac, dsX, dsY, plugin)
+	tests := map[string]struct {
+		in          planInput
+		apply       []string
+		readyStates map[string]int
+		waiting     string
+		poll        bool
+	}{
+		"first reconcile applies every state up to the first wait": {
+			in:    planInput{states: all, kernels: groups(true, "X", "Y")},
+			apply: []string{"rbac", "driver-x", "driver-y"}, readyStates: map[string]int{"": 2, "X": 1, "Y": 1}, waiting: "driver-x created",
+		},
+		"everything there and available: all ready": {
+			in: planInput{states: all, kernels: groups(true, "X", "Y"),
+				observed: observe(observed(rbac, "", 0), observed(dsX, "", 2), observed(dsY, "", 2), observed(plugin, "", 2))},
+			readyStates: map[string]int{"": 3, "X": 3, "Y": 3},
+		},
+		"kernels progress on their own; the shared later state waits for both": {
+			in: planInput{states: all, kernels: groups(true, "X", "Y"),
+				observed: observe(observed(rbac, "", 0), observed(dsX, "", 2), observed(dsY, "", 1))},
+			readyStates: map[string]int{"": 2, "X": 2, "Y": 1}, waiting: "driver-y: 1 of 2 pods available",
+		},
+		"an existing shared object stays ready while a new kernel catches up": {
+			in: planInput{states: all, kernels: groups(true, "X", "Y"),
+				observed: observe(observed(rbac, "", 0), observed(dsX, "", 2), observed(plugin, "", 2))},
+			apply: []string{"driver-y"}, readyStates: map[string]int{"": 3, "X": 3, "Y": 1}, waiting: "driver-y created",
+		},
+		"a changed shared object is not updated while a kernel is behind": {
+			in: planInput{states: all, kernels: groups(true, "X", "Y"),
+				observed: observe(observed(rbac, "", 0), observed(dsX, "", 2), observed(plugin, "old", 2))},
+			apply: []string{"driver-y"}, readyStates: map[string]int{"": 2, "X": 2, "Y": 1}, waiting: "driver-y created",
+		},
+		"changed hash is applied": {
+			in: planInput{states: all, kernels: groups(true, "X"),
+				observed: observe(observed(rbac, "old", 0), observed(dsX, "old", 2), observed(plugin, "", 2))},
+			apply: []string{"rbac", "driver-x"}, readyStates: map[string]int{"": 3, "X": 1}, waiting: "driver-x updated",
+		},
+		"a copy older than our write is not written again": {
+			in: planInput{states: all, kernels: groups(true, "X"),
+				observed: observe(observed(rbac, "", 0), observed(dsX, "old", 2)), stale: map[objKey]bool{keyOf(dsX.Obj): true}},
+			readyStates: map[string]int{"": 2, "X": 1}, waiting: "being updated", poll: true,
+		},
+		"nodes without the kernel label hold their kernel back": {
+			in: planInput{states: all, kernels: groups(false, "X"),
+				observed: observe(observed(rbac, "", 0), observed(dsX, "", 2), observed(plugin, "", 2))},
+			readyStates: map[string]int{"": 3, "X": 1}, waiting: "0 of 2 nodes labelled", poll: true,
+		},
+		"a kernel-affine object of a later state waits for its kernel only": {
+			in: planInput{states: states(rbac, dsX, dsY, pluginY), kernels: groups(true, "X", "Y"),
+				observed: observe(observed(rbac, "", 0), observed(dsX, "", 1), observed(dsY, "", 2))},
+			apply: []string{"plugin-y"}, readyStates: map[string]int{"": 3, "X": 1, "Y": 3}, waiting: "driver-x: 1 of 2 pods available",
+		},
+		"no kernels: the shared pipeline alone": {
+			in:    planInput{states: states(rbac, plugin)},
+			apply: []string{"rbac", "plugin"}, readyStates: map[string]int{"": 1}, waiting: "plugin created",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			res := plan(tc.in)
+			if got := names(res.apply); !slices.Equal(got, tc.apply) {
+				t.Errorf("apply %v, want %v", got, tc.apply)
+			}
+			if !maps.Equal(res.readyStates, tc.readyStates) {
+				t.Errorf("ready states %v, want %v", res.readyStates, tc.readyStates)
+			}
+			if !strings.Contains(res.waiting, tc.waiting) || (tc.waiting == "") != (res.waiting == "") {
+				t.Errorf("waiting %q, want %q", res.waiting, tc.waiting)
+			}
+			if res.poll != tc.poll {
+				t.Errorf("poll %v, want %v", res.poll, tc.poll)
+			}
+		})
+	}
+}
+
+// TestPlanWaitForLogs: a DaemonSet with wait-for-logs is ready only when every pod's log
+// matched, and the controller polls (logs wake nobody).
+func TestPlanWaitForLogs(t *testing.T) {
+	ds := obj("1000-driver.yaml", "DaemonSet", "driver-x", "X", true)
+	ds.WaitForLogs = regexp.MustCompile("loaded")
+	in := planInput{states: states(ds), kernels: groups(true, "X"), observed: observe(observed(ds, "", 2))}
+	for _, tc := range []struct {
+		logs  logState
+		ready bool
+	}{{logState{0, 0}, false}, {logState{1, 2}, false}, {logState{2, 2}, true}} {
+		in.logs = map[objKey]logState{keyOf(ds.Obj): tc.logs}
+		res := plan(in)
+		if (res.readyStates["X"] == 1) != tc.ready || !res.poll {
+			t.Errorf("logs %+v: ready states %v poll %v, want ready %v and a poll", tc.logs, res.readyStates, res.poll, tc.ready)
+		}
+	}
+}
+
+func TestPrune(t *testing.T) {
+	mk := func(name, kernel string, build bool) *unstructured.Unstructured {
+		o := obj("1000-driver.yaml", "DaemonSet", name, kernel, false).Obj
+		if build {
+			o.SetLabels(map[string]string{"specialresource.openshift.io/build": "x"})
+		}
+		return o
+	}
+	desired := states(rbac, dsX)
+	tests := map[string]struct {
+		owned   *unstructured.Unstructured
+		present map[string]bool
+		kernels map[string]kernelGroup
+		pruned  bool
+	}{
+		"desired kept":                            {owned: dsX.Obj, present: map[string]bool{"X": true}, kernels: groups(true, "X")},
+		"kernel no node runs deleted":             {owned: mk("driver-z", "Z", false), present: map[string]bool{"X": true}, kernels: groups(true, "X"), pruned: true},
+		"kernel still running, image building":    {owned: mk("driver-y", "Y", false), present: map[string]bool{"X": true, "Y": true}, kernels: groups(true, "X")},
+		"kernel rendered, object renamed: pruned": {owned: mk("old-driver-x", "X", false), present: map[string]bool{"X": true}, kernels: groups(true, "X"), pruned: true},
+		"shared object out of the recipe deleted": {owned: mk("gone", "", false), present: map[string]bool{"X": true}, kernels: groups(true, "X"), pruned: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := prune(planInput{states: desired, owned: []*unstructured.Unstructured{tc.owned}, present: tc.present, kernels: tc.kernels})
+			if (len(got) == 1) != tc.pruned {
+				t.Fatalf("pruned %v, want %v", names(got), tc.pruned)
+			}
+		})
+	}
+}
+
+// TestNodeLabelChanges: a node gets the labels of the states ready for its kernel; loses those
+// of states no longer ready and all when no longer selected; other SpecialResources' labels
+// (even with a name that starts the same) are left alone.
+func TestNodeLabelChanges(t *testing.T) {
+	st := states(rbac, dsX, plugin)
+	l0, l1, l2 := naming.StateLabel("sr", "0000"), naming.StateLabel("sr", "1000"), naming.StateLabel("sr", "2000")
+	other := naming.StateLabel("sr-b", "0000")
+	in := planInput{srName: "sr", states: st,
+		nodes: []nodeLabels{
+			{name: "new", kernel: "X"},
+			{name: "behind", kernel: "Y", labels: map[string]string{l0: "Ready", l1: "Ready", l2: "Ready", other: "Ready"}},
+			{name: "gone", kernel: "X", labels: map[string]string{l0: "Ready", other: "Ready"}},
+			{name: "done", kernel: "X", labels: map[string]string{l0: "Ready", l1: "Ready"}},
+		},
+		selected: map[string]string{"new": "X", "behind": "Y", "done": "X"},
+	}
+	got := nodeLabelChanges(in, map[string]int{"": 3, "X": 2, "Y": 1}, true)
+	ready := "Ready"
+	want := map[string]map[string]*string{
+		"new":    {l0: &ready, l1: &ready},
+		"behind": {l1: nil, l2: nil},
+		"gone":   {l0: nil},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("changes for %v, want %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+	}
+	for node, w := range want {
+		g := got[node]
+		if len(g) != len(w) {
+			t.Errorf("node %s: %d changes, want %d", node, len(g), len(w))
+		}
+		for k, v := range w {
+			gv, ok := g[k]
+			if !ok || (v == nil) != (gv == nil) {
+				t.Errorf("node %s label %s: got %v, want %v", node, k, gv, v)
+			}
+		}
+	}
+}
+
+// TestDecide: the outcome's precedence: a failed build, then a missing image (both Errored, the
+// other kernels still served), then registry trouble, a waiting state, a running build, Ready.
+func TestDecide(t *testing.T) {
+	cfg := &Config{WaitPoll: time.Second, RetryDelay: 10 * time.Second, Resync: time.Hour}
+	img := func(states ...sro.ImageState) map[string]kernelImage {
+		m := map[string]kernelImage{}
+		for i, s := range states {
+			m[string(rune('A'+i))] = kernelImage{state: s, message: "msg " + string(s)}
+		}
+		return m
+	}
+	tests := map[string]struct {
+		images  map[string]kernelImage
+		plan    planResult
+		cond    string
+		reason  string
+		message string
+		after   time.Duration
+	}{
+		"build failed wins": {images: img(sro.ImageExists, sro.ImageBuildFailed, sro.ImageMissing), plan: planResult{waiting: "x"},
+			cond: sro.ConditionErrored, reason: sro.ReasonBuildFailed, message: "kernel B: msg BuildFailed", after: time.Hour},
+		"missing image": {images: img(sro.ImageMissing, sro.ImageBuilding),
+			cond: sro.ConditionErrored, reason: sro.ReasonImageMissing, message: "kernel A: msg Missing", after: time.Hour},
+		"registry unknown retries": {images: img(sro.ImageUnknown), plan: planResult{waiting: "x"},
+			cond: sro.ConditionProgressing, reason: sro.ReasonWaitingForImage, message: "msg Unknown", after: 10 * time.Second},
+		"waiting state polls": {images: img(sro.ImageExists), plan: planResult{waitingState: "1000-d.yaml", waiting: "DaemonSet ns/d: 1 of 2", poll: true},
+			cond: sro.ConditionProgressing, reason: sro.ReasonHandlingState, message: "state 1000-d.yaml: DaemonSet", after: time.Second},
+		"building": {images: img(sro.ImageExists, sro.ImageBuilding),
+			cond: sro.ConditionProgressing, reason: sro.ReasonWaitingForImage, message: "building the driver image for kernel B", after: time.Hour},
+		"ready": {images: img(sro.ImageExists), cond: sro.ConditionReady, reason: sro.ReasonSuccess, message: "every state is ready", after: time.Hour},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			p := tc.plan
+			in := inputs{images: tc.images, kernels: []kernelGroup{{kernel: "A"}}}
+			got := decide(&sro.SpecialResource{}, in, &p, cfg)
+			if got.condition != tc.cond || got.reason != tc.reason || !strings.Contains(got.message, tc.message) || got.after != tc.after {
+				t.Fatalf("got %+v, want %s/%s %q after %s", got, tc.cond, tc.reason, tc.message, tc.after)
+			}
+		})
+	}
+}
+
+func TestSanitize(t *testing.T) {
+	long := strings.Repeat("é", 2000)
+	for in, want := range map[string]string{
+		"a\n  b\tc":                         "a b c",
+		`conflict: resourceVersion: "1234"`: "conflict: resourceVersion",
+		"request-id=abc-123 failed":         "request-id failed",
+	} {
+		if got := sanitize(in); got != want {
+			t.Errorf("sanitize(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := sanitize(long); len(got) > maxMessage+len("…") || !strings.HasSuffix(got, "…") {
+		t.Errorf("long message: %d bytes", len(got))
+	}
+}
