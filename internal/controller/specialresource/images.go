@@ -1,25 +1,20 @@
 package specialresource
 
 import (
-	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
-	"github.com/metalforge/metalforge/internal/sro/build"
 	"github.com/metalforge/metalforge/internal/sro/image"
 	"github.com/metalforge/metalforge/internal/sro/kernel"
 	"github.com/metalforge/metalforge/internal/sro/naming"
+	"github.com/metalforge/metalforge/internal/sro/pullorbuild"
 	"github.com/metalforge/metalforge/internal/sro/recipe"
 )
-
-// registryTimeout bounds one registry lookup.
-const registryTimeout = 15 * time.Second
 
 // values are the template variables for kernel k (empty k: the values of manifests that are not
 // kernel-affine).
@@ -36,9 +31,7 @@ func (r *Reconciler) values(s *scope, g *kernelGroup) recipe.Values {
 		return v
 	}
 	k := g.kernel
-	os := kernel.OSOf(k, g.nodeLabels)
-	v.KernelFullVersion, v.KernelVersion, v.KernelPatchVersion = k, k, kernel.PatchVersion(k)
-	v.OperatingSystemMajor, v.OperatingSystemMajorMinor, v.OperatingSystemDecimal = os.Major, os.MajorMinor, os.Decimal
+	v = recipe.WithKernel(v, k, g.nodeLabels)
 	for _, d := range s.sr.Spec.DependsOn {
 		if d.ImageReference == "true" {
 			dep := v.Dependencies[d.Name]
@@ -134,51 +127,24 @@ func (r *Reconciler) pullSecret(s *scope) (*corev1.Secret, bool, error) {
 
 // imageState asks the registry for img and, when it is missing, follows or starts its build.
 func (r *Reconciler) imageState(s *scope, first *sro.SpecialResource, k, img string, secret *corev1.Secret) (kernelImage, error) {
-	ctx, cancel := context.WithTimeout(s.ctx, registryTimeout)
-	defer cancel()
-	exists, err := r.Registry.Exists(ctx, img, secret)
-	args := build.Args(first, k)
-	buildName := build.Name(first, k, img, args)
-	if err != nil {
-		return kernelImage{image: img, state: sro.ImageUnknown, message: "the registry could not be asked: " + registryError(err)}, nil
-	}
-	if exists {
-		// A build that produced it is no longer needed (a failed one is kept for its logs).
-		if st, found, err := r.Builder.Status(s.ctx, s.in.namespace, buildName); err != nil {
-			return kernelImage{}, err
-		} else if found && st.Phase == build.Succeeded {
-			s.fx.deleteBuilds = append(s.fx.deleteBuilds, buildName)
-		}
-		return kernelImage{image: img, state: sro.ImageExists}, nil
-	}
-	git := first.Spec.DriverContainer.Source.Git
-	if git == nil {
-		return kernelImage{image: img, state: sro.ImageMissing,
-			message: "image " + img + " is not in the registry and spec.driverContainer.source gives nothing to build it from"}, nil
-	}
-	st, found, err := r.Builder.Status(s.ctx, s.in.namespace, buildName)
+	res, err := pullorbuild.Check(s.ctx, r.Registry, r.Builder, pullorbuild.Input{SR: first, Namespace: s.in.namespace, Kernel: k, Image: img, PullSecret: secret})
 	if err != nil {
 		return kernelImage{}, err
 	}
-	switch {
-	case !found:
-		s.fx.startBuilds = append(s.fx.startBuilds, build.Request{Owner: s.sr, Namespace: s.in.namespace, Name: buildName, Kernel: k,
-			Image: img, Git: *git, BuildArgs: args, PushSecret: first.Spec.DriverContainer.PullSecret, Artifacts: first.Spec.DriverContainer.Artifacts})
+	if res.Start != nil {
+		s.fx.startBuilds = append(s.fx.startBuilds, *res.Start)
 		s.fx.buildsStarted++
-		s.fx.events.Normal(reasonBuildStarted, "Build", fmt.Sprintf("Building %s for kernel %s (%s %s)", img, k, r.Builder.Kind(), buildName))
-		return kernelImage{image: img, state: sro.ImageBuilding, message: "building (" + r.Builder.Kind() + " " + buildName + ")"}, nil
-	case st.Phase == build.Running:
-		return kernelImage{image: img, state: sro.ImageBuilding, message: "building (" + r.Builder.Kind() + " " + buildName + ")"}, nil
-	case st.Phase == build.Failed:
+		s.fx.events.Normal(reasonBuildStarted, "Build", fmt.Sprintf("Building %s for kernel %s (%s %s)", img, k, r.Builder.Kind(), res.Start.Name))
+	}
+	if res.Delete != "" {
+		s.fx.deleteBuilds = append(s.fx.deleteBuilds, res.Delete)
+	}
+	if res.State == sro.ImageBuildFailed {
 		if prev := kernelStatus(s.sr, k); prev == nil || prev.ImageState != sro.ImageBuildFailed {
 			s.fx.buildsFailed++
 		}
-		return kernelImage{image: img, state: sro.ImageBuildFailed, message: sanitize(st.Message) +
-			" (change an input, or delete the " + r.Builder.Kind() + ", to build again)"}, nil
 	}
-	// The build says it pushed, the registry says it has nothing.
-	return kernelImage{image: img, state: sro.ImageBuildFailed,
-		message: r.Builder.Kind() + " " + buildName + " succeeded but the registry has no " + img}, nil
+	return kernelImage{image: img, state: res.State, message: sanitize(res.Message)}, nil
 }
 
 // kernelStatus is the status entry of kernel k, or nil.

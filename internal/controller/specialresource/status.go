@@ -1,14 +1,10 @@
 package specialresource
 
 import (
-	"errors"
-	"fmt"
-	"net/http"
 	"regexp"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -103,22 +99,4 @@ func sanitize(msg string) string {
 		msg = msg[:cut] + "…"
 	}
 	return msg
-}
-
-// registryError summarises a registry failure for status: the HTTP status and the registry's
-// error codes, not the response body or URL (which may carry tokens).
-func registryError(err error) string {
-	var terr *transport.Error
-	if errors.As(err, &terr) {
-		codes := make([]string, 0, len(terr.Errors))
-		for _, d := range terr.Errors {
-			codes = append(codes, string(d.Code))
-		}
-		msg := fmt.Sprintf("HTTP %d %s", terr.StatusCode, http.StatusText(terr.StatusCode))
-		if len(codes) > 0 {
-			msg += " (" + strings.Join(codes, ", ") + ")"
-		}
-		return msg
-	}
-	return sanitize(err.Error())
 }

@@ -7,6 +7,7 @@ import (
 	"text/template"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/sro/kernel"
 )
 
 // Values are the variables templates see (the special-resource-operator's runtime information,
@@ -47,6 +48,16 @@ type Dependency struct {
 	Namespace string
 	// Image is the dependency's driver image for this kernel (when imageReference is "true").
 	Image string
+}
+
+// WithKernel returns v with the variables of kernel k: its versions, and its operating system
+// from node-feature-discovery's labels of one of its nodes (nodeLabels, when known) or else from
+// the kernel's release.
+func WithKernel(v Values, k string, nodeLabels map[string]string) Values {
+	os := kernel.OSOf(k, nodeLabels)
+	v.KernelFullVersion, v.KernelVersion, v.KernelPatchVersion = k, k, kernel.PatchVersion(k)
+	v.OperatingSystemMajor, v.OperatingSystemMajorMinor, v.OperatingSystemDecimal = os.Major, os.MajorMinor, os.Decimal
+	return v
 }
 
 // Funcs are the functions templates may call besides text/template's built-ins. quote and toJson

@@ -1,0 +1,109 @@
+// Package pullorbuild decides, for one SpecialResource and one kernel, whether the driver image
+// can be pulled or must be built, and follows the build: the seed's "SRO will first try to pull
+// a DriverContainer. If the DriverContainer does not exist, SRO will kick off a build". It reads
+// (the registry, the build's state) and says what to write; the caller writes it, so that both
+// the SpecialResource controller and the preflight check keep their writes in one place.
+package pullorbuild
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	corev1 "k8s.io/api/core/v1"
+
+	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/sro/build"
+	"github.com/metalforge/metalforge/internal/sro/image"
+)
+
+// registryTimeout bounds one registry lookup.
+const registryTimeout = 15 * time.Second
+
+// Input is one image to find.
+type Input struct {
+	// SR is the SpecialResource rendered for the kernel (first template pass).
+	SR *sro.SpecialResource
+	// Namespace is where builds run (the SpecialResource's namespace).
+	Namespace string
+	Kernel    string
+	Image     string
+	// PullSecret is the SpecialResource's pull Secret (nil: none).
+	PullSecret *corev1.Secret
+}
+
+// Result is what was found, and what the caller should write.
+type Result struct {
+	State   sro.ImageState
+	Message string
+	// Start is a build to start (nil: none).
+	Start *build.Request
+	// Delete names a finished build that is no longer needed ("" : none).
+	Delete string
+}
+
+// Check asks the registry for the image; when it is missing, it follows the image's build, or
+// asks for one to start when there is a source to build from. An error is unexpected (the API
+// server failed); a registry that cannot be asked is a Result of state Unknown.
+func Check(ctx context.Context, reg image.Registry, b build.Builder, in Input) (Result, error) {
+	rctx, cancel := context.WithTimeout(ctx, registryTimeout)
+	defer cancel()
+	exists, err := reg.Exists(rctx, in.Image, in.PullSecret)
+	if err != nil {
+		return Result{State: sro.ImageUnknown, Message: "the registry could not be asked: " + RegistryError(err)}, nil
+	}
+	args := build.Args(in.SR, in.Kernel)
+	name := build.Name(in.SR, in.Kernel, in.Image, args)
+	st, found, err := b.Status(ctx, in.Namespace, name)
+	if err != nil {
+		return Result{}, err
+	}
+	if exists {
+		// A build that produced it is no longer needed (a failed one is kept for its logs).
+		res := Result{State: sro.ImageExists}
+		if found && st.Phase == build.Succeeded {
+			res.Delete = name
+		}
+		return res, nil
+	}
+	git := in.SR.Spec.DriverContainer.Source.Git
+	if git == nil {
+		return Result{State: sro.ImageMissing,
+			Message: "image " + in.Image + " is not in the registry and spec.driverContainer.source gives nothing to build it from"}, nil
+	}
+	building := "building (" + b.Kind() + " " + name + ")"
+	switch {
+	case !found:
+		return Result{State: sro.ImageBuilding, Message: building, Start: &build.Request{Owner: in.SR, Namespace: in.Namespace, Name: name,
+			Kernel: in.Kernel, Image: in.Image, Git: *git, BuildArgs: args, PushSecret: in.SR.Spec.DriverContainer.PullSecret,
+			Artifacts: in.SR.Spec.DriverContainer.Artifacts}}, nil
+	case st.Phase == build.Running:
+		return Result{State: sro.ImageBuilding, Message: building}, nil
+	case st.Phase == build.Failed:
+		return Result{State: sro.ImageBuildFailed, Message: st.Message + " (change an input, or delete the " + b.Kind() + ", to build again)"}, nil
+	}
+	// The build says it pushed, the registry says it has nothing.
+	return Result{State: sro.ImageBuildFailed, Message: b.Kind() + " " + name + " succeeded but the registry has no " + in.Image}, nil
+}
+
+// RegistryError summarises a registry failure for status: the HTTP status and the registry's
+// error codes, not the response body or the URL (which may carry tokens).
+func RegistryError(err error) string {
+	var terr *transport.Error
+	if errors.As(err, &terr) {
+		codes := make([]string, 0, len(terr.Errors))
+		for _, d := range terr.Errors {
+			codes = append(codes, string(d.Code))
+		}
+		msg := fmt.Sprintf("HTTP %d %s", terr.StatusCode, http.StatusText(terr.StatusCode))
+		if len(codes) > 0 {
+			msg += " (" + strings.Join(codes, ", ") + ")"
+		}
+		return msg
+	}
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
