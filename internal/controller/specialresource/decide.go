@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/sro/message"
 )
 
 // planPhase runs the pure plan over what the earlier phases read, and decides the outcome.
@@ -45,9 +46,9 @@ func decide(sr *sro.SpecialResource, in inputs, p *planResult, cfg *Config) outc
 	}
 	switch {
 	case len(failed) > 0:
-		return errored(sro.ReasonBuildFailed, fmt.Sprintf("build of the driver image failed for kernel %s: %s", summary(failed), in.images[failed[0]].message), cfg.Resync)
+		return errored(sro.ReasonBuildFailed, fmt.Sprintf("build of the driver image failed for kernel %s: %s", message.List(failed), in.images[failed[0]].message), cfg.Resync)
 	case len(missing) > 0:
-		return errored(sro.ReasonImageMissing, fmt.Sprintf("no driver image for kernel %s: %s", summary(missing), in.images[missing[0]].message), cfg.Resync)
+		return errored(sro.ReasonImageMissing, fmt.Sprintf("no driver image for kernel %s: %s", message.List(missing), in.images[missing[0]].message), cfg.Resync)
 	}
 	after := cfg.Resync
 	if p.poll {
@@ -55,11 +56,11 @@ func decide(sr *sro.SpecialResource, in inputs, p *planResult, cfg *Config) outc
 	}
 	switch {
 	case len(unknown) > 0:
-		return progressing(sro.ReasonWaitingForImage, fmt.Sprintf("kernel %s: %s", summary(unknown), in.images[unknown[0]].message), "", min(after, cfg.RetryDelay))
+		return progressing(sro.ReasonWaitingForImage, fmt.Sprintf("kernel %s: %s", message.List(unknown), in.images[unknown[0]].message), "", min(after, cfg.RetryDelay))
 	case p.waiting != "":
 		return progressing(sro.ReasonHandlingState, "state "+p.waitingState+": "+p.waiting, p.waitingState, after)
 	case len(building) > 0:
-		return progressing(sro.ReasonWaitingForImage, fmt.Sprintf("building the driver image for kernel %s", summary(building)), "", after)
+		return progressing(sro.ReasonWaitingForImage, fmt.Sprintf("building the driver image for kernel %s", message.List(building)), "", after)
 	}
 	out := ready()
 	out.after = cfg.Resync

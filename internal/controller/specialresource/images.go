@@ -11,6 +11,7 @@ import (
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/image"
 	"github.com/metalforge/metalforge/internal/sro/kernel"
+	"github.com/metalforge/metalforge/internal/sro/message"
 	"github.com/metalforge/metalforge/internal/sro/naming"
 	"github.com/metalforge/metalforge/internal/sro/pullorbuild"
 	"github.com/metalforge/metalforge/internal/sro/recipe"
@@ -56,11 +57,6 @@ func driverHash(sr *sro.SpecialResource) string {
 	return naming.Hash(strings.Join(parts, "\x00"))
 }
 
-// usesImages: the SpecialResource names a driver image (a ConfigMap recipe may not need one).
-func usesImages(sr *sro.SpecialResource) bool {
-	return sr.Spec.DriverContainer.Image != "" || len(sr.Spec.DriverContainer.KernelMappings) > 0
-}
-
 // images finds, for every kernel, the driver image in the registry, or starts (or follows) its
 // build. Kernels are independent: one kernel's failed build does not stop the others.
 func (r *Reconciler) images(s *scope) (outcome, bool, error) {
@@ -73,16 +69,16 @@ func (r *Reconciler) images(s *scope) (outcome, bool, error) {
 		vals := r.values(s, g)
 		first, err := recipe.FirstPass(s.sr, vals)
 		if err != nil {
-			return errored(sro.ReasonRecipeFailure, sanitize(fmt.Sprintf("kernel %s: %v", g.kernel, err)), r.Config.Resync), true, nil
+			return errored(sro.ReasonRecipeFailure, message.Sanitize(fmt.Sprintf("kernel %s: %v", g.kernel, err)), r.Config.Resync), true, nil
 		}
 		s.in.firstPass[g.kernel] = first
-		if !usesImages(s.sr) {
+		if !image.Used(s.sr.Spec.DriverContainer) {
 			s.in.images[g.kernel] = kernelImage{state: sro.ImageExists}
 			continue
 		}
 		img, err := image.For(first.Spec.DriverContainer, g.kernel)
 		if err != nil {
-			return errored(sro.ReasonInvalidSpec, sanitize(err.Error()), r.Config.Resync), true, nil
+			return errored(sro.ReasonInvalidSpec, message.Sanitize(err.Error()), r.Config.Resync), true, nil
 		}
 		if img == "" {
 			s.in.images[g.kernel] = kernelImage{state: sro.ImageMissing,
@@ -144,7 +140,7 @@ func (r *Reconciler) imageState(s *scope, first *sro.SpecialResource, k, img str
 			s.fx.buildsFailed++
 		}
 	}
-	return kernelImage{image: img, state: res.State, message: sanitize(res.Message)}, nil
+	return kernelImage{image: img, state: res.State, message: message.Sanitize(res.Message)}, nil
 }
 
 // kernelStatus is the status entry of kernel k, or nil.

@@ -16,6 +16,7 @@ import (
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/controller/conditions"
 	"github.com/metalforge/metalforge/internal/sro/kernel"
+	"github.com/metalforge/metalforge/internal/sro/message"
 	"github.com/metalforge/metalforge/internal/sro/naming"
 	"github.com/metalforge/metalforge/internal/sro/recipe"
 	"github.com/metalforge/metalforge/internal/sro/validation"
@@ -59,7 +60,7 @@ func (r *Reconciler) run(s *scope) (outcome, error) {
 func (r *Reconciler) validate(s *scope) (outcome, bool, error) {
 	errs := validation.Spec(s.sr)
 	if len(errs) > 0 {
-		return errored(sro.ReasonInvalidSpec, sanitize(errs.ToAggregate().Error()), r.Config.Resync), true, nil
+		return errored(sro.ReasonInvalidSpec, message.Sanitize(errs.ToAggregate().Error()), r.Config.Resync), true, nil
 	}
 	var all sro.SpecialResourceList
 	if err := r.Client.List(s.ctx, &all); err != nil {
@@ -70,7 +71,7 @@ func (r *Reconciler) validate(s *scope) (outcome, bool, error) {
 		byName[all.Items[i].Name] = &all.Items[i]
 	}
 	if ferr := validation.Cycle(s.sr, func(n string) (*sro.SpecialResource, bool) { sr, ok := byName[n]; return sr, ok }); ferr != nil {
-		return errored(sro.ReasonDependencyCycle, sanitize(ferr.Error()), r.Config.Resync), true, nil
+		return errored(sro.ReasonDependencyCycle, message.Sanitize(ferr.Error()), r.Config.Resync), true, nil
 	}
 	return outcome{}, false, nil
 }
@@ -82,7 +83,7 @@ func (r *Reconciler) loadRecipe(s *scope) (outcome, bool, error) {
 	if ref.ConfigMap == nil {
 		rec, err := recipe.Builtin(ref.Name)
 		if err != nil {
-			return errored(sro.ReasonRecipeFailure, sanitize(err.Error()), r.Config.Resync), true, nil
+			return errored(sro.ReasonRecipeFailure, message.Sanitize(err.Error()), r.Config.Resync), true, nil
 		}
 		s.in.recipe = rec
 		return outcome{}, false, nil
@@ -96,7 +97,7 @@ func (r *Reconciler) loadRecipe(s *scope) (outcome, bool, error) {
 	}
 	rec, err := recipe.FromConfigMap("ConfigMap "+key.String(), cm.Data)
 	if err != nil {
-		return errored(sro.ReasonRecipeFailure, sanitize(err.Error()), r.Config.Resync), true, nil
+		return errored(sro.ReasonRecipeFailure, message.Sanitize(err.Error()), r.Config.Resync), true, nil
 	}
 	s.in.recipe = rec
 	return outcome{}, false, nil
@@ -243,7 +244,7 @@ func (r *Reconciler) newDependency(s *scope, d sro.SpecialResourceDependency) (*
 		}
 		rec, err := recipe.FromConfigMap("ConfigMap "+key.String(), cm.Data)
 		if err != nil {
-			return nil, sanitize(err.Error()), nil
+			return nil, message.Sanitize(err.Error()), nil
 		}
 		if rec.Default != nil {
 			dep.Spec = rec.Default.Spec

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -274,13 +273,4 @@ func nodeLabelChanges(in planInput, readyStates map[string]int, affine bool) map
 		}
 	}
 	return changes
-}
-
-// summary lists kernels for messages: "a, b and 2 more".
-func summary(items []string) string {
-	const shown = 3
-	if len(items) <= shown {
-		return strings.Join(items, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(items[:shown], ", "), len(items)-shown)
 }

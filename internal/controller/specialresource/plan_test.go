@@ -304,19 +304,3 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
-
-func TestSanitize(t *testing.T) {
-	long := strings.Repeat("é", 2000)
-	for in, want := range map[string]string{
-		"a\n  b\tc":                         "a b c",
-		`conflict: resourceVersion: "1234"`: "conflict: resourceVersion",
-		"request-id=abc-123 failed":         "request-id failed",
-	} {
-		if got := sanitize(in); got != want {
-			t.Errorf("sanitize(%q) = %q, want %q", in, got, want)
-		}
-	}
-	if got := sanitize(long); len(got) > maxMessage+len("…") || !strings.HasSuffix(got, "…") {
-		t.Errorf("long message: %d bytes", len(got))
-	}
-}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/sro/message"
 	"github.com/metalforge/metalforge/internal/sro/naming"
 	"github.com/metalforge/metalforge/internal/sro/recipe"
 )
@@ -19,7 +20,7 @@ func (r *Reconciler) render(s *scope) (outcome, bool, error) {
 	base := r.values(s, nil)
 	first, err := recipe.FirstPass(s.sr, base)
 	if err != nil {
-		return errored(sro.ReasonRecipeFailure, sanitize(err.Error()), r.Config.Resync), true, nil
+		return errored(sro.ReasonRecipeFailure, message.Sanitize(err.Error()), r.Config.Resync), true, nil
 	}
 	base.SpecialResource = first
 	perKernel := map[string]recipe.Values{}
@@ -37,13 +38,13 @@ func (r *Reconciler) render(s *scope) (outcome, bool, error) {
 	}
 	states, err := recipe.Render(s.in.recipe, base, perKernel)
 	if err != nil {
-		return errored(sro.ReasonRecipeFailure, sanitize(s.in.recipe.Source+": "+err.Error()), r.Config.Resync), true, nil
+		return errored(sro.ReasonRecipeFailure, message.Sanitize(s.in.recipe.Source+": "+err.Error()), r.Config.Resync), true, nil
 	}
 	for i := range states {
 		for j := range states[i].Objects {
 			o := &states[i].Objects[j]
 			if err := r.decorate(s, o); err != nil {
-				return errored(sro.ReasonRecipeFailure, sanitize(fmt.Sprintf("%s: state %s: %s %s: %v", s.in.recipe.Source, o.State, o.Obj.GetKind(), o.Obj.GetName(), err)), r.Config.Resync), true, nil
+				return errored(sro.ReasonRecipeFailure, message.Sanitize(fmt.Sprintf("%s: state %s: %s %s: %v", s.in.recipe.Source, o.State, o.Obj.GetKind(), o.Obj.GetName(), err)), r.Config.Resync), true, nil
 			}
 		}
 	}

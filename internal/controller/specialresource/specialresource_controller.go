@@ -18,6 +18,7 @@ import (
 	"github.com/metalforge/metalforge/internal/controller/patch"
 	"github.com/metalforge/metalforge/internal/sro/build"
 	"github.com/metalforge/metalforge/internal/sro/image"
+	"github.com/metalforge/metalforge/internal/sro/message"
 )
 
 // Config tunes the controller. DefaultConfig has the production values; tests shorten them.
@@ -112,7 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		out = errored(sro.ReasonInternalError, internalErrorMessage, 0)
 		var applyErr *applyError
 		if errors.As(err, &applyErr) && applyErr.permanent {
-			out = errored(sro.ReasonRecipeFailure, sanitize(applyErr.Error()), r.Config.RetryDelay)
+			out = errored(sro.ReasonRecipeFailure, message.Sanitize(applyErr.Error()), r.Config.RetryDelay)
 			err = nil
 		}
 		r.finishStatus(s, out)

@@ -1,15 +1,12 @@
 package specialresource
 
 import (
-	"regexp"
-	"strings"
-	"unicode/utf8"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/controller/conditions"
+	"github.com/metalforge/metalforge/internal/sro/message"
 )
 
 // conditionTypes are set together: the outcome's is True, the others False with its reason.
@@ -71,32 +68,10 @@ func kernelStatuses(sr *sro.SpecialResource, s *scope) []sro.KernelStatus {
 				ks.DaemonSet, ks.Available = "", 0
 			}
 			if msg := s.plan.perKernel[g.kernel]; msg != "" && ks.Message == "" {
-				ks.Message = sanitize(msg)
+				ks.Message = message.Sanitize(msg)
 			}
 		}
 		out = append(out, ks)
 	}
 	return out
-}
-
-// maxMessage bounds a status message (a long list of validation errors, say).
-const maxMessage = 1024
-
-// volatile matches text that changes between identical failures (resource versions, UIDs,
-// request IDs), which would otherwise make the status change, and be written, on every retry.
-var volatile = regexp.MustCompile(`(?i)(resourceVersion|uid|request[- ]?id)[:=]\s*"?[0-9a-z-]+"?`)
-
-// sanitize is the one way text reaches status and events: volatile parts removed, one line,
-// bounded. Callers never pass credentials (pull Secret contents are never put in errors).
-func sanitize(msg string) string {
-	msg = volatile.ReplaceAllString(msg, "$1")
-	msg = strings.Join(strings.Fields(msg), " ")
-	if len(msg) > maxMessage {
-		cut := maxMessage
-		for cut > 0 && !utf8.RuneStart(msg[cut]) {
-			cut--
-		}
-		msg = msg[:cut] + "…"
-	}
-	return msg
 }

@@ -51,6 +51,12 @@ func For(dc sro.SpecialResourceDriverContainer, k string) (string, error) {
 	return dc.Image, nil
 }
 
+// Used reports whether a driver container names an image at all (a ConfigMap recipe may deploy
+// no driver image).
+func Used(dc sro.SpecialResourceDriverContainer) bool {
+	return dc.Image != "" || len(dc.KernelMappings) > 0
+}
+
 // ParseReference parses an image reference, requiring an explicit tag or digest (a driver
 // image is per kernel; "latest" by default would hide that — kernel-module-management refuses
 // it too). The registry may be left out (Docker Hub), as container runtimes allow.

@@ -1,0 +1,14 @@
+// Package preflightvalidation is the PreflightValidation controller: before an upgrade, given
+// the kernel the nodes will run (spec.kernelVersion), it checks every SpecialResource for a
+// driver image for that kernel — rendering the SpecialResource's image for it, asking the
+// registry, and building the image when it is missing and the SpecialResource has a source —
+// and reports per SpecialResource in status.srStatuses. kernel-module-management's lesson:
+// preflight renders for the target kernel and checks images, instead of parsing release images.
+//
+// Builds started here are the very builds the SpecialResource controller would start once a
+// node runs the kernel (same name, same inputs), so the upgrade finds the image already in the
+// registry: the rolling upgrade does not wait for builds.
+//
+// The operator's ClusterOperator reports Upgradeable=False while a PreflightValidation is not
+// Ready (package sroclusteroperator).
+package preflightvalidation

@@ -1,0 +1,289 @@
+package preflightvalidation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	buildv1 "github.com/openshift/api/build/v1"
+
+	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/controller/conditions"
+	"github.com/metalforge/metalforge/internal/controller/events"
+	"github.com/metalforge/metalforge/internal/controller/patch"
+	"github.com/metalforge/metalforge/internal/sro/build"
+	"github.com/metalforge/metalforge/internal/sro/image"
+	"github.com/metalforge/metalforge/internal/sro/kernel"
+	"github.com/metalforge/metalforge/internal/sro/message"
+	"github.com/metalforge/metalforge/internal/sro/pullorbuild"
+	"github.com/metalforge/metalforge/internal/sro/recipe"
+	"github.com/metalforge/metalforge/internal/sro/validation"
+)
+
+// Reconciler reconciles PreflightValidations.
+type Reconciler struct {
+	Client    client.Client
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
+	Registry  image.Registry
+	Builder   build.Builder
+	// ClusterVersion is given to templates (the current version: the upgrade's is not known).
+	ClusterVersion func(ctx context.Context) (string, error)
+	// RetryDelay is how often a PreflightValidation that is not verified looks again (builds
+	// and SpecialResources wake it sooner).
+	RetryDelay time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+
+	tracker patch.Tracker
+	// SkipNameValidation lets tests run several managers in one process.
+	SkipNameValidation bool
+}
+
+// DefaultRetryDelay is RetryDelay's default.
+const DefaultRetryDelay = 30 * time.Second
+
+// SetupWithManager watches PreflightValidations, SpecialResources and builds.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("special-resource-operator")
+	}
+	if r.RetryDelay == 0 {
+		r.RetryDelay = DefaultRetryDelay
+	}
+	if r.Registry == nil {
+		r.Registry = image.Remote{}
+	}
+	if r.Builder == nil || r.ClusterVersion == nil {
+		return errors.New("preflightvalidation: Builder and ClusterVersion are required")
+	}
+	all := handler.EnqueueRequestsFromMapFunc(r.all)
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("preflightvalidation").
+		For(&sro.PreflightValidation{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&sro.SpecialResource{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&batchv1.Job{}, all, builder.WithPredicates(isBuild()))
+	if r.Builder.Kind() == "Build" {
+		b = b.Watches(&buildv1.Build{}, all, builder.WithPredicates(isBuild()))
+	}
+	return b.WithOptions(controller.Options{SkipNameValidation: &r.SkipNameValidation}).Complete(r)
+}
+
+func isBuild() predicate.Funcs {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		_, ok := o.GetLabels()[build.BuildLabel]
+		return ok
+	})
+}
+
+// all wakes every PreflightValidation (there are few: one per planned upgrade).
+func (r *Reconciler) all(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list sro.PreflightValidationList
+	if err := r.Client.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing PreflightValidations")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, pv := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: pv.Name}})
+	}
+	return reqs
+}
+
+// check is one SpecialResource's result and what to write for it.
+type check struct {
+	name    string
+	status  sro.VerificationStatus
+	reason  string
+	image   string
+	start   *build.Request
+	cleanup [2]string // namespace, build name
+}
+
+// Reconcile verifies every SpecialResource for the kernel, writes builds, then the status once.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	pv := &sro.PreflightValidation{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pv); apierrors.IsNotFound(err) {
+		r.tracker.Forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	} else if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading PreflightValidation %s: %w", req.Name, err)
+	}
+	if r.tracker.Stale(pv) || !pv.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	var srs sro.SpecialResourceList
+	if err := r.Client.List(ctx, &srs); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing SpecialResources: %w", err)
+	}
+	version, err := r.ClusterVersion(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var checks []check
+	for i := range srs.Items {
+		sr := &srs.Items[i]
+		if !sr.DeletionTimestamp.IsZero() {
+			continue
+		}
+		c, err := r.verify(ctx, sr, pv.Spec.KernelVersion, version)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		checks = append(checks, c)
+	}
+	var evs events.List
+	for _, c := range checks {
+		if c.start != nil {
+			if err := r.Builder.Start(ctx, *c.start); err != nil && !errors.Is(err, build.ErrVolumesUnsupported) {
+				return ctrl.Result{}, err
+			}
+			evs.Normal("BuildStarted", "Build", fmt.Sprintf("Building %s of SpecialResource %s for kernel %s", c.image, c.name, pv.Spec.KernelVersion))
+		}
+		if c.cleanup[1] != "" {
+			if err := r.Builder.Delete(ctx, c.cleanup[0], c.cleanup[1]); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	helper := patch.NewHelper(r.Client, pv, &r.tracker)
+	if verified := setStatus(pv, checks, r.now()); verified != nil {
+		if *verified {
+			evs.Normal(sro.ReasonVerified, "Preflight", "Every SpecialResource has a driver image for kernel "+pv.Spec.KernelVersion)
+		} else {
+			evs.Warning(sro.ReasonVerifying, "Preflight", conditions.Get(pv.Status.Conditions, sro.ConditionReady).Message)
+		}
+	}
+	if _, err := helper.PatchStatus(ctx, pv); err != nil {
+		return ctrl.Result{}, err
+	}
+	evs.Emit(r.Recorder, pv)
+	if conditions.IsTrue(pv.Status.Conditions, sro.ConditionReady) {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: r.RetryDelay}, nil
+}
+
+// verify checks one SpecialResource for kernel k (reads only; builds to start are returned).
+func (r *Reconciler) verify(ctx context.Context, sr *sro.SpecialResource, k, clusterVersion string) (check, error) {
+	c := check{name: sr.Name}
+	fail := func(st sro.VerificationStatus, reason string) (check, error) {
+		c.status, c.reason = st, reason
+		return c, nil
+	}
+	if errs := validation.Spec(sr); len(errs) > 0 {
+		return fail(sro.VerificationError, "invalid spec: "+errs.ToAggregate().Error())
+	}
+	if !image.Used(sr.Spec.DriverContainer) {
+		return fail(sro.VerificationTrue, "the SpecialResource uses no driver image")
+	}
+	ns := sr.TargetNamespace()
+	vals := recipe.WithKernel(recipe.Values{Namespace: ns, ClusterVersion: clusterVersion, ClusterVersionMajorMinor: kernel.MajorMinor(clusterVersion),
+		PushSecretName: sr.Spec.DriverContainer.PullSecret, SpecialResource: sr, Dependencies: map[string]recipe.Dependency{}}, k, nil)
+	first, err := recipe.FirstPass(sr, vals)
+	if err != nil {
+		return fail(sro.VerificationError, err.Error())
+	}
+	img, err := image.For(first.Spec.DriverContainer, k)
+	if err != nil {
+		return fail(sro.VerificationError, err.Error())
+	}
+	if img == "" {
+		return fail(sro.VerificationFalse, "no kernelMappings entry matches the kernel and spec.driverContainer.image is empty")
+	}
+	c.image = img
+	var secret *corev1.Secret
+	if name := sr.Spec.DriverContainer.PullSecret; name != "" {
+		secret = &corev1.Secret{}
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, secret); apierrors.IsNotFound(err) {
+			return fail(sro.VerificationError, fmt.Sprintf("pull Secret %s/%s not found", ns, name))
+		} else if err != nil {
+			return c, fmt.Errorf("reading pull Secret %s/%s: %w", ns, name, err)
+		}
+	}
+	res, err := pullorbuild.Check(ctx, r.Registry, r.Builder, pullorbuild.Input{SR: first, Namespace: ns, Kernel: k, Image: img, PullSecret: secret})
+	if err != nil {
+		return c, err
+	}
+	c.start = res.Start
+	if res.Delete != "" {
+		c.cleanup = [2]string{ns, res.Delete}
+	}
+	switch res.State {
+	case sro.ImageExists:
+		return fail(sro.VerificationTrue, "image "+img+" exists")
+	case sro.ImageBuilding:
+		return fail(sro.VerificationFalse, res.Message)
+	case sro.ImageUnknown:
+		return fail(sro.VerificationUnknown, res.Message)
+	case sro.ImageMissing:
+		return fail(sro.VerificationFalse, res.Message)
+	}
+	return fail(sro.VerificationError, res.Message)
+}
+
+// setStatus records the checks (lastTransitionTime moves only when a SpecialResource's result
+// changes) and the Ready condition. It returns the new Ready value when it changed, else nil.
+func setStatus(pv *sro.PreflightValidation, checks []check, now time.Time) *bool {
+	at := metav1.NewTime(now.Truncate(time.Second))
+	prev := map[string]sro.SpecialResourceVerification{}
+	for _, s := range pv.Status.SRStatuses {
+		prev[s.Name] = s
+	}
+	out := make([]sro.SpecialResourceVerification, 0, len(checks))
+	var notYet []string
+	for _, c := range checks {
+		v := sro.SpecialResourceVerification{Name: c.name, VerificationStatus: c.status, StatusReason: message.Sanitize(c.reason), Image: c.image, LastTransitionTime: at}
+		if p, ok := prev[c.name]; ok && p.VerificationStatus == c.status {
+			v.LastTransitionTime = p.LastTransitionTime
+		}
+		if c.status != sro.VerificationTrue {
+			notYet = append(notYet, fmt.Sprintf("%s (%s)", c.name, c.status))
+		}
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b sro.SpecialResourceVerification) int { return strings.Compare(a.Name, b.Name) })
+	pv.Status.SRStatuses = out
+	pv.Status.ObservedGeneration = pv.Generation
+	was := conditions.IsTrue(pv.Status.Conditions, sro.ConditionReady)
+	cond := conditions.True(sro.ConditionReady, sro.ReasonVerified, fmt.Sprintf("%d SpecialResources have a driver image for kernel %s", len(out), pv.Spec.KernelVersion))
+	if len(notYet) > 0 {
+		cond = conditions.False(sro.ConditionReady, sro.ReasonVerifying, message.Sanitize("no driver image yet for kernel "+pv.Spec.KernelVersion+": "+strings.Join(notYet, ", ")))
+	}
+	first := conditions.Get(pv.Status.Conditions, sro.ConditionReady) == nil
+	conditions.Set(&pv.Status.Conditions, cond, pv.Generation, now)
+	now2 := len(notYet) == 0
+	if first || was != now2 {
+		return &now2
+	}
+	return nil
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}

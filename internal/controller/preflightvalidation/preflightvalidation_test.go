@@ -1,0 +1,292 @@
+package preflightvalidation
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	configv1 "github.com/openshift/api/config/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/controller/specialresource"
+	"github.com/metalforge/metalforge/internal/controller/sroclusteroperator"
+	"github.com/metalforge/metalforge/internal/sro/build"
+	"github.com/metalforge/metalforge/internal/test/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	dir, err := testenv.ModuleDir("github.com/openshift/api")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	co := filepath.Join(dir, "config", "v1", "zz_generated.crd-manifests", "0000_00_cluster-version-operator_01_clusteroperators.crd.yaml")
+	testenv.Main(m, testenv.Options{CRDPaths: []string{co}}, &env)
+}
+
+const kernelZ = "5.14.0-427.13.1.el9_4.x86_64"
+
+// world is the registry and the operator's preflight and ClusterOperator controllers.
+type world struct {
+	t        *testing.T
+	registry string
+}
+
+func startWorld(t *testing.T) *world {
+	t.Helper()
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(reg.Close)
+	w := &world{t: t, registry: strings.TrimPrefix(reg.URL, "http://")}
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Cache: specialresource.CacheOptions(),
+		Client: specialresource.ClientOptions(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv := &Reconciler{Builder: build.Job{Client: mgr.GetClient()}, RetryDelay: 200 * time.Millisecond, SkipNameValidation: true,
+		ClusterVersion: func(context.Context) (string, error) { return "4.15.0", nil }}
+	if err := pv.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	co := &sroclusteroperator.Reconciler{Version: "test", Namespace: "sro-system", SkipNameValidation: true}
+	if err := co.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return w
+}
+
+func (w *world) push(repoTag string) {
+	w.t.Helper()
+	img, err := random.Image(64, 1)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	ref, err := name.ParseReference(w.registry + "/" + repoTag)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// specialResource creates a SpecialResource (and its namespace, as its controller would).
+func (w *world) specialResource(name string, source bool) *sro.SpecialResource {
+	w.t.Helper()
+	ns := env.Namespace(w.t)
+	sr := &sro.SpecialResource{ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name}, Spec: sro.SpecialResourceSpec{
+		Namespace: ns,
+		DriverContainer: sro.SpecialResourceDriverContainer{
+			Image: w.registry + "/vendor/" + name + ":{{.KernelFullVersion}}", Modules: []string{name},
+		},
+	}}
+	if source {
+		sr.Spec.DriverContainer.Source.Git = &sro.GitSource{URI: "https://git.example/" + name + ".git"}
+	}
+	if err := env.Client.Create(context.Background(), sr); err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() { _ = env.Client.Delete(context.Background(), sr) })
+	return sr
+}
+
+func (w *world) clusterOperator() *configv1.ClusterOperator {
+	w.t.Helper()
+	co := &configv1.ClusterOperator{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: sroclusteroperator.DefaultName}, co); err != nil {
+		return nil
+	}
+	return co
+}
+
+func upgradeable(co *configv1.ClusterOperator) *configv1.ClusterOperatorStatusCondition {
+	if co == nil {
+		return nil
+	}
+	for i := range co.Status.Conditions {
+		if co.Status.Conditions[i].Type == configv1.OperatorUpgradeable {
+			return &co.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func (w *world) waitUpgradeable(status configv1.ConditionStatus, reason string) *configv1.ClusterOperatorStatusCondition {
+	w.t.Helper()
+	var c *configv1.ClusterOperatorStatusCondition
+	eventually(w.t, fmt.Sprintf("Upgradeable %s %s", status, reason), func() (bool, string) {
+		c = upgradeable(w.clusterOperator())
+		return c != nil && c.Status == status && c.Reason == reason, fmt.Sprintf("%+v", c)
+	})
+	return c
+}
+
+func (w *world) buildJobs(ns string) []batchv1.Job {
+	w.t.Helper()
+	var list batchv1.JobList
+	if err := env.Client.List(context.Background(), &list, client.InNamespace(ns), client.HasLabels{build.BuildLabel}); err != nil {
+		w.t.Fatal(err)
+	}
+	return list.Items
+}
+
+func finishJob(t *testing.T, job batchv1.Job, ok bool) {
+	t.Helper()
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	cur := &batchv1.Job{}
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(&job), cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Status.StartTime = &now
+	last, first := batchv1.JobComplete, batchv1.JobSuccessCriteriaMet
+	if ok {
+		cur.Status.Succeeded, cur.Status.CompletionTime = 1, &now
+	} else {
+		cur.Status.Failed = 2
+		last, first = batchv1.JobFailed, batchv1.JobFailureTarget
+	}
+	cur.Status.Conditions = []batchv1.JobCondition{
+		{Type: first, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "the kernel headers were not found", LastTransitionTime: now, LastProbeTime: now},
+		{Type: last, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "the kernel headers were not found", LastTransitionTime: now, LastProbeTime: now},
+	}
+	if err := env.Client.Status().Update(context.Background(), cur); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func getPV(t *testing.T, name string) *sro.PreflightValidation {
+	t.Helper()
+	pv := &sro.PreflightValidation{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, pv); err != nil {
+		t.Fatal(err)
+	}
+	return pv
+}
+
+func verification(pv *sro.PreflightValidation, sr string) sro.SpecialResourceVerification {
+	for _, s := range pv.Status.SRStatuses {
+		if s.Name == sr {
+			return s
+		}
+	}
+	return sro.SpecialResourceVerification{}
+}
+
+// TestUpgradeableFalseThenTrue: with no PreflightValidation the operator is Upgradeable. A
+// PreflightValidation for kernel Z: SpecialResource a has Z's image (True), b has not but has a
+// source (a build starts; False): Upgradeable=False naming b. When b's build pushed its image,
+// b is True, the PreflightValidation Ready, and Upgradeable=True; the finished build is removed.
+func TestUpgradeableFalseThenTrue(t *testing.T) {
+	w := startWorld(t)
+	w.waitUpgradeable(configv1.ConditionTrue, sroclusteroperator.ReasonAsExpected)
+	a := w.specialResource("a", false)
+	b := w.specialResource("b", true)
+	w.push("vendor/a:" + kernelZ)
+
+	pv := &sro.PreflightValidation{ObjectMeta: metav1.ObjectMeta{Name: "upgrade-" + a.Name}, Spec: sro.PreflightValidationSpec{KernelVersion: kernelZ}}
+	if err := env.Client.Create(context.Background(), pv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) })
+	c := w.waitUpgradeable(configv1.ConditionFalse, sroclusteroperator.ReasonPreflightPending)
+	if !strings.Contains(c.Message, b.Name) || !strings.Contains(c.Message, kernelZ) || strings.Contains(c.Message, a.Name+":") {
+		t.Fatalf("Upgradeable message %q: want b and the kernel, not a", c.Message)
+	}
+	got := getPV(t, pv.Name)
+	if v := verification(got, a.Name); v.VerificationStatus != sro.VerificationTrue || v.Image != w.registry+"/vendor/a:"+kernelZ {
+		t.Fatalf("a: %+v", v)
+	}
+	if v := verification(got, b.Name); v.VerificationStatus != sro.VerificationFalse || !strings.Contains(v.StatusReason, "building") {
+		t.Fatalf("b: %+v", v)
+	}
+	var jobs []batchv1.Job
+	eventually(t, "one build for b", func() (bool, string) {
+		jobs = w.buildJobs(b.Spec.Namespace)
+		return len(jobs) == 1, fmt.Sprint(len(jobs))
+	})
+	if jobs[0].Annotations[sro.KernelAnnotation] != kernelZ {
+		t.Fatalf("build for kernel %q", jobs[0].Annotations[sro.KernelAnnotation])
+	}
+
+	w.push("vendor/b:" + kernelZ)
+	finishJob(t, jobs[0], true)
+	w.waitUpgradeable(configv1.ConditionTrue, sroclusteroperator.ReasonPreflightSucceeded)
+	got = getPV(t, pv.Name)
+	if v := verification(got, b.Name); v.VerificationStatus != sro.VerificationTrue {
+		t.Fatalf("b after its build: %+v", v)
+	}
+	eventually(t, "the finished build removed", func() (bool, string) {
+		jobs := w.buildJobs(b.Spec.Namespace)
+		return len(jobs) == 0 || !jobs[0].DeletionTimestamp.IsZero(), ""
+	})
+}
+
+// TestPreflightFailedBuild: a failed build makes the SpecialResource's check Error and the
+// ClusterOperator Upgradeable=False with PreflightValidationFailed and the build's reason; a
+// SpecialResource with no image and no source is False.
+func TestPreflightFailedBuild(t *testing.T) {
+	w := startWorld(t)
+	c := w.specialResource("c", true)
+	d := w.specialResource("d", false)
+	pv := &sro.PreflightValidation{ObjectMeta: metav1.ObjectMeta{Name: "upgrade-" + c.Name}, Spec: sro.PreflightValidationSpec{KernelVersion: kernelZ}}
+	if err := env.Client.Create(context.Background(), pv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) })
+	var jobs []batchv1.Job
+	eventually(t, "one build for c", func() (bool, string) { jobs = w.buildJobs(c.Spec.Namespace); return len(jobs) == 1, "" })
+	finishJob(t, jobs[0], false)
+	cond := w.waitUpgradeable(configv1.ConditionFalse, sroclusteroperator.ReasonPreflightFailed)
+	if !strings.Contains(cond.Message, "the kernel headers were not found") {
+		t.Fatalf("Upgradeable message %q lacks the build's reason", cond.Message)
+	}
+	got := getPV(t, pv.Name)
+	if v := verification(got, c.Name); v.VerificationStatus != sro.VerificationError {
+		t.Fatalf("c: %+v", v)
+	}
+	if v := verification(got, d.Name); v.VerificationStatus != sro.VerificationFalse || !strings.Contains(v.StatusReason, "nothing to build it from") {
+		t.Fatalf("d: %+v", v)
+	}
+}
+
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s: %s", what, last)
+}
