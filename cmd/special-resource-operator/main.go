@@ -1,0 +1,193 @@
+// Command special-resource-operator runs the SpecialResource, node-kernel, PreflightValidation
+// and (on OpenShift) ClusterOperator controllers, and with --webhook-port the sro.openshift.io
+// admission webhooks. Flags and wiring only: the behaviour lives in internal/.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	configv1 "github.com/openshift/api/config/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/klog/v2/textlogger"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/metalforge/metalforge/internal/apimetrics"
+	"github.com/metalforge/metalforge/internal/controller/nodekernel"
+	"github.com/metalforge/metalforge/internal/controller/preflightvalidation"
+	"github.com/metalforge/metalforge/internal/controller/specialresource"
+	"github.com/metalforge/metalforge/internal/controller/sroclusteroperator"
+	"github.com/metalforge/metalforge/internal/scheme"
+	"github.com/metalforge/metalforge/internal/sro/build"
+	"github.com/metalforge/metalforge/internal/sro/image"
+	srowebhook "github.com/metalforge/metalforge/internal/sro/webhook"
+)
+
+type options struct {
+	concurrency        int
+	qps                float64
+	burst              int
+	metricsAddr        string
+	probeAddr          string
+	pprofAddr          string
+	leaderElect        bool
+	leaderElectionNS   string
+	webhookPort        int
+	webhookCertDir     string
+	namespace          string
+	clusterOperator    string
+	buildBackend       string
+	buildImage         string
+	insecureRegistries []string
+}
+
+func main() {
+	var o options
+	logCfg := textlogger.NewConfig()
+	fs := flag.CommandLine
+	fs.IntVar(&o.concurrency, "concurrency", 10, "SpecialResources reconciled at once.")
+	fs.Float64Var(&o.qps, "kube-api-qps", 200, "Client-side limit on API requests per second (negative: no limit).")
+	fs.IntVar(&o.burst, "kube-api-burst", 400, "Client-side burst of API requests.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint (0 disables it).")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "Address of the pprof endpoints (0 disables them).")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles.")
+	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's).")
+	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the admission webhook server (0: no webhooks).")
+	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory with tls.crt and tls.key for the webhook server (default: controller-runtime's).")
+	fs.StringVar(&o.namespace, "operator-namespace", os.Getenv("OPERATOR_NAMESPACE"), "The operator's namespace (reported on the ClusterOperator).")
+	fs.StringVar(&o.clusterOperator, "cluster-operator", sroclusteroperator.DefaultName, "Name of the ClusterOperator to report on, where the cluster has ClusterOperators (empty: none).")
+	fs.StringVar(&o.buildBackend, "build-backend", "auto", "How to build missing driver images: openshift (build.openshift.io), job (kaniko in a Job), or auto (openshift where served).")
+	fs.StringVar(&o.buildImage, "build-image", build.DefaultJobImage, "The kaniko executor image of Job builds.")
+	fs.Func("insecure-registry", "A registry (host[:port]) spoken to over plain HTTP; repeat for several. Loopback and private addresses always are.", func(v string) error {
+		for r := range strings.SplitSeq(v, ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				o.insecureRegistries = append(o.insecureRegistries, r)
+			}
+		}
+		return nil
+	})
+	logCfg.AddFlags(fs)
+	flag.Parse()
+
+	ctrl.SetLogger(textlogger.NewLogger(logCfg))
+	if err := run(ctrl.SetupSignalHandler(), o); err != nil {
+		ctrl.Log.Error(err, "Operator stopped")
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	log := ctrl.Log.WithName("setup")
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading the Kubernetes client configuration: %w", err)
+	}
+	configureClient(cfg, o)
+	mgrOpts := ctrl.Options{
+		Scheme:                  scheme.New(),
+		Cache:                   specialresource.CacheOptions(),
+		Client:                  specialresource.ClientOptions(),
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:  o.probeAddr,
+		PprofBindAddress:        o.pprofAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        "special-resource-operator.sro.openshift.io",
+		LeaderElectionNamespace: o.leaderElectionNS,
+	}
+	if o.webhookPort != 0 {
+		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir})
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	builder, err := chooseBuilder(mgr, o)
+	if err != nil {
+		return err
+	}
+	registry := image.Remote{Insecure: o.insecureRegistries}
+
+	if err := (&nodekernel.Reconciler{Concurrency: 4}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the node-kernel controller: %w", err)
+	}
+	srCfg := specialresource.DefaultConfig()
+	srCfg.Concurrency = o.concurrency
+	sr := &specialresource.Reconciler{Registry: registry, Builder: builder, Config: srCfg}
+	if err := sr.SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up the SpecialResource controller: %w", err)
+	}
+	pv := &preflightvalidation.Reconciler{Registry: registry, Builder: builder, ClusterVersion: sr.ClusterVersion}
+	if err := pv.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the PreflightValidation controller: %w", err)
+	}
+	hasCO := false
+	if _, err := mgr.GetRESTMapper().RESTMapping(configv1.GroupVersion.WithKind("ClusterOperator").GroupKind(), "v1"); err == nil && o.clusterOperator != "" {
+		hasCO = true
+		co := &sroclusteroperator.Reconciler{Name: o.clusterOperator, Version: version(), Namespace: o.namespace}
+		if err := co.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the ClusterOperator controller: %w", err)
+		}
+	}
+	if o.webhookPort != 0 {
+		if err := srowebhook.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the webhooks: %w", err)
+		}
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the health check: %w", err)
+	}
+	ready := healthz.Ping
+	if o.webhookPort != 0 {
+		ready = mgr.GetWebhookServer().StartedChecker()
+	}
+	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
+	}
+	log.Info("Starting the special-resource-operator", "version", version(), "builds", builder.Kind(), "clusterOperator", hasCO,
+		"webhookPort", o.webhookPort, "concurrency", o.concurrency)
+	return mgr.Start(ctx)
+}
+
+// chooseBuilder picks the build backend.
+func chooseBuilder(mgr ctrl.Manager, o options) (build.Builder, error) {
+	c := mgr.GetClient()
+	switch o.buildBackend {
+	case "auto":
+		return build.Choose(c, o.buildImage), nil
+	case "openshift":
+		return build.OpenShift{Client: c}, nil
+	case "job":
+		return build.Job{Client: c, Image: o.buildImage}, nil
+	}
+	return nil, fmt.Errorf("--build-backend=%q: want auto, openshift or job", o.buildBackend)
+}
+
+// configureClient shares one rate limiter among the manager's clients and counts API requests
+// (metalforge_api_requests_total, read by the benchmark).
+func configureClient(cfg *rest.Config, o options) {
+	cfg.UserAgent = "metalforge-special-resource-operator"
+	if o.qps < 0 {
+		cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
+	} else {
+		cfg.QPS, cfg.Burst = float32(o.qps), o.burst
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(float32(o.qps), o.burst)
+	}
+	cfg.Wrap(apimetrics.Wrap)
+}
+
+// version is the module version the binary was built from ("devel" in a work tree).
+func version() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "devel"
+}
