@@ -28,9 +28,20 @@ $(BIN)/etcd: hack/tools/etcd/go.mod
 # golangci-lint has its own tools module so its dependencies cannot move the API server's.
 $(BIN)/golangci-lint: hack/tools/golangci/go.mod
 	cd hack/tools/golangci && go build -trimpath -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+# The special-resource-operator's end-to-end suite and benchmark run a scheduler, a controller
+# manager (DaemonSets, garbage collection) and kwok's fake nodes against the same API server.
+$(BIN)/kube-controller-manager: hack/tools/go.mod
+	cd hack/tools && go build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-controller-manager
+
+$(BIN)/kube-scheduler: hack/tools/go.mod
+	cd hack/tools && go build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-scheduler
+
+# kwok has its own module (hack/tools/kwok) so that its dependencies cannot move the API server's.
+$(BIN)/kwok: hack/tools/kwok/go.mod
+	cd hack/tools/kwok && go build -trimpath -ldflags '-s -w' -o $@ sigs.k8s.io/kwok/cmd/kwok
 
 .PHONY: tools
-tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/controller-gen ## Build the test and generation tools into bin/
+tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/controller-gen $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kwok ## Build the test and generation tools into bin/
 
 ##@ Development
 
