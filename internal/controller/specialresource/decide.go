@@ -23,6 +23,12 @@ func (r *Reconciler) planPhase(s *scope) (outcome, bool, error) {
 		}
 	}
 	s.plan = plan(in)
+	for _, n := range s.in.allNodes {
+		if c, ok := s.plan.nodeLabels[n.name]; ok && r.nodeWrites.inFlight(s.sr.Name, n.name, n.resourceVersion, c) {
+			// Our patch of these very labels is on its way to the cache.
+			delete(s.plan.nodeLabels, n.name)
+		}
+	}
 	return decide(s.sr, s.in, s.plan, s.cfg), true, nil
 }
 

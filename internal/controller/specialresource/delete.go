@@ -75,6 +75,7 @@ func (r *Reconciler) finalize(ctx context.Context, sr *sro.SpecialResource) (ctr
 	}
 	r.Recorder.Eventf(sr, nil, corev1.EventTypeNormal, reasonRemoved, "Delete", "%s", "Removed the driver and what the SpecialResource created")
 	forgetMetrics(sr.Name)
+	r.nodeWrites.forget(sr.Name)
 	err := patch.Metadata(ctx, r.Client, sr, func() { controllerutil.RemoveFinalizer(sr, sro.Finalizer) }, &r.tracker)
 	if apierrors.IsNotFound(err) {
 		err = nil
@@ -194,5 +195,5 @@ func (r *Reconciler) removeStateLabels(ctx context.Context, sr *sro.SpecialResou
 			}
 		}
 	}
-	return r.patchNodeLabels(ctx, changes)
+	return r.patchNodeLabels(ctx, sr.Name, changes)
 }

@@ -164,7 +164,7 @@ func (r *Reconciler) observeNodes(s *scope) (outcome, bool, error) {
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		k := kernel.OfNode(n)
-		s.in.allNodes = append(s.in.allNodes, nodeLabels{name: n.Name, kernel: k, labels: n.Labels})
+		s.in.allNodes = append(s.in.allNodes, nodeLabels{name: n.Name, kernel: k, labels: n.Labels, resourceVersion: n.ResourceVersion})
 		if !sel.Matches(labels.Set(n.Labels)) {
 			continue
 		}

@@ -77,6 +77,8 @@ type nodeLabels struct {
 	name   string
 	kernel string
 	labels map[string]string
+	// resourceVersion of the cached copy.
+	resourceVersion string
 }
 
 // kernelImage is what the images phase found for a kernel.

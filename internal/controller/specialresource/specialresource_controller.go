@@ -70,6 +70,8 @@ type Reconciler struct {
 	tracker patch.Tracker
 	applied appliedTracker
 	logs    logCache
+	// nodeWrites remembers our node label writes (see nodeWrites).
+	nodeWrites nodeWrites
 	// skipNameValidation lets tests run several managers in one process.
 	skipNameValidation bool
 }

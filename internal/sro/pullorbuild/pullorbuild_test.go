@@ -1,0 +1,83 @@
+package pullorbuild
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/sro/build"
+)
+
+type registry struct {
+	exists bool
+	err    error
+}
+
+func (r registry) Exists(context.Context, string, *corev1.Secret) (bool, error) {
+	return r.exists, r.err
+}
+
+// builder is a hand-written fake of the build backend: one build, in the given state.
+type builder struct {
+	found bool
+	st    build.Status
+}
+
+func (builder) Start(context.Context, build.Request) error { return nil }
+func (b builder) Status(context.Context, string, string) (build.Status, bool, error) {
+	return b.st, b.found, nil
+}
+func (builder) Delete(context.Context, string, string) error { return nil }
+func (builder) Kind() string                                 { return "Job" }
+
+// TestCheck: one row per outcome of pull-or-build.
+func TestCheck(t *testing.T) {
+	withSource := &sro.SpecialResource{ObjectMeta: metav1.ObjectMeta{Name: "kmod"}, Spec: sro.SpecialResourceSpec{
+		DriverContainer: sro.SpecialResourceDriverContainer{Source: sro.DriverContainerSource{Git: &sro.GitSource{URI: "https://g/k.git"}}}}}
+	noSource := &sro.SpecialResource{ObjectMeta: metav1.ObjectMeta{Name: "kmod"}}
+	unauthorized := &transport.Error{StatusCode: http.StatusUnauthorized, Errors: []transport.Diagnostic{{Code: transport.UnauthorizedErrorCode, Message: "token=abc"}}}
+	tests := map[string]struct {
+		sr      *sro.SpecialResource
+		reg     registry
+		b       builder
+		state   sro.ImageState
+		start   bool
+		delete  bool
+		message string
+	}{
+		"pulled":                              {sr: withSource, reg: registry{exists: true}, state: sro.ImageExists},
+		"pulled; its finished build goes":     {sr: withSource, reg: registry{exists: true}, b: builder{found: true, st: build.Status{Phase: build.Succeeded}}, state: sro.ImageExists, delete: true},
+		"pulled; a failed build is kept":      {sr: withSource, reg: registry{exists: true}, b: builder{found: true, st: build.Status{Phase: build.Failed}}, state: sro.ImageExists},
+		"missing, nothing to build from":      {sr: noSource, state: sro.ImageMissing, message: "nothing to build it from"},
+		"missing: build it":                   {sr: withSource, state: sro.ImageBuilding, start: true},
+		"building":                            {sr: withSource, b: builder{found: true, st: build.Status{Phase: build.Running}}, state: sro.ImageBuilding},
+		"build failed":                        {sr: withSource, b: builder{found: true, st: build.Status{Phase: build.Failed, Message: "exit 2"}}, state: sro.ImageBuildFailed, message: "exit 2"},
+		"build succeeded, registry empty":     {sr: withSource, b: builder{found: true, st: build.Status{Phase: build.Succeeded}}, state: sro.ImageBuildFailed, message: "succeeded but the registry has no"},
+		"registry refuses: no body, no token": {sr: withSource, reg: registry{err: unauthorized}, state: sro.ImageUnknown, message: "HTTP 401 Unauthorized (UNAUTHORIZED)"},
+		"registry unreachable":                {sr: withSource, reg: registry{err: errors.New("dial tcp 10.0.0.1:5000: connect: connection refused")}, state: sro.ImageUnknown, message: "connection refused"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			res, err := Check(context.Background(), tc.reg, tc.b, Input{SR: tc.sr, Namespace: "ns", Kernel: "k", Image: "r/kmod:k"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.State != tc.state || (res.Start != nil) != tc.start || (res.Delete != "") != tc.delete || !strings.Contains(res.Message, tc.message) {
+				t.Fatalf("got %+v, want %s start %v delete %v %q", res, tc.state, tc.start, tc.delete, tc.message)
+			}
+			if strings.Contains(res.Message, "token=abc") {
+				t.Fatalf("the registry's error body reached the message: %q", res.Message)
+			}
+			if tc.start && (res.Start.Kernel != "k" || res.Start.Image != "r/kmod:k" || res.Start.Git.URI != "https://g/k.git") {
+				t.Fatalf("build request %+v", res.Start)
+			}
+		})
+	}
+}
