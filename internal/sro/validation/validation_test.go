@@ -1,12 +1,16 @@
 package validation
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
 func valid() *sro.SpecialResource {
@@ -158,5 +162,24 @@ func TestCycle(t *testing.T) {
 				t.Fatalf("got %v, want %q at %s", err, tc.want, tc.at)
 			}
 		})
+	}
+}
+
+// TestSampleIsValid: the sample in config/samples passes the webhook's checks.
+func TestSampleIsValid(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "config", "samples", "sro_v1beta1_specialresource.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr := &sro.SpecialResource{}
+	if err := yaml.UnmarshalStrict(data, sr); err != nil {
+		t.Fatal(err)
+	}
+	if errs := Spec(sr); len(errs) > 0 {
+		t.Fatalf("sample refused: %v", errs)
 	}
 }
