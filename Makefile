@@ -28,6 +28,7 @@ $(BIN)/etcd: hack/tools/etcd/go.mod
 # golangci-lint has its own tools module so its dependencies cannot move the API server's.
 $(BIN)/golangci-lint: hack/tools/golangci/go.mod
 	cd hack/tools/golangci && go build -trimpath -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
 # The special-resource-operator's end-to-end suite and benchmark run a scheduler, a controller
 # manager (DaemonSets, garbage collection) and kwok's fake nodes against the same API server.
 $(BIN)/kube-controller-manager: hack/tools/go.mod
