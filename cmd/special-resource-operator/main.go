@@ -16,11 +16,13 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/metalforge/metalforge/internal/apimetrics"
+	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/controller/nodekernel"
 	"github.com/metalforge/metalforge/internal/controller/preflightvalidation"
 	"github.com/metalforge/metalforge/internal/controller/specialresource"
@@ -92,10 +94,31 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("loading the Kubernetes client configuration: %w", err)
 	}
 	configureClient(cfg, o)
+	// Which build backend (and so which cache views) depends on what the cluster serves.
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return fmt.Errorf("creating an HTTP client: %w", err)
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return fmt.Errorf("discovering the cluster's APIs: %w", err)
+	}
+	openShiftBuilds := build.HasOpenShiftBuilds(mapper)
+	if o.buildBackend == "job" {
+		openShiftBuilds = false
+	}
+	views := specialresource.CacheViews(openShiftBuilds)
+	cacheOpts, clientOpts, err := cacheview.Options(nil, views...)
+	if err != nil {
+		return err
+	}
+	for _, line := range cacheview.Describe(views...) {
+		log.Info("Cached reads are reduced", "view", line)
+	}
 	mgrOpts := ctrl.Options{
 		Scheme:                  scheme.New(),
-		Cache:                   specialresource.CacheOptions(),
-		Client:                  specialresource.ClientOptions(),
+		Cache:                   cacheOpts,
+		Client:                  clientOpts,
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
 		PprofBindAddress:        o.pprofAddr,

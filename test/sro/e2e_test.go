@@ -199,6 +199,7 @@ func (r sampleReport) String() string {
 }
 
 func startSampler(t *testing.T, c *kwokenv.Cluster, nodes []string) *sampler {
+	t.Helper()
 	s := &sampler{t: t, c: c, nodes: nodes, done: make(chan struct{}), res: sampleReport{missing: map[string]int{}}}
 	s.wg.Go(func() {
 		tick := time.NewTicker(time.Second)

@@ -32,7 +32,12 @@ func TestNodeLabelledWithItsKernel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
 
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "nodekernel-a", Labels: map[string]string{"keep": "me"}}}
 	if err := env.Client.Create(ctx, n); err != nil {

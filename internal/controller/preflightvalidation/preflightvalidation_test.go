@@ -25,6 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/controller/specialresource"
 	"github.com/metalforge/metalforge/internal/controller/sroclusteroperator"
 	"github.com/metalforge/metalforge/internal/sro/build"
@@ -56,8 +57,12 @@ func startWorld(t *testing.T) *world {
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(reg.Close)
 	w := &world{t: t, registry: strings.TrimPrefix(reg.URL, "http://")}
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Cache: specialresource.CacheOptions(),
-		Client: specialresource.ClientOptions(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	cacheOpts, clientOpts, err := cacheview.Options(nil, specialresource.CacheViews(false)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Cache: cacheOpts,
+		Client: clientOpts, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,12 +143,22 @@ func upgradeable(co *configv1.ClusterOperator) *configv1.ClusterOperatorStatusCo
 	return nil
 }
 
-func (w *world) waitUpgradeable(status configv1.ConditionStatus, reason string) *configv1.ClusterOperatorStatusCondition {
+// waitUpgradeable waits for the ClusterOperator's Upgradeable condition, with a message naming
+// every one of names (the first reports say "not checked yet").
+func (w *world) waitUpgradeable(status configv1.ConditionStatus, reason string, names ...string) *configv1.ClusterOperatorStatusCondition {
 	w.t.Helper()
 	var c *configv1.ClusterOperatorStatusCondition
-	eventually(w.t, fmt.Sprintf("Upgradeable %s %s", status, reason), func() (bool, string) {
+	eventually(w.t, fmt.Sprintf("Upgradeable %s %s %v", status, reason, names), func() (bool, string) {
 		c = upgradeable(w.clusterOperator())
-		return c != nil && c.Status == status && c.Reason == reason, fmt.Sprintf("%+v", c)
+		if c == nil || c.Status != status || c.Reason != reason {
+			return false, fmt.Sprintf("%+v", c)
+		}
+		for _, n := range names {
+			if !strings.Contains(c.Message, n) {
+				return false, c.Message
+			}
+		}
+		return true, ""
 	})
 	return c
 }
@@ -215,8 +230,8 @@ func TestUpgradeableFalseThenTrue(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) })
-	c := w.waitUpgradeable(configv1.ConditionFalse, sroclusteroperator.ReasonPreflightPending)
-	if !strings.Contains(c.Message, b.Name) || !strings.Contains(c.Message, kernelZ) || strings.Contains(c.Message, a.Name+":") {
+	c := w.waitUpgradeable(configv1.ConditionFalse, sroclusteroperator.ReasonPreflightPending, b.Name)
+	if !strings.Contains(c.Message, kernelZ) || strings.Contains(c.Message, a.Name+":") {
 		t.Fatalf("Upgradeable message %q: want b and the kernel, not a", c.Message)
 	}
 	got := getPV(t, pv.Name)
@@ -263,10 +278,7 @@ func TestPreflightFailedBuild(t *testing.T) {
 	var jobs []batchv1.Job
 	eventually(t, "one build for c", func() (bool, string) { jobs = w.buildJobs(c.Spec.Namespace); return len(jobs) == 1, "" })
 	finishJob(t, jobs[0], false)
-	cond := w.waitUpgradeable(configv1.ConditionFalse, sroclusteroperator.ReasonPreflightFailed)
-	if !strings.Contains(cond.Message, "the kernel headers were not found") {
-		t.Fatalf("Upgradeable message %q lacks the build's reason", cond.Message)
-	}
+	w.waitUpgradeable(configv1.ConditionFalse, sroclusteroperator.ReasonPreflightFailed, "the kernel headers were not found")
 	got := getPV(t, pv.Name)
 	if v := verification(got, c.Name); v.VerificationStatus != sro.VerificationError {
 		t.Fatalf("c: %+v", v)

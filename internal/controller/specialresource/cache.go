@@ -1,44 +1,75 @@
 package specialresource
 
 import (
+	buildv1 "github.com/openshift/api/build/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/controller/cacheview"
 )
 
-// CacheOptions are the manager cache settings the operator is designed for: every kind is
-// cached only when labelled specialresource.openshift.io/owned (what the operator created; so
-// the operator never caches every DaemonSet, ConfigMap, Secret or pod of the cluster), except
-// the kinds it reads whole: Nodes (compacted to what it reads), SpecialResources,
-// PreflightValidations and Namespaces. (The ClusterOperator, which may not exist as a kind, is
-// read directly.)
-func CacheOptions() cache.Options {
+const viewOwner = "special-resource-operator"
+
+// ownedKinds are the kinds the operator creates and reads through the cache: cached only when
+// labelled specialresource.openshift.io/owned, so that it never caches every DaemonSet, pod or
+// ConfigMap of the cluster. Objects of other kinds a recipe renders are read through the API
+// reader (see get and list).
+func ownedKinds(openShiftBuilds bool) []client.Object {
+	kinds := []client.Object{&appsv1.DaemonSet{}, &appsv1.Deployment{}, &appsv1.StatefulSet{}, &batchv1.Job{}, &corev1.Pod{},
+		&corev1.ConfigMap{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}}
+	if openShiftBuilds {
+		kinds = append(kinds, &buildv1.Build{}, &buildv1.BuildConfig{})
+	}
+	return kinds
+}
+
+// cachedGVKs are the kinds read through the cache: the owned kinds, and the kinds cached whole
+// (Nodes, compacted; SpecialResources; PreflightValidations; Namespaces).
+var cachedGVKs = func() map[schema.GroupVersionKind]bool {
+	m := map[schema.GroupVersionKind]bool{
+		corev1.SchemeGroupVersion.WithKind("Node"): true, corev1.SchemeGroupVersion.WithKind("Namespace"): true,
+		sro.GroupVersion.WithKind("SpecialResource"): true, sro.GroupVersion.WithKind("PreflightValidation"): true,
+		buildv1.GroupVersion.WithKind("Build"): true, buildv1.GroupVersion.WithKind("BuildConfig"): true,
+	}
+	for _, gvk := range []schema.GroupVersionKind{
+		appsv1.SchemeGroupVersion.WithKind("DaemonSet"), appsv1.SchemeGroupVersion.WithKind("Deployment"),
+		appsv1.SchemeGroupVersion.WithKind("StatefulSet"), batchv1.SchemeGroupVersion.WithKind("Job"),
+		corev1.SchemeGroupVersion.WithKind("Pod"), corev1.SchemeGroupVersion.WithKind("ConfigMap"),
+		corev1.SchemeGroupVersion.WithKind("ServiceAccount"), rbacv1.SchemeGroupVersion.WithKind("Role"),
+		rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
+	} {
+		m[gvk] = true
+	}
+	return m
+}()
+
+// CacheViews declare how the operator's controllers need the manager's cache: the owned kinds
+// only when labelled as the operator's, Nodes compacted to what the controllers read. Pass
+// openShiftBuilds when the cluster serves build.openshift.io (a view of a kind the cluster does
+// not serve stops the manager).
+func CacheViews(openShiftBuilds bool) []cacheview.View {
 	owned, err := labels.NewRequirement(sro.OwnedLabel, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant label key
 	}
-	all := cache.ByObject{Label: labels.Everything()}
-	return cache.Options{
-		DefaultTransform:     cache.TransformStripManagedFields(),
-		DefaultLabelSelector: labels.NewSelector().Add(*owned),
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Node{}:             {Label: labels.Everything(), Transform: compactNode},
-			&sro.SpecialResource{}:     all,
-			&sro.PreflightValidation{}: all,
-			&corev1.Namespace{}:        all,
-		},
+	sel := labels.NewSelector().Add(*owned)
+	views := []cacheview.View{{
+		Object: &corev1.Node{}, Owner: viewOwner, Transform: compactNode,
+		Reduced: "only name, labels and status.nodeInfo kernelVersion, osImage and bootID (read nodes through the API reader for the rest)",
+	}}
+	for _, obj := range ownedKinds(openShiftBuilds) {
+		views = append(views, cacheview.View{Object: obj, Owner: viewOwner, Label: sel,
+			Reduced: "only objects labelled " + sro.OwnedLabel + " (what the special-resource-operator created)"})
 	}
-}
-
-// ClientOptions read unstructured objects (recipe kinds the scheme does not know) from the cache
-// too, instead of from the API server on every reconcile.
-func ClientOptions() client.Options {
-	return client.Options{Cache: &client.CacheOptions{Unstructured: true}}
+	return views
 }
 
 // compactNode keeps what the operator reads of a node: name, labels, and the kernel and OS it

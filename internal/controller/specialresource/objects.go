@@ -84,14 +84,16 @@ func cmpString(a, b string) int {
 	return 0
 }
 
-// get reads an object from the cache (typed when the scheme knows the kind, so that it shares
-// the informer the watches use), as unstructured; nil when it does not exist.
+// get reads an object as unstructured, nil when it does not exist: from the cache for the
+// kinds the operator caches (typed, sharing the informer the watches use), else from the API
+// server (a recipe's other kinds: caching them would cache every object of the kind).
 func (r *Reconciler) get(ctx context.Context, key objKey) (*unstructured.Unstructured, error) {
 	ck := client.ObjectKey{Namespace: key.namespace, Name: key.name}
+	reader := r.reader(key.gvk)
 	if typed, err := r.Client.Scheme().New(key.gvk); err == nil {
 		obj, ok := typed.(client.Object)
 		if ok {
-			if err := r.Client.Get(ctx, ck, obj); apierrors.IsNotFound(err) {
+			if err := reader.Get(ctx, ck, obj); apierrors.IsNotFound(err) {
 				return nil, nil
 			} else if err != nil {
 				return nil, fmt.Errorf("reading %s %s: %w", key.gvk.Kind, ck, err)
@@ -101,7 +103,7 @@ func (r *Reconciler) get(ctx context.Context, key objKey) (*unstructured.Unstruc
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(key.gvk)
-	if err := r.Client.Get(ctx, ck, u); apierrors.IsNotFound(err) {
+	if err := reader.Get(ctx, ck, u); apierrors.IsNotFound(err) {
 		return nil, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("reading %s %s: %w", key.gvk.Kind, ck, err)
@@ -109,12 +111,21 @@ func (r *Reconciler) get(ctx context.Context, key objKey) (*unstructured.Unstruc
 	return u, nil
 }
 
-// list lists objects of a kind from the cache, as unstructured.
+// reader is the cache for the kinds the operator caches, else the API reader.
+func (r *Reconciler) reader(gvk schema.GroupVersionKind) client.Reader {
+	if cachedGVKs[gvk] {
+		return r.Client
+	}
+	return r.APIReader
+}
+
+// list lists objects of a kind (from the cache or the API server, as get), as unstructured.
 func (r *Reconciler) list(ctx context.Context, gvk schema.GroupVersionKind, opts ...client.ListOption) ([]*unstructured.Unstructured, error) {
 	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+	reader := r.reader(gvk)
 	if typed, err := r.Client.Scheme().New(listGVK); err == nil {
 		if list, ok := typed.(client.ObjectList); ok {
-			if err := r.Client.List(ctx, list, opts...); err != nil {
+			if err := reader.List(ctx, list, opts...); err != nil {
 				return nil, fmt.Errorf("listing %s: %w", gvk.Kind, err)
 			}
 			objs, err := meta.ExtractList(list)
@@ -134,7 +145,7 @@ func (r *Reconciler) list(ctx context.Context, gvk schema.GroupVersionKind, opts
 	}
 	ul := &unstructured.UnstructuredList{}
 	ul.SetGroupVersionKind(listGVK)
-	if err := r.Client.List(ctx, ul, opts...); err != nil {
+	if err := reader.List(ctx, ul, opts...); err != nil {
 		return nil, fmt.Errorf("listing %s: %w", gvk.Kind, err)
 	}
 	out := make([]*unstructured.Unstructured, 0, len(ul.Items))

@@ -25,6 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/controller/conditions"
 	"github.com/metalforge/metalforge/internal/controller/nodekernel"
 	"github.com/metalforge/metalforge/internal/sro/build"
@@ -65,8 +66,12 @@ func start(t *testing.T, opts ...func(*options)) *harness {
 	t.Cleanup(reg.Close)
 	h := &harness{t: t, registry: strings.TrimPrefix(reg.URL, "http://"), id: "t" + naming.Hash(t.Name()), logs: map[string]string{}}
 
+	cacheOpts, clientOpts, err := cacheview.Options(nil, CacheViews(true)...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme: env.Scheme, Cache: CacheOptions(), Client: ClientOptions(),
+		Scheme: env.Scheme, Cache: cacheOpts, Client: clientOpts,
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 	})
 	if err != nil {

@@ -90,7 +90,12 @@ func TestClusterOperatorWritten(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
 
 	co := &configv1.ClusterOperator{}
 	eventually(t, "ClusterOperator created with conditions", func() (bool, string) {

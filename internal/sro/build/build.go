@@ -154,6 +154,6 @@ func gitContext(g sro.GitSource) string {
 
 func isCommit(ref string) bool {
 	return len(ref) == 40 && !slices.ContainsFunc([]byte(ref), func(c byte) bool {
-		return !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f')
+		return (c < '0' || c > '9') && (c < 'a' || c > 'f')
 	})
 }
