@@ -1,0 +1,116 @@
+package nmstate
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// generator finds nmcli; `make test` installs it (hack/host-packages.sh, Debian network-manager).
+func generator(t *testing.T) Generator {
+	t.Helper()
+	if _, err := exec.LookPath("nmcli"); err != nil {
+		t.Skip("nmcli is not installed; `make test` installs it (hack/host-packages.sh, Debian package network-manager)")
+	}
+	g := Generator{}
+	if err := g.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func keyfiles(t *testing.T, doc string) map[string]string {
+	t.Helper()
+	s, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kfs, err := generator(t).Keyfiles(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, k := range kfs {
+		out[k.Name] = string(k.Data)
+	}
+	return out
+}
+
+func wantLines(t *testing.T, name, keyfile string, lines ...string) {
+	t.Helper()
+	have := map[string]bool{}
+	for _, l := range strings.Split(keyfile, "\n") {
+		have[strings.TrimSpace(l)] = true
+	}
+	for _, l := range lines {
+		if !have[l] {
+			t.Errorf("%s lacks %q:\n%s", name, l, keyfile)
+		}
+	}
+}
+
+// NetworkManager itself writes the keyfiles: static IPv4 and IPv6, routes, DNS, MAC matching.
+func TestKeyfilesStatic(t *testing.T) {
+	kf := keyfiles(t, staticDoc)
+	if len(kf) != 1 {
+		t.Fatalf("keyfiles %v", kf)
+	}
+	k := kf["eno1.nmconnection"]
+	wantLines(t, "eno1", k,
+		"id=eno1", "type=ethernet", "uuid="+profileUUID("eno1"), "mac-address=52:54:00:00:00:01", "mtu=9000",
+		"[ipv4]", "address1=192.0.2.10/24", "method=manual", "dns=192.0.2.53;", "dns-search=example.com;",
+		"route1=0.0.0.0/0,192.0.2.1,100", "route2=198.51.100.0/24,192.0.2.254", "route2_options=table=200",
+		"[ipv6]", "address1=2001:db8::10/64", "dns=2001:db8::53;")
+	if strings.Contains(k, "interface-name=") {
+		t.Errorf("identifier: mac-address must match by MAC, not name:\n%s", k)
+	}
+	// The same network data gives the same bytes (UUIDs derive from the interface name).
+	if again := keyfiles(t, staticDoc); again["eno1.nmconnection"] != k {
+		t.Errorf("keyfile differs between runs")
+	}
+}
+
+func TestKeyfilesBondVLANDHCP(t *testing.T) {
+	kf := keyfiles(t, `
+interfaces:
+- name: bond0
+  type: bond
+  link-aggregation: {mode: active-backup, options: {miimon: '140'}, port: [eno1, eno2]}
+- name: vlan100
+  type: vlan
+  vlan: {base-iface: bond0, id: 100}
+  ipv4: {enabled: true, dhcp: true, auto-routes: false}
+  ipv6: {enabled: true, dhcp: true, autoconf: false}
+`)
+	if len(kf) != 4 {
+		t.Fatalf("want bond0, vlan100 and two port profiles; got %d", len(kf))
+	}
+	wantLines(t, "bond0", kf["bond0.nmconnection"], "type=bond", "interface-name=bond0", "mode=active-backup", "miimon=140", "[ipv4]", "method=disabled")
+	wantLines(t, "vlan100", kf["vlan100.nmconnection"], "type=vlan", "parent=bond0", "id=100", "method=auto", "ignore-auto-routes=true", "method=dhcp")
+	for _, p := range []string{"eno1", "eno2"} {
+		wantLines(t, p, kf[p+".nmconnection"], "type=ethernet", "interface-name="+p, "master=bond0", "slave-type=bond")
+	}
+}
+
+func TestKeyfilesIPv6Only(t *testing.T) {
+	kf := keyfiles(t, `
+interfaces:
+- name: eno1
+  type: ethernet
+  ipv6: {enabled: true, autoconf: true}
+`)
+	wantLines(t, "eno1", kf["eno1.nmconnection"], "[ipv4]", "method=disabled", "[ipv6]", "method=auto")
+}
+
+func TestMissingNMCLI(t *testing.T) {
+	s, err := Parse([]byte(staticDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Generator{NMCLI: "/nonexistent/nmcli"}.Keyfiles(context.Background(), s)
+	if !errors.Is(err, ErrNoNMCLI) || !strings.Contains(err.Error(), "apt-get install network-manager") {
+		t.Errorf("error %v", err)
+	}
+}
