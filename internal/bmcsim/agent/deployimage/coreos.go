@@ -15,9 +15,9 @@ import (
 // Paths of a CoreOS (Fedora CoreOS / RHCOS) live ISO, which the image-customization-controller
 // customizes. coreos-installer and the assisted-image-service read the same files.
 const (
-	LiveIgnInfoPath = "coreos/igninfo.json"   // {"file": "images/ignition.img"[, "offset", "length"]}
-	LiveKargsPath   = "coreos/kargs.json"     // {"default", "files": [{"path", "offset"}], "size"}
-	LiveEmbedPath   = "images/ignition.img"   // the Ignition embed area, zero-filled
+	LiveIgnInfoPath = "coreos/igninfo.json" // {"file": "images/ignition.img"[, "offset", "length"]}
+	LiveKargsPath   = "coreos/kargs.json"   // {"default", "files": [{"path", "offset"}], "size"}
+	LiveEmbedPath   = "images/ignition.img" // the Ignition embed area, zero-filled
 	LiveKernelPath  = "images/pxeboot/vmlinuz"
 	LiveInitrdPath  = "images/pxeboot/initrd.img"
 	LiveRootfsPath  = "images/pxeboot/rootfs.img"
