@@ -188,6 +188,17 @@ func (s *Store) Delete(uid string) error {
 	return nil
 }
 
+// All returns every record. Callers must not change them.
+func (s *Store) All() []*Record {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*Record, 0, len(s.byUID))
+	for _, r := range s.byUID {
+		out = append(out, r)
+	}
+	return out
+}
+
 // Len is the number of records.
 func (s *Store) Len() int {
 	s.mu.RLock()

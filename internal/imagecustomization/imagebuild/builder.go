@@ -1,0 +1,233 @@
+// Package imagebuild makes a host's agent image: it reads the host's network data (nmstate →
+// NetworkManager keyfiles), builds the Ignition config (merged with an override when asked),
+// packs it as a compressed cpio archive and records the image as a base file plus that archive
+// (in the ISO's Ignition embed area, or appended to the initramfs). Nothing is copied; the
+// image server streams the record. It also prepares what every host shares: the minimal ISO
+// template, and the kernel and live root filesystem served beside the images.
+package imagebuild
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/imagecustomization/baseimage"
+	"github.com/metalforge/metalforge/internal/imagecustomization/ignition"
+	"github.com/metalforge/metalforge/internal/imagecustomization/imagestore"
+	"github.com/metalforge/metalforge/internal/imagecustomization/nmstate"
+)
+
+// Config is what the builder needs.
+type Config struct {
+	Catalog *baseimage.Catalog
+	Agent   ignition.AgentConfig
+	NMState nmstate.Generator
+	Store   *imagestore.Store
+	// PublishURL is where the image server is reached (images-publish-addr), e.g.
+	// http://192.0.2.2:8084.
+	PublishURL string
+	// MinimalISO serves ISOs without the root filesystem, which the live system fetches from
+	// RootfsURL (or from this server when RootfsURL is empty).
+	MinimalISO bool
+	// RootfsURL is the live root filesystem's URL (IRONIC_ROOTFS_URL) for minimal ISOs and
+	// initrd images; empty means the image server's copy from the base ISO.
+	RootfsURL string
+	// HTTPClient fetches Ignition overrides (default: 30 s timeout).
+	HTTPClient *http.Client
+	// SyncChecksumLimit: an image whose checksum needs more than this many bytes read from disk
+	// gets it in the background (default 64 MiB).
+	SyncChecksumLimit int64
+	// OnChecksum is called when a background checksum was stored.
+	OnChecksum func(uid string)
+	Log        logr.Logger
+}
+
+// Builder builds images. Safe for concurrent use.
+type Builder struct {
+	cfg       Config
+	isos      map[string]*baseimage.ISO // per arch: the ISO served (minimal template or base)
+	rootfsURL map[string]string         // per arch
+	kernelURL map[string]string         // per arch
+	statics   map[string]*imagestore.Record
+	validIDs  map[string]string // base path → content ID
+	configID  string
+
+	sums checksummer
+}
+
+// New prepares the shared images (minimal templates, kernel and root filesystem URLs).
+func New(cfg Config) (*Builder, error) {
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	if cfg.SyncChecksumLimit == 0 {
+		cfg.SyncChecksumLimit = 64 << 20
+	}
+	cfg.PublishURL = strings.TrimSuffix(cfg.PublishURL, "/")
+	if cfg.PublishURL == "" {
+		return nil, errors.New("no publish URL for the images")
+	}
+	b := &Builder{
+		cfg: cfg, isos: map[string]*baseimage.ISO{}, rootfsURL: map[string]string{}, kernelURL: map[string]string{},
+		statics: map[string]*imagestore.Record{}, validIDs: map[string]string{},
+	}
+	b.sums.init(b)
+	for _, arch := range cfg.Catalog.Arches() {
+		if err := b.prepare(arch, cfg.Catalog.For(arch)); err != nil {
+			return nil, fmt.Errorf("architecture %s: %w", arch, err)
+		}
+	}
+	id, err := b.configDigest()
+	if err != nil {
+		return nil, err
+	}
+	b.configID = id
+	return b, nil
+}
+
+func (b *Builder) prepare(arch string, set *baseimage.Set) error {
+	if set.ISO != nil {
+		b.validIDs[set.ISO.Path] = set.ISO.ID()
+		if set.ISO.Rootfs.Length > 0 {
+			name := b.cfg.Store.Name([]byte("rootfs"), []byte(set.ISO.ID())) + ".img"
+			b.statics[name] = &imagestore.Record{
+				UID: "rootfs-" + arch, Image: name, Arch: arch, Base: set.ISO.Path, BaseID: set.ISO.ID(),
+				BaseOffset: set.ISO.Rootfs.Offset, BaseSize: set.ISO.Rootfs.Length, Size: set.ISO.Rootfs.Length, ModTime: set.ISO.ModTime,
+			}
+			b.rootfsURL[arch] = b.cfg.PublishURL + "/" + name
+		}
+	}
+	if b.cfg.RootfsURL != "" {
+		b.rootfsURL[arch] = b.cfg.RootfsURL
+	}
+	if set.Kernel != nil {
+		b.validIDs[set.Kernel.Path] = set.Kernel.ID()
+		name := b.cfg.Store.Name([]byte("kernel"), []byte(set.Kernel.ID())) + ".kernel"
+		b.statics[name] = &imagestore.Record{
+			UID: "kernel-" + arch, Image: name, Arch: arch, Base: set.Kernel.Path, BaseID: set.Kernel.ID(),
+			BaseSize: set.Kernel.Size, Size: set.Kernel.Size, ModTime: set.Kernel.ModTime,
+		}
+		b.kernelURL[arch] = b.cfg.PublishURL + "/" + name
+	}
+	if set.Initrd != nil {
+		b.validIDs[set.Initrd.Path] = set.Initrd.ID()
+	}
+	if set.ISO == nil {
+		return nil
+	}
+	if !b.cfg.MinimalISO {
+		b.isos[arch] = set.ISO
+		return nil
+	}
+	url := b.rootfsURL[arch]
+	if url == "" {
+		return fmt.Errorf("minimal ISO: %s has no root filesystem to serve and no IRONIC_ROOTFS_URL is set", set.ISO.Path)
+	}
+	tmpl, err := b.minimalTemplate(arch, set.ISO, url)
+	if err != nil {
+		return err
+	}
+	b.isos[arch] = tmpl
+	b.validIDs[tmpl.Path] = tmpl.ID()
+	return nil
+}
+
+// minimalTemplate writes (once per base and URL) the minimal ISO every host's ISO is made of.
+func (b *Builder) minimalTemplate(arch string, base *baseimage.ISO, rootfsURL string) (*baseimage.ISO, error) {
+	dir := b.cfg.Store.Dir()
+	path := filepath.Join(dir, "minimal-"+arch+".iso")
+	stampPath := path + ".json"
+	stamp, _ := json.Marshal(map[string]string{"base": base.ID(), "rootfsURL": rootfsURL})
+	if old, err := os.ReadFile(stampPath); err == nil && string(old) == string(stamp) {
+		if tmpl, err := baseimage.OpenISO(path); err == nil {
+			return tmpl, nil
+		}
+	}
+	b.cfg.Log.Info("Writing the minimal ISO template", "arch", arch, "base", base.Path)
+	if err := baseimage.WriteMinimal(base, rootfsURL, path, dir); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(stampPath, stamp, 0o600); err != nil {
+		return nil, fmt.Errorf("minimal ISO: %w", err)
+	}
+	return baseimage.OpenISO(path)
+}
+
+// configDigest identifies everything shared by all images, so that a restart with a different
+// configuration rebuilds them.
+func (b *Builder) configDigest() (string, error) {
+	data, err := json.Marshal(struct {
+		Agent   ignition.AgentConfig
+		Bases   map[string]string
+		Rootfs  map[string]string
+		Kernels map[string]string
+		Minimal bool
+	}{b.cfg.Agent, b.validIDs, b.rootfsURL, b.kernelURL, b.cfg.MinimalISO})
+	if err != nil {
+		return "", fmt.Errorf("digesting the configuration: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// Statics are the files served beside the images (kernels, root filesystems) by name.
+func (b *Builder) Statics() map[string]*imagestore.Record { return b.statics }
+
+// Valid reports whether a record's base is still the content it was built from.
+func (b *Builder) Valid(r *imagestore.Record) bool { return b.validIDs[r.Base] == r.BaseID }
+
+// Formats lists the formats the builder can make for arch ("" = the host's), ISO first; nil
+// means the architecture is not supported.
+func (b *Builder) Formats(arch string) []metal3.ImageFormat {
+	if arch == "" {
+		arch = b.cfg.Catalog.HostArch
+	}
+	var out []metal3.ImageFormat
+	if b.isos[arch] != nil {
+		out = append(out, metal3.ImageFormatISO)
+	}
+	if s := b.cfg.Catalog.For(arch); s != nil && s.Initrd != nil {
+		out = append(out, metal3.ImageFormatInitRD)
+	}
+	return out
+}
+
+// HostArch is the architecture an empty spec.architecture means.
+func (b *Builder) HostArch() string { return b.cfg.Catalog.HostArch }
+
+// URL is where a record is served.
+func (b *Builder) URL(r *imagestore.Record) string { return b.cfg.PublishURL + "/" + r.Image }
+
+// Owns reports whether url is one of this server's images (so a Ready image whose record is gone
+// was lost with the cache).
+func (b *Builder) Owns(url string) bool { return strings.HasPrefix(url, b.cfg.PublishURL+"/") }
+
+// Current is the image recorded for a PreprovisioningImage, or nil.
+func (b *Builder) Current(uid string) *imagestore.Record {
+	r := b.cfg.Store.Get(uid)
+	if r == nil || !b.Valid(r) {
+		return nil
+	}
+	return r
+}
+
+// Discard stops serving a PreprovisioningImage's image.
+func (b *Builder) Discard(uid string) error { return b.cfg.Store.Delete(uid) }
+
+// Start computes the checksums left to do in the background until ctx ends (a manager
+// Runnable).
+func (b *Builder) Start(ctx context.Context) error {
+	b.pendingChecksums(b.cfg.Store.All())
+	return b.sums.run(ctx)
+}

@@ -1,0 +1,142 @@
+package imagebuild
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/metalforge/metalforge/internal/imagecustomization/imagestore"
+)
+
+// checksummer computes images' sha256. The hash of the base up to the patch is saved when the
+// base is opened, so an image costs the patch plus the bytes after it: nothing more for an
+// initrd (the archive is appended), the rest of the ISO after its embed area for an ISO, which on
+// a CoreOS ISO is most of it (the root filesystem follows). Those are hashed by one background
+// worker, so that building many images is not held up by reading the base again for each; the
+// PreprovisioningImage gets its checksum annotation when the worker is done.
+type checksummer struct {
+	b       *Builder
+	mu      sync.Mutex
+	queue   []job
+	pending map[string]bool // uid/image
+	wake    chan struct{}
+}
+
+type job struct{ uid, image string }
+
+func (c *checksummer) init(b *Builder) {
+	c.b, c.pending, c.wake = b, map[string]bool{}, make(chan struct{}, 1)
+}
+
+// quick returns the checksum when computing it reads at most SyncChecksumLimit bytes of the base.
+func (c *checksummer) quick(r *imagestore.Record) (string, bool, error) {
+	if r.Size-(r.PatchOffset+r.PatchLength) > c.b.cfg.SyncChecksumLimit {
+		return "", false, nil
+	}
+	sum, err := c.b.checksum(r)
+	return sum, err == nil, err
+}
+
+func (c *checksummer) enqueue(uid, image string) {
+	c.mu.Lock()
+	k := uid + "/" + image
+	if !c.pending[k] {
+		c.pending[k] = true
+		c.queue = append(c.queue, job{uid, image})
+	}
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *checksummer) next() (job, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queue) == 0 {
+		return job{}, false
+	}
+	j := c.queue[0]
+	c.queue = c.queue[1:]
+	delete(c.pending, j.uid+"/"+j.image)
+	return j, true
+}
+
+func (c *checksummer) run(ctx context.Context) error {
+	for {
+		j, ok := c.next()
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-c.wake:
+				continue
+			}
+		}
+		r := c.b.cfg.Store.Get(j.uid)
+		if r == nil || r.Image != j.image || r.SHA256 != "" {
+			continue // replaced or deleted meanwhile, or done
+		}
+		sum, err := c.b.checksum(r)
+		if err == nil {
+			err = c.b.cfg.Store.SetChecksum(j.uid, j.image, sum)
+		}
+		if err != nil {
+			c.b.cfg.Log.Error(err, "Computing an image checksum", "image", j.image)
+			continue
+		}
+		if c.b.cfg.OnChecksum != nil {
+			c.b.cfg.OnChecksum(j.uid)
+		}
+	}
+}
+
+// pendingChecksums queues the records restored from the work directory that have none.
+func (b *Builder) pendingChecksums(records []*imagestore.Record) {
+	for _, r := range records {
+		if r.SHA256 == "" {
+			b.sums.enqueue(r.UID, r.Image)
+		}
+	}
+}
+
+// checksum is the image's sha256 (hex), resuming from the state saved at the patch.
+func (b *Builder) checksum(r *imagestore.Record) (string, error) {
+	h, err := b.hashBefore(r)
+	if err != nil {
+		return "", err
+	}
+	f, err := os.Open(r.Base)
+	if err != nil {
+		return "", fmt.Errorf("checksum of %s: %w", r.Image, err)
+	}
+	defer f.Close()
+	from := r.PatchOffset
+	if _, err := io.Copy(h, io.NewSectionReader(r.ReaderAt(f), from, r.Size-from)); err != nil {
+		return "", fmt.Errorf("checksum of %s: %w", r.Image, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// hashBefore returns a hash that has consumed the image before its patch.
+func (b *Builder) hashBefore(r *imagestore.Record) (hash.Hash, error) {
+	set := b.cfg.Catalog.For(r.Arch)
+	if iso := b.isos[r.Arch]; iso != nil && iso.Path == r.Base && r.PatchOffset == iso.Area.Offset {
+		return iso.HashBeforeArea()
+	}
+	if set != nil && set.Initrd != nil && set.Initrd.Path == r.Base && r.PatchOffset >= set.Initrd.Size {
+		h, err := set.Initrd.HashAfter()
+		if err != nil {
+			return nil, err
+		}
+		h.Write(make([]byte, r.PatchOffset-set.Initrd.Size)) // alignment zeros
+		return h, nil
+	}
+	return nil, errors.New("checksum: the record's base is not one of the current bases")
+}
