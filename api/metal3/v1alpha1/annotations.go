@@ -106,3 +106,19 @@ type DetachedAnnotationArguments struct {
 	// +optional
 	Force bool `json:"force,omitempty"`
 }
+
+// Labels and annotations on a PreprovisioningImage for OpenShift's assisted installer flow
+// (the host controller copies a host's labels to its PreprovisioningImage).
+const (
+	// InfraEnvLabel links a host to an assisted-service InfraEnv. An image customization
+	// controller builds such a host's image only once IgnitionOverrideURIAnnotation is set.
+	InfraEnvLabel = "infraenvs.agent-install.openshift.io"
+	// IgnitionOverrideURIAnnotation names an Ignition config (http or https) that is merged into
+	// the agent image's own.
+	IgnitionOverrideURIAnnotation = "baremetal.openshift.io/ignition-override-uri"
+	// ImageSHA256Annotation is Metalforge's: the image-customization-controller writes the
+	// sha256 of the image at status.imageUrl here, as "<hex digest>  <file name>" (the
+	// sha256sum line of the URL's last path element). The PreprovisioningImage status has no
+	// checksum field, and a field of our own would be pruned where metal3's CRD is installed.
+	ImageSHA256Annotation = "preprovisioningimage.metalforge.io/sha256sum"
+)

@@ -112,12 +112,13 @@ func TestCatalogVariants(t *testing.T) {
 	initrd := write("ironic-python-agent.initramfs", deployimage.LiveInitramfs())
 	write("ironic-python-agent_aarch64.initramfs", deployimage.LiveInitramfs())
 	kernel := write("ironic-python-agent.kernel", deployimage.Kernel())
-	c, err := Load(Paths{ISO: isoPath, Initrd: initrd, Kernel: kernel})
+	_, err := Load(Paths{ISO: isoPath, Initrd: initrd, Kernel: kernel})
 	if err == nil {
 		t.Fatal("aarch64 has an initramfs but no kernel: want an error")
 	}
 	write("ironic-python-agent_aarch64.kernel", deployimage.Kernel())
-	if c, err = Load(Paths{ISO: isoPath, Initrd: initrd, Kernel: kernel}); err != nil {
+	c, err := Load(Paths{ISO: isoPath, Initrd: initrd, Kernel: kernel})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(c.Arches(), ","); got != "aarch64,ppc64le,"+HostArch() {

@@ -94,7 +94,7 @@ func embedArea(im *iso.Image) (iso.Extent, error) {
 	info := IgnInfo{File: DefaultEmbedPath}
 	if data, err := im.ReadFile(IgnInfoPath); err == nil {
 		if err := json.Unmarshal(data, &info); err != nil || info.File == "" {
-			return iso.Extent{}, fmt.Errorf("%w: /%s is not valid (%v)", ErrNotLive, IgnInfoPath, err)
+			return iso.Extent{}, fmt.Errorf("%w: /%s is not valid (%w)", ErrNotLive, IgnInfoPath, err)
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return iso.Extent{}, err

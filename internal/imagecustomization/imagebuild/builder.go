@@ -48,8 +48,8 @@ type Config struct {
 	// SyncChecksumLimit: an image whose checksum needs more than this many bytes read from disk
 	// gets it in the background (default 64 MiB).
 	SyncChecksumLimit int64
-	// OnChecksum is called when a background checksum was stored.
-	OnChecksum func(uid string)
+	// OnChecksum is called when a background checksum was stored in r.
+	OnChecksum func(r *imagestore.Record)
 	Log        logr.Logger
 }
 

@@ -92,7 +92,7 @@ func (c *checksummer) run(ctx context.Context) error {
 			continue
 		}
 		if c.b.cfg.OnChecksum != nil {
-			c.b.cfg.OnChecksum(j.uid)
+			c.b.cfg.OnChecksum(r)
 		}
 	}
 }

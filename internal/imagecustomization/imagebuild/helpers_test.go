@@ -79,7 +79,7 @@ func (e *env) start(work string) {
 	cfg := Config{
 		Catalog: cat, Store: e.store, PublishURL: e.srv.URL,
 		Agent:      ignition.AgentConfig{IronicURLs: []string{"http://192.0.2.2:6385"}, AgentImage: "quay.io/metal3-io/ironic-agent"},
-		OnChecksum: func(uid string) { e.summed <- uid },
+		OnChecksum: func(r *imagestore.Record) { e.summed <- r.UID },
 		Log:        testr.New(e.t),
 	}
 	if e.cfgEdit != nil {

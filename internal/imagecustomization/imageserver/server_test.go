@@ -214,7 +214,7 @@ func TestConcurrentDownloads(t *testing.T) {
 				want = f.image[i*1000:]
 			}
 			if err != nil || !bytes.Equal(body, want) {
-				errs <- fmt.Errorf("download %d: %v, %d bytes", i, err, len(body))
+				errs <- fmt.Errorf("download %d: %w, %d bytes", i, err, len(body))
 			}
 		}()
 	}

@@ -1,0 +1,219 @@
+// Command image-customization-controller builds a per-host agent image for every
+// PreprovisioningImage and serves it over HTTP. It reads the configuration of OpenShift's
+// image-customization-controller (environment DEPLOY_ISO, DEPLOY_INITRD, DEPLOY_KERNEL,
+// IRONIC_BASE_URL, IRONIC_AGENT_IMAGE, IRONIC_RAMDISK_SSH_KEY, IP_OPTIONS, ADDITIONAL_NTP_SERVERS,
+// CA_BUNDLE, IRONIC_ROOTFS_URL; flags -images-bind-addr and -images-publish-addr), so a cluster
+// can run either. Out of a cluster it connects with KUBECONFIG. Flags and wiring only: the
+// behaviour lives in internal/controller/imagecustomization and internal/imagecustomization.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/klog/v2/textlogger"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/metalforge/metalforge/internal/controller/cacheview"
+	"github.com/metalforge/metalforge/internal/controller/imagecustomization"
+	"github.com/metalforge/metalforge/internal/imagecustomization/baseimage"
+	"github.com/metalforge/metalforge/internal/imagecustomization/ignition"
+	"github.com/metalforge/metalforge/internal/imagecustomization/imagebuild"
+	"github.com/metalforge/metalforge/internal/imagecustomization/imageserver"
+	"github.com/metalforge/metalforge/internal/imagecustomization/imagestore"
+	"github.com/metalforge/metalforge/internal/imagecustomization/nmstate"
+	"github.com/metalforge/metalforge/internal/scheme"
+)
+
+type options struct {
+	bindAddr, publishAddr string
+	workDir               string
+	grace                 time.Duration
+	minimalISO            bool
+	nmcli                 string
+	namespaces            []string
+	concurrency           int
+	metricsAddr           string
+	probeAddr             string
+	leaderElect           bool
+}
+
+func main() {
+	var o options
+	logCfg := textlogger.NewConfig()
+	fs := flag.CommandLine
+	fs.StringVar(&o.bindAddr, "images-bind-addr", ":8084", "Address the image server listens on.")
+	fs.StringVar(&o.publishAddr, "images-publish-addr", "", "Base URL under which hosts and Ironic reach the image server, e.g. http://192.0.2.2:8084 (required).")
+	fs.StringVar(&o.workDir, "work-dir", "/var/lib/image-customization-controller", "Directory for the image cache: the URL key and one small record per image. Losing it rebuilds every image under new URLs.")
+	fs.DurationVar(&o.grace, "grace-period", imagecustomization.DefaultConfig().GracePeriod, "No image is built earlier than this after its PreprovisioningImage was created.")
+	fs.BoolVar(&o.minimalISO, "minimal-iso", false, "Serve ISOs without the live root filesystem, which hosts fetch from IRONIC_ROOTFS_URL or from this server (for BMCs that refuse large ISOs).")
+	fs.StringVar(&o.nmcli, "nmcli", "nmcli", "NetworkManager's nmcli (1.42 or later), which writes the keyfiles offline.")
+	fs.Func("namespace", "Namespace to watch; repeat for several. None: all namespaces.", func(v string) error {
+		for ns := range strings.SplitSeq(v, ",") {
+			if ns = strings.TrimSpace(ns); ns != "" {
+				o.namespaces = append(o.namespaces, ns)
+			}
+		}
+		return nil
+	})
+	fs.IntVar(&o.concurrency, "concurrency", imagecustomization.DefaultConfig().Concurrency, "Images reconciled at once.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "Address of the Prometheus /metrics endpoint (0 disables it).")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", "0", "Address of the /healthz and /readyz endpoints (0 disables them).")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles.")
+	logCfg.AddFlags(fs)
+	flag.Parse()
+	ctrl.SetLogger(textlogger.NewLogger(logCfg))
+	if err := run(ctrl.SetupSignalHandler(), o); err != nil {
+		ctrl.Log.Error(err, "Image customization controller stopped")
+		os.Exit(1)
+	}
+}
+
+// agentConfig reads the agent settings from the environment.
+func agentConfig() (ignition.AgentConfig, error) {
+	var c ignition.AgentConfig
+	var err error
+	if c.IronicURLs, err = ignition.ParseIronicURLs(os.Getenv("IRONIC_BASE_URL")); err != nil {
+		return c, err
+	}
+	if c.AgentImage = os.Getenv("IRONIC_AGENT_IMAGE"); c.AgentImage == "" {
+		return c, errors.New("IRONIC_AGENT_IMAGE is not set")
+	}
+	c.SSHKey = strings.TrimSpace(os.Getenv("IRONIC_RAMDISK_SSH_KEY"))
+	c.IPOptions = os.Getenv("IP_OPTIONS")
+	for s := range strings.SplitSeq(os.Getenv("ADDITIONAL_NTP_SERVERS"), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			c.NTPServers = append(c.NTPServers, s)
+		}
+	}
+	if p := os.Getenv("CA_BUNDLE"); p != "" {
+		if c.CABundle, err = os.ReadFile(p); err != nil {
+			return c, fmt.Errorf("CA_BUNDLE: %w", err)
+		}
+	}
+	return c, nil
+}
+
+func run(ctx context.Context, o options) error {
+	log := ctrl.Log.WithName("setup")
+	if o.publishAddr == "" {
+		return errors.New("-images-publish-addr is required")
+	}
+	agent, err := agentConfig()
+	if err != nil {
+		return err
+	}
+	gen := nmstate.Generator{NMCLI: o.nmcli}
+	if err := gen.Check(ctx); err != nil {
+		return err
+	}
+	catalog, err := baseimage.Load(baseimage.Paths{ISO: os.Getenv("DEPLOY_ISO"), Initrd: os.Getenv("DEPLOY_INITRD"), Kernel: os.Getenv("DEPLOY_KERNEL")})
+	if err != nil {
+		return err
+	}
+	store, err := imagestore.Open(o.workDir)
+	if err != nil {
+		return err
+	}
+	if store.Fresh {
+		log.Info("The work directory has no image cache: images built before (if any) are rebuilt under new URLs", "workDir", o.workDir)
+	}
+	r := &imagecustomization.Reconciler{}
+	b, err := imagebuild.New(imagebuild.Config{
+		Catalog: catalog, Agent: agent, NMState: gen, Store: store, PublishURL: o.publishAddr,
+		MinimalISO: o.minimalISO, RootfsURL: os.Getenv("IRONIC_ROOTFS_URL"),
+		OnChecksum: func(rec *imagestore.Record) { r.Checksummed(rec.Namespace, rec.Name) },
+		Log:        ctrl.Log.WithName("imagebuild"),
+	})
+	if err != nil {
+		return err
+	}
+	r.Builder = b
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading the Kubernetes client configuration: %w", err)
+	}
+	cfg.UserAgent = "metalforge-image-customization-controller"
+	// The API server warns on every write of metal3's finalizer name (kept for compatibility).
+	cfg.WarningHandlerWithContext = ctrllog.NewKubeAPIWarningLogger(ctrllog.KubeAPIWarningLoggerOptions{Deduplicate: true})
+	views := imagecustomization.CacheViews()
+	cacheOpts, clientOpts, err := cacheview.Options(o.namespaces, views...)
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: scheme.New(), Cache: cacheOpts, Client: clientOpts,
+		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress: o.probeAddr,
+		LeaderElection:         o.leaderElect,
+		LeaderElectionID:       "image-customization-controller.metalforge.io",
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	ccfg := imagecustomization.DefaultConfig()
+	ccfg.GracePeriod, ccfg.Concurrency = o.grace, o.concurrency
+	r.Config = ccfg
+	if err := r.SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up the controller: %w", err)
+	}
+	srv := &imageserver.Server{Store: store, Valid: b.Valid, Log: ctrl.Log.WithName("imageserver")}
+	for name, rec := range b.Statics() {
+		srv.AddStatic(name, rec)
+	}
+	ln, err := net.Listen("tcp", o.bindAddr)
+	if err != nil {
+		return fmt.Errorf("image server: %w", err)
+	}
+	// The image server starts at once, without waiting for leader election: a restarted
+	// controller serves the images recorded in its work directory while it waits for the lease.
+	if err := mgr.Add(serveImages(ln, srv)); err != nil {
+		return err
+	}
+	if err := mgr.Add(manager.RunnableFunc(b.Start)); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the health check: %w", err)
+	}
+	log.Info("Starting", "images", ln.Addr().String(), "publish", o.publishAddr, "architectures", catalog.Arches(),
+		"minimalISO", o.minimalISO, "gracePeriod", o.grace, "workDir", o.workDir, "namespaces", o.namespaces)
+	return mgr.Start(ctx)
+}
+
+// serveImages runs the image server until the manager stops.
+type imageRunnable struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
+func serveImages(ln net.Listener, h http.Handler) *imageRunnable {
+	return &imageRunnable{ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}}
+}
+
+func (i *imageRunnable) Start(ctx context.Context) error {
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = i.srv.Shutdown(sctx)
+	}()
+	if err := i.srv.Serve(i.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("image server: %w", err)
+	}
+	return nil
+}
+
+// NeedLeaderElection: the image server runs without the lease.
+func (i *imageRunnable) NeedLeaderElection() bool { return false }

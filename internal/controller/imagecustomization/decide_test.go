@@ -1,0 +1,114 @@
+package imagecustomization
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+)
+
+func TestWaitFor(t *testing.T) {
+	created := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	ppi := func(labels, annotations map[string]string) *metal3.PreprovisioningImage {
+		return &metal3.PreprovisioningImage{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created), Labels: labels, Annotations: annotations}}
+	}
+	infra := map[string]string{metal3.InfraEnvLabel: "env1"}
+	override := map[string]string{metal3.IgnitionOverrideURIAnnotation: "http://x/y.ign"}
+	tests := map[string]struct {
+		ppi       *metal3.PreprovisioningImage
+		now       time.Time
+		wantMsg   string
+		wantAfter time.Duration
+	}{
+		"within the grace period":           {ppi(nil, nil), created.Add(20 * time.Second), "Waiting 1m0s after creation before building the image (until 2025-06-01T12:01:00Z)", 40 * time.Second},
+		"grace over":                        {ppi(nil, nil), created.Add(60 * time.Second), "", 0},
+		"infraenv without override":         {ppi(infra, nil), created.Add(time.Hour), "Waiting for the baremetal.openshift.io/ignition-override-uri annotation (InfraEnv env1)", 0},
+		"infraenv with override":            {ppi(infra, override), created.Add(time.Hour), "", 0},
+		"infraenv within grace waits grace": {ppi(infra, override), created, "Waiting 1m0s after creation before building the image (until 2025-06-01T12:01:00Z)", time.Minute},
+		"infraenv with empty override":      {ppi(infra, map[string]string{metal3.IgnitionOverrideURIAnnotation: ""}), created.Add(time.Hour), "Waiting for the baremetal.openshift.io/ignition-override-uri annotation (InfraEnv env1)", 0},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			msg, after := waitFor(tc.ppi, time.Minute, tc.now)
+			if msg != tc.wantMsg || after != tc.wantAfter {
+				t.Errorf("got %q, %v; want %q, %v", msg, after, tc.wantMsg, tc.wantAfter)
+			}
+		})
+	}
+}
+
+func TestPickFormat(t *testing.T) {
+	iso, initrd := metal3.ImageFormatISO, metal3.ImageFormatInitRD
+	tests := map[string]struct {
+		accept, builds []metal3.ImageFormat
+		want           metal3.ImageFormat
+	}{
+		"first accepted that is built": {[]metal3.ImageFormat{initrd, iso}, []metal3.ImageFormat{iso, initrd}, initrd},
+		"skips what is not built":      {[]metal3.ImageFormat{initrd, iso}, []metal3.ImageFormat{iso}, iso},
+		"none":                         {[]metal3.ImageFormat{initrd}, []metal3.ImageFormat{iso}, ""},
+		"nothing accepted":             {nil, []metal3.ImageFormat{iso}, ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := pickFormat(tc.accept, tc.builds); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRetryDelay(t *testing.T) {
+	start := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	ppi := &metal3.PreprovisioningImage{}
+	if d := retryDelay(ppi, errorType, 10*time.Second, 10*time.Minute, start); d != 10*time.Second {
+		t.Errorf("without a condition: %v", d)
+	}
+	setError(ppi, metal3.ImageMissingNetworkDataReason, "missing", start)
+	tests := map[string]struct {
+		since time.Duration
+		want  time.Duration
+	}{
+		"at once":      {0, 10 * time.Second},
+		"after 30 s":   {30 * time.Second, 40 * time.Second},
+		"capped":       {time.Hour, 10 * time.Minute},
+		"just the cap": {590 * time.Second, 10 * time.Minute},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := retryDelay(ppi, errorType, 10*time.Second, 10*time.Minute, start.Add(tc.since)); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestStatusSetters(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	ppi := &metal3.PreprovisioningImage{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
+	ppi.Status.ImageURL = "http://old"
+	setError(ppi, metal3.ImageBuildInvalidReason, "nmstate: interfaces[0].type:\n  bad", now)
+	ready, errc := cond(ppi, readyType), cond(ppi, errorType)
+	if ppi.Status.ImageURL != "" || ready.Status != "False" || ready.Reason != metal3.ImageBuildInvalidReason || ready.Message != "" ||
+		errc.Status != "True" || errc.Message != "nmstate: interfaces[0].type: bad" || errc.ObservedGeneration != 3 {
+		t.Errorf("setError: %+v %+v url %q", ready, errc, ppi.Status.ImageURL)
+	}
+	setUnready(ppi, msgConfigChanged, now)
+	if r := cond(ppi, readyType); r.Status != "False" || r.Reason != metal3.ImageSuccessReason || r.Message != msgConfigChanged {
+		t.Errorf("setUnready: %+v", r)
+	}
+	if long := sanitize(strings.Repeat("é", 2000)); len(long) > maxMessage+len("…") || !strings.HasSuffix(long, "…") {
+		t.Errorf("sanitize did not bound the message (%d bytes)", len(long))
+	}
+}
+
+func cond(ppi *metal3.PreprovisioningImage, t string) metav1.Condition {
+	for _, c := range ppi.Status.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
