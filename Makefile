@@ -81,11 +81,12 @@ demo: ## Run the API server, Ironic, bmcsim (8 servers) and the operator; provis
 .PHONY: demo-prereqs
 demo-prereqs: $(BIN)/kube-apiserver $(BIN)/etcd ironic-root binaries
 
-# bin/baremetal-operator and bin/bmcsim, which the demo, test/e2e and the benchmarks run as
-# processes, and the demo itself.
+# bin/baremetal-operator, bin/image-customization-controller and bin/bmcsim, which the demo,
+# test/e2e and the benchmarks run as processes, and the demo itself.
 .PHONY: binaries
 binaries:
 	go build -o $(BIN)/baremetal-operator ./cmd/baremetal-operator
+	go build -o $(BIN)/image-customization-controller ./cmd/image-customization-controller
 	go build -o $(BIN)/bmcsim ./cmd/bmcsim
 	go build -o $(BIN)/demo ./hack/demo
 
@@ -119,7 +120,7 @@ ironic-root: ## Build the Ironic root once (debootstrap + apt) without starting 
 ##@ Test
 
 .PHONY: host-packages
-host-packages: ## Install the Debian programs tests run when missing (xorriso, genisoimage, isoinfo; needs root)
+host-packages: ## Install the Debian programs tests run when missing (xorriso, genisoimage, isoinfo, cpio, nmcli; needs root)
 	@hack/host-packages.sh
 
 .PHONY: test

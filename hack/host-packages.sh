@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # host-packages.sh — install the Debian packages whose programs the tests run, when one is missing:
 # xorriso and genisoimage (genisoimage, isoinfo), the independent readers and writers that
-# internal/iso's tests check our ISO images against. `make test` runs it first.
+# internal/iso's tests check our ISO images against; cpio, with which the image customization
+# tests read the Ignition archives back; and network-manager, whose nmcli writes NetworkManager
+# keyfiles offline for the image-customization-controller (it runs nmcli; so does its demo).
+# `make test` runs it first.
 #
 # Does nothing when every program is on PATH; otherwise needs root for apt-get and fails with the
 # list of packages, so that the tests never silently skip in CI.
 set -euo pipefail
 
 # program:package
-NEEDED=(xorriso:xorriso genisoimage:genisoimage isoinfo:genisoimage)
+NEEDED=(xorriso:xorriso genisoimage:genisoimage isoinfo:genisoimage cpio:cpio nmcli:network-manager)
 
 missing=()
 for pair in "${NEEDED[@]}"; do
