@@ -117,7 +117,7 @@ func (a *agentInstance) run() {
 	if !a.sleep(a.r.cfg.BootDelay) {
 		return
 	}
-	a.event("booted (api %s, token from image: %t)", a.api.base, a.boot.Token != "")
+	a.event("booted (api %s, token from image: %t, Ignition: %t, static addresses: %s)", a.api.base, a.boot.Token != "", a.boot.Ignition, describeNetwork(a.boot.Network))
 	lk := a.lookup()
 	if lk == nil {
 		return
@@ -201,6 +201,7 @@ func (a *agentInstance) shouldInspect(lk *lookupResponse) bool {
 
 func (a *agentInstance) inspect() {
 	inv := a.m.Inventory()
+	applyNetwork(&inv, a.boot.Network)
 	data := map[string]any{
 		"inventory":     inv,
 		"root_disk":     rootDisk(inv),

@@ -25,6 +25,15 @@ type BootInfo struct {
 	// InspectionCallbackURL is ipa-inspection-callback-url (set by Ironic for agent inspection when
 	// it can pass kernel parameters).
 	InspectionCallbackURL string
+	// Ignition: the image carried an Ignition config (a customized CoreOS live image). Its
+	// agent configuration's api_url then replaces ipa-api-url, as the file overrides the kernel
+	// command line in ironic-python-agent.
+	Ignition bool
+	// Network are the static addresses of the image's NetworkManager keyfiles.
+	Network []NICAddress
+	// RootfsURL is coreos.live.rootfs_url for a live image without its root filesystem (a
+	// minimal ISO, or an initramfs): the live system fetches it before anything runs.
+	RootfsURL string
 }
 
 // ParseBootISO recognises the agent image by the kernel marker and reads the kernel command line
@@ -35,6 +44,9 @@ func ParseBootISO(image []byte) (BootInfo, error) {
 	if err != nil {
 		return parseRaw(image, err)
 	}
+	if isLive(im) {
+		return parseLiveISO(im)
+	}
 	kernel, err := im.ReadFile(deployimage.ISOKernelPath)
 	if err != nil {
 		return BootInfo{}, fmt.Errorf("%w: no /%s in the ISO (%w)", ErrNotAgentImage, deployimage.ISOKernelPath, err)
@@ -42,17 +54,84 @@ func ParseBootISO(image []byte) (BootInfo, error) {
 	if !bytes.HasPrefix(kernel, []byte(deployimage.KernelMarker)) {
 		return BootInfo{}, fmt.Errorf("%w: /%s has no agent marker", ErrNotAgentImage, deployimage.ISOKernelPath)
 	}
-	for _, cfg := range []string{deployimage.ISOGrubPath, "boot/grub/grub.cfg", "isolinux/isolinux.cfg"} {
+	bi := newBootInfo(commandLine(im, deployimage.ISOGrubPath, "boot/grub/grub.cfg", "isolinux/isolinux.cfg"))
+	// An image customization controller's initramfs (Ignition appended), which Ironic put into
+	// the boot ISO it built: the live system reads the Ignition from it.
+	if initrd, err := im.ReadFile(deployimage.ISORamdiskPath); err == nil {
+		if err := applyIgnition(&bi, initrd); err != nil {
+			return BootInfo{}, err
+		}
+	}
+	return bi, nil
+}
+
+// commandLine is the kernel command line of the first configuration that has one; "" for the
+// agent image without one (network boot style: the caller falls back to its URL).
+func commandLine(im *iso.Image, configs ...string) string {
+	for _, cfg := range configs {
 		data, err := im.ReadFile(cfg)
 		if err != nil {
 			continue
 		}
 		if line, ok := kernelLine(string(data)); ok {
-			return newBootInfo(line), nil
+			return line
 		}
 	}
-	// The agent image without a command line (network boot style): the caller falls back to its URL.
-	return newBootInfo(""), nil
+	return ""
+}
+
+// parseLiveISO reads a CoreOS live ISO: the kernel marker, the command line of its GRUB (any
+// EFI/<vendor>/grub.cfg) or isolinux configuration, the Ignition config in its embed area, and
+// whether it carries its root filesystem.
+func parseLiveISO(im *iso.Image) (BootInfo, error) {
+	kernel, err := im.ReadFile(liveKernelPath)
+	if err != nil || !bytes.HasPrefix(kernel, []byte(deployimage.KernelMarker)) {
+		return BootInfo{}, fmt.Errorf("%w: /%s has no agent marker", ErrNotAgentImage, liveKernelPath)
+	}
+	var configs []string
+	if vendors, err := im.ReadDir("EFI"); err == nil {
+		for _, v := range vendors {
+			if v.IsDir {
+				configs = append(configs, "EFI/"+v.Name+"/grub.cfg")
+			}
+		}
+	}
+	bi := newBootInfo(commandLine(im, append(configs, "isolinux/isolinux.cfg")...))
+	area, err := liveEmbedArea(im)
+	if err != nil {
+		return BootInfo{}, err
+	}
+	if err := applyIgnition(&bi, area); err != nil {
+		return BootInfo{}, err
+	}
+	if _, err := im.Stat(liveRootfsPath); err == nil {
+		bi.RootfsURL = ""
+	} else if bi.RootfsURL == "" {
+		return BootInfo{}, fmt.Errorf("the live ISO has no /%s and no %s", liveRootfsPath, rootfsURLParam)
+	}
+	return bi, nil
+}
+
+// applyIgnition reads the Ignition config from an initramfs or embed area, if it has one.
+func applyIgnition(bi *BootInfo, archives []byte) error {
+	files, err := archiveFiles(archives)
+	if err != nil {
+		return err
+	}
+	config, ok := files[ignitionName]
+	if !ok {
+		return nil
+	}
+	lc, err := parseIgnition(config)
+	if err != nil {
+		return err
+	}
+	bi.Ignition = true
+	if lc.APIURL != "" {
+		bi.APIURL = lc.APIURL
+	}
+	bi.Network = nicAddresses(lc.Keyfiles)
+	return nil
 }
 
 func parseRaw(image []byte, cause error) (BootInfo, error) {
@@ -106,7 +185,7 @@ func ParseCmdline(cmdline string) map[string]string {
 
 func newBootInfo(cmdline string) BootInfo {
 	p := ParseCmdline(cmdline)
-	bi := BootInfo{Params: p, Token: p["ipa-agent-token"], InspectionCallbackURL: p["ipa-inspection-callback-url"]}
+	bi := BootInfo{Params: p, Token: p["ipa-agent-token"], InspectionCallbackURL: p["ipa-inspection-callback-url"], RootfsURL: p[rootfsURLParam]}
 	if u := p["ipa-api-url"]; u != "" {
 		bi.APIURL, _, _ = strings.Cut(u, ",")
 	}

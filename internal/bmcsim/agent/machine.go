@@ -35,6 +35,7 @@ type Interface struct {
 	Name        string `json:"name"`
 	MACAddress  string `json:"mac_address"`
 	IPv4Address string `json:"ipv4_address,omitempty"`
+	IPv6Address string `json:"ipv6_address,omitempty"`
 	HasCarrier  bool   `json:"has_carrier"`
 	SpeedMbps   int    `json:"speed_mbps,omitempty"`
 	Vendor      string `json:"vendor,omitempty"`

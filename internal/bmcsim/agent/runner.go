@@ -7,6 +7,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 )
@@ -55,6 +56,11 @@ func (r *Runner) Boot(m Machine, iso []byte) error {
 		}
 	} else {
 		bi = BootInfo{Params: map[string]string{}}
+	}
+	if bi.RootfsURL != "" {
+		if err := r.fetchRootfs(bi.RootfsURL); err != nil {
+			return err
+		}
 	}
 	api := bi.APIURL
 	if api == "" {
@@ -119,6 +125,24 @@ func (r *Runner) Close() error {
 	err := r.srv.close()
 	r.wg.Wait()
 	return err
+}
+
+// fetchRootfs downloads a live image's root filesystem as its initramfs does before anything
+// else runs: without it the server boots into nothing.
+func (r *Runner) fetchRootfs(url string) error {
+	resp, err := r.hc.Get(url)
+	if err == nil {
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("HTTP %d", resp.StatusCode)
+		} else {
+			_, err = io.Copy(io.Discard, resp.Body)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("agent: the live system cannot fetch its root filesystem from %s: %w", url, err)
+	}
+	return nil
 }
 
 func (r *Runner) rememberNode(machineID, nodeUUID string) {

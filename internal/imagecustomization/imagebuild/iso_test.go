@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metalforge/metalforge/internal/bmcsim/agent"
 	"github.com/metalforge/metalforge/internal/imagecustomization/baseimage"
 )
 
@@ -212,5 +213,17 @@ func TestMinimalISO(t *testing.T) {
 	must(t, err)
 	if built || again.Image != rec.Image {
 		t.Errorf("after a restart: built %t, %s vs %s", built, again.Image, rec.Image)
+	}
+}
+
+// bmcsim's agent, which reads images with its own code, boots what a host gets: the Ironic URL
+// and the static address come from the image.
+func TestSimulatedAgentReadsTheImage(t *testing.T) {
+	e := newEnv(t, nil)
+	iso := e.download(e.b.URL(e.build(request("sim"))))
+	bi, err := agent.ParseBootISO(iso)
+	must(t, err)
+	if !bi.Ignition || bi.APIURL != "http://192.0.2.2:6385" || len(bi.Network) != 1 || bi.Network[0].Interface != "eno1" || bi.Network[0].IPv4 != "192.0.2.10" {
+		t.Errorf("the agent read %+v", bi)
 	}
 }

@@ -42,6 +42,8 @@ type LiveOptions struct {
 	RootfsSource string
 	// NoRootfs leaves rootfs.img out, as a minimal ISO does.
 	NoRootfs bool
+	// ExtraKargs follow the default kernel arguments (a minimal ISO's coreos.live.rootfs_url).
+	ExtraKargs string
 }
 
 // LiveKargs are the default kernel arguments of the live image.
@@ -86,6 +88,9 @@ func WriteLiveISO(path string, o LiveOptions) error {
 		vol = "METALFORGE-LIVE"
 	}
 	kargs := LiveKargs(vol)
+	if o.ExtraKargs != "" {
+		kargs += " " + o.ExtraKargs
+	}
 	grub, grubOff, err := kargsFile("menuentry 'Metalforge agent (Live)' --class gnu-linux --class os {\n\tlinux /"+LiveKernelPath+" ",
 		kargs, "\tinitrd /"+LiveInitrdPath+" /"+LiveEmbedPath+"\n}\n")
 	if err != nil {
