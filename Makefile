@@ -156,6 +156,15 @@ TEST_FUZZTIME ?= 20s
 bench-ironic: tools ironic-root ## N hosts through register → inspect → provision → deprovision → delete on real Ironic: operator vs. Ironic alone
 	go run ./test/bench/ironic -n $(N) $(BENCH_IRONIC_ARGS)
 
+##@ Image benchmark
+
+# Builds bin/image-customization-controller, writes a CoreOS-layout base ISO of about 1 GiB into
+# .cache/bench-images once, starts kube-apiserver + etcd from bin/ and runs the controller as a
+# subprocess. N is 100 unless given (the 1000 above is bench-hosts').
+.PHONY: bench-images
+bench-images: tools host-packages ## N (100) PreprovisioningImages built at once; 1/8/32 concurrent full downloads of a 1 GiB ISO against cat; controller RSS
+	go run ./test/bench/images -n $(if $(filter command line environment,$(origin N)),$(N),100) $(BENCH_IMAGES_ARGS)
+
 ##@ bmcsim benchmark
 
 BMCSIM_HOSTS ?= 1000

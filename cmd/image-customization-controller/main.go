@@ -187,6 +187,9 @@ func run(ctx context.Context, o options) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the health check: %w", err)
 	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
+	}
 	log.Info("Starting", "images", ln.Addr().String(), "publish", o.publishAddr, "architectures", catalog.Arches(),
 		"minimalISO", o.minimalISO, "gracePeriod", o.grace, "workDir", o.workDir, "namespaces", o.namespaces)
 	return mgr.Start(ctx)

@@ -103,3 +103,18 @@ func LoadAverage() string {
 	}
 	return strings.Join(f[:3], " ")
 }
+
+// RSS is the process's current resident set size (VmRSS), in bytes; 0 when it cannot be read.
+func RSS(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}

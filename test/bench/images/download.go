@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/metalforge/metalforge/internal/test/procstat"
+)
+
+type result struct {
+	count int
+	// bytes per second, all streams together
+	icc, cat float64
+	// rss is the controller's largest resident set size sampled during its downloads; rssBefore
+	// just before.
+	rss, rssBefore int64
+	cpu            float64 // controller CPU seconds during its downloads
+}
+
+// discard is io.Discard without ReadFrom, so that the copy uses our large buffer.
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+var httpClient = &http.Client{Transport: &http.Transport{MaxConnsPerHost: 0, MaxIdleConnsPerHost: 64, DisableCompression: true}}
+
+// verifyOne downloads one image and checks it against its checksum annotation.
+func verifyOne(ctx context.Context, img image) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, img.url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	h := sha256.New()
+	if _, err := io.CopyBuffer(struct{ io.Writer }{h}, resp.Body, make([]byte, 1<<20)); err != nil {
+		return err
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); !strings.HasPrefix(img.sum, got+"  ") {
+		return fmt.Errorf("%s: sha256 %s, annotation %q", img.url, got, img.sum)
+	}
+	fmt.Println("one download checked against its checksum annotation")
+	return nil
+}
+
+// downloads measures, for each count, count concurrent `cat base` through pipes and count
+// concurrent downloads of different images, sampling the controller's RSS meanwhile.
+func downloads(ctx context.Context, base string, images []image, pid int, counts []int) ([]result, error) {
+	if _, err := streams(1, func(int) (io.ReadCloser, func() error, error) { return catStream(ctx, base) }); err != nil {
+		return nil, err // warms the page cache
+	}
+	var out []result
+	for _, n := range counts {
+		r := result{count: n}
+		var err error
+		if r.cat, err = streams(n, func(int) (io.ReadCloser, func() error, error) { return catStream(ctx, base) }); err != nil {
+			return nil, err
+		}
+		r.rssBefore = procstat.RSS(pid)
+		cpu0 := procstat.CPUSeconds(pid)
+		stop := sample(pid, &r.rss)
+		r.icc, err = streams(n, func(i int) (io.ReadCloser, func() error, error) { return httpStream(ctx, images[i].url) })
+		stop()
+		r.cpu = procstat.CPUSeconds(pid) - cpu0
+		if err != nil {
+			return nil, err
+		}
+		fmt.Printf("  %2d streams: cat %.0f MiB/s, controller %.0f MiB/s, controller RSS %d MiB\n", n, r.cat/(1<<20), r.icc/(1<<20), r.rss>>20)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// streams reads n streams to the end at once and returns their total bytes per second.
+func streams(n int, open func(i int) (io.ReadCloser, func() error, error)) (float64, error) {
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	start := time.Now()
+	for i := range n {
+		wg.Go(func() {
+			rc, wait, err := open(i)
+			if err != nil {
+				errs <- err
+				return
+			}
+			k, err := io.CopyBuffer(discard{}, rc, make([]byte, 1<<20))
+			rc.Close()
+			if werr := wait(); err == nil {
+				err = werr
+			}
+			total.Add(k)
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, err
+	}
+	return float64(total.Load()) / wall.Seconds(), nil
+}
+
+func catStream(ctx context.Context, path string) (io.ReadCloser, func() error, error) {
+	cmd := exec.CommandContext(ctx, "cat", path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	return out, cmd.Wait, nil
+}
+
+func httpStream(ctx context.Context, url string) (io.ReadCloser, func() error, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return resp.Body, func() error { return nil }, nil
+}
+
+// sample records the largest RSS of pid into *max every 20 ms until stop is called.
+func sample(pid int, max *int64) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if r := procstat.RSS(pid); r > *max {
+				*max = r
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
