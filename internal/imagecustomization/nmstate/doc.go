@@ -15,27 +15,7 @@
 //
 // # Supported nmstate
 //
-// Top level: interfaces, routes, dns-resolver. Anything else is refused with its field name;
-// nothing is silently dropped.
-//
-//   - interfaces[]: name (required, a Linux interface name), type (required: ethernet, bond or
-//     vlan), state (up only), mac-address, identifier (name or mac-address; with mac-address the
-//     ethernet profile matches the NIC by MAC instead of by name), mtu, ipv4, ipv6,
-//     link-aggregation (bond), vlan (vlan).
-//   - ipv4 / ipv6: enabled, dhcp, address[] {ip, prefix-length}, auto-dns, auto-gateway,
-//     auto-routes; ipv6 also autoconf. Static addresses may be combined with DHCP.
-//   - link-aggregation: mode (balance-rr, active-backup, balance-xor, broadcast, 802.3ad,
-//     balance-tlb, balance-alb), options (a map of bonding options, passed to the kernel driver),
-//     port[] (or slaves[], nmstate 1.x). A port may be listed as an ethernet interface of its own
-//     (for its MAC or MTU) but must not have IP configuration.
-//   - vlan: base-iface, id (0–4094).
-//   - routes.config[]: destination, next-hop-address, next-hop-interface (required: the route is
-//     put on that interface's profile), metric, table-id.
-//   - dns-resolver.config: server[], search[]. Servers go on the first interface with a static
-//     address of their family (else the first with that family enabled), search domains on the
-//     first interface that got a server (else the first with IPv4 or IPv6 enabled).
-//
-// Not supported (refused by field name): other interface types (linux-bridge, ovs, bond options
-// for ports, team, …), state down/absent, ethernet/ethtool/sriov settings, dhcp-client-id,
-// route-rules, routes with state absent, hostname, ovs-db and every other key.
+// Interfaces of type ethernet, bond and vlan with static IPv4/IPv6 addresses or DHCP, routes and
+// DNS; docs/image-customization.md lists every supported field. Anything else is refused with its
+// field name (a *FieldError), never silently dropped.
 package nmstate
