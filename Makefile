@@ -74,12 +74,12 @@ DEMO_ONCE ?=
 # The Ironic root (mostly download and disk), kube-apiserver + etcd and the Go binaries (CPU) are
 # built at once; on a fresh clone the kube-apiserver build or the Ironic install is the long part.
 .PHONY: demo
-demo: ## Run the API server, Ironic, bmcsim (8 servers) and the operator; provision 8 hosts, show them; Ctrl-C stops all (DEMO_ONCE=1: exit when provisioned)
+demo: ## Run the API server, Ironic, bmcsim (8 servers) and the operator; provision 8 hosts, show them; Ctrl-C stops all (DEMO_ONCE=1: exit when provisioned; DEMO_IMAGES=1: per-host agent images with static addresses)
 	@$(MAKE) --no-print-directory -j4 demo-prereqs
-	@$(BIN)/demo $(if $(DEMO_ONCE),-once)
+	@$(BIN)/demo $(if $(DEMO_ONCE),-once) $(if $(DEMO_IMAGES),-images)
 
 .PHONY: demo-prereqs
-demo-prereqs: $(BIN)/kube-apiserver $(BIN)/etcd ironic-root binaries
+demo-prereqs: $(BIN)/kube-apiserver $(BIN)/etcd ironic-root binaries $(if $(DEMO_IMAGES),host-packages)
 
 # bin/baremetal-operator, bin/image-customization-controller and bin/bmcsim, which the demo,
 # test/e2e and the benchmarks run as processes, and the demo itself.

@@ -7,6 +7,11 @@
 //
 // With -once (make demo DEMO_ONCE=1) it exits 0 as soon as every host is provisioned, and 1 as soon
 // as one shows an error (printed).
+//
+// With -images (make demo DEMO_IMAGES=1) every host boots its own agent image: the operator runs
+// with --build-preprov-image, bin/image-customization-controller builds each host's ISO from a
+// CoreOS-layout base with the host's own static address (nmstate network data), and the table
+// shows the address each host's agent came up with (from its HardwareData).
 package main
 
 import (
@@ -59,6 +64,7 @@ var operatorArgs = []string{
 type options struct {
 	hosts   int
 	once    bool
+	images  bool
 	timeout time.Duration
 	bin     string
 }
@@ -67,6 +73,7 @@ func main() {
 	var o options
 	flag.IntVar(&o.hosts, "hosts", 8, "Simulated servers (and hosts).")
 	flag.BoolVar(&o.once, "once", os.Getenv("DEMO_ONCE") != "", "Exit as soon as every host is provisioned (0) or one has an error (1).")
+	flag.BoolVar(&o.images, "images", os.Getenv("DEMO_IMAGES") != "", "Per-host agent images: run the image-customization-controller and give every host its own static address.")
 	flag.DurationVar(&o.timeout, "timeout", 15*time.Minute, "With -once: give up after this long.")
 	flag.StringVar(&o.bin, "bin", filepath.Join(ironicenv.RepoRoot(), "bin"), "Where baremetal-operator, bmcsim, kube-apiserver and etcd are.")
 	flag.Parse()
@@ -87,6 +94,7 @@ type demo struct {
 	ironic *ironicenv.Instance
 	bmcsim *process
 	op     *process
+	icc    *process
 	images *ironicenv.ImageServer
 	// control is bmcsim's control endpoint.
 	control string
@@ -140,11 +148,19 @@ func (d *demo) run() error {
 		return err
 	}
 
+	if d.o.images {
+		if err := d.startICC(ctx); err != nil {
+			return err
+		}
+	}
 	d.step("starting bin/baremetal-operator --provisioner=ironic")
 	metrics, probe := loopback.FreeAddr(), loopback.FreeAddr()
 	env := append([]string{"KUBECONFIG=" + d.kube.KubeconfigPath, "METAL3_AUTH_ROOT_DIR=" + filepath.Join(d.dir, "no-ironic-auth")},
 		d.ironic.OperatorEnv()...)
 	args := append([]string{"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probe}, operatorArgs...)
+	if d.o.images {
+		args = append(args, "--build-preprov-image", "--external-preprov-image-builder")
+	}
 	if d.op, err = d.startProcess(ctx, "operator", filepath.Join(d.o.bin, "baremetal-operator"), env, args...); err != nil {
 		return err
 	}
@@ -156,14 +172,20 @@ func (d *demo) run() error {
 	raw := "raw"
 	image := metal3.Image{URL: d.images.URL + "/disk.img", Checksum: d.images.SHA256("/disk.img"), ChecksumType: metal3.SHA256, DiskFormat: &raw}
 	d.step(fmt.Sprintf("creating %d BareMetalHosts (and their BMC Secrets) from bmcsim's inventory, image %s", len(servers), image.URL))
-	for _, s := range servers {
+	for i, s := range servers {
 		secret := builder.BMCSecret(namespace, s.Name+"-bmc", s.Username, s.Password)
 		// No automated cleaning: one ramdisk boot less per host keeps the demo short (the
 		// end-to-end tests run it).
 		host := builder.BareMetalHost(namespace, s.Name).WithBMC(s.BMCAddress, secret.Name).
 			WithBootMACAddress(s.BootMACAddress).WithOnline(true).WithImageSpec(image).
 			WithAutomatedCleaningMode(metal3.CleaningModeDisabled).Build()
-		for _, obj := range []client.Object{secret, host} {
+		objs := []client.Object{secret}
+		if d.o.images {
+			nd := networkData(s.Name, s.BootMACAddress, i)
+			host.Spec.PreprovisioningNetworkDataName = nd.Name
+			objs = append(objs, nd)
+		}
+		for _, obj := range append(objs, host) {
 			if err := d.kube.Client.Create(ctx, obj); err != nil {
 				return fmt.Errorf("creating %s: %w", obj.GetName(), err)
 			}
@@ -200,7 +222,7 @@ func (d *demo) watch(ctx context.Context, n int) error {
 			return err
 		}
 		slices.SortFunc(list.Items, func(a, b metal3.BareMetalHost) int { return strings.Compare(a.Name, b.Name) })
-		lines, provisioned, failed := table(list.Items)
+		lines, provisioned, failed := table(list.Items, d.agentAddresses(ctx))
 		header := fmt.Sprintf("%d/%d hosts provisioned, %s since they were created", provisioned, n, time.Since(watchStart).Round(time.Second))
 		body := strings.Join(lines, "\n")
 		switch {
@@ -237,8 +259,13 @@ func (d *demo) watch(ctx context.Context, n int) error {
 }
 
 // table renders the hosts; it returns the rows, how many are provisioned, and the first error.
-func table(hosts []metal3.BareMetalHost) ([]string, int, string) {
-	rows := []string{fmt.Sprintf("%-10s %-14s %-12s %-8s %s", "NAME", "STATE", "STATUS", "POWER", "ERROR")}
+// With addresses (per-host images) it shows the address each host's agent came up with.
+func table(hosts []metal3.BareMetalHost, addresses map[string]string) ([]string, int, string) {
+	col := func(string) string { return "" }
+	if addresses != nil {
+		col = func(v string) string { return fmt.Sprintf("%-16s ", v) }
+	}
+	rows := []string{fmt.Sprintf("%-10s %-14s %-12s %-8s %s%s", "NAME", "STATE", "STATUS", "POWER", col("AGENT ADDRESS"), "ERROR")}
 	provisioned, failed := 0, ""
 	for _, h := range hosts {
 		st := h.Status
@@ -260,7 +287,11 @@ func table(hosts []metal3.BareMetalHost) ([]string, int, string) {
 		if len(errText) > 70 {
 			errText = errText[:67] + "..."
 		}
-		rows = append(rows, fmt.Sprintf("%-10s %-14s %-12s %-8s %s", h.Name, state, st.OperationalStatus, power, errText))
+		addr := addresses[h.Name]
+		if addr == "" {
+			addr = "-"
+		}
+		rows = append(rows, fmt.Sprintf("%-10s %-14s %-12s %-8s %s%s", h.Name, state, st.OperationalStatus, power, col(addr), errText))
 		if st.Provisioning.State == metal3.StateProvisioned && st.ErrorType == "" {
 			provisioned++
 		}
@@ -285,11 +316,20 @@ Everything keeps running until Ctrl-C. Use any kubectl (it is not built here) ag
 Logs: operator %s, bmcsim %s, Ironic %s
 bmcsim's control API (servers' state, fault injection, docs/bmcsim.md): %s
 `, k, namespace, d.op.log, d.bmcsim.log, d.ironic.Vars["IRONIC_LOG"], "http://"+d.control)
+	if d.icc != nil {
+		fmt.Printf(`
+Per-host agent images (docs/image-customization.md):
+    kubectl get ppimg -n %[1]s                          # each host's image: Ready, reason
+    kubectl get ppimg host-0 -n %[1]s -o yaml           # its URL, network data version, checksum
+    kubectl get secret host-0-network -n %[1]s -o jsonpath='{.data.nmstate}' | base64 -d
+image-customization-controller log: %[2]s
+`, namespace, d.icc.log)
+	}
 }
 
 // stop stops everything that was started, in reverse order.
 func (d *demo) stop() {
-	for _, p := range []*process{d.op, d.bmcsim} {
+	for _, p := range []*process{d.op, d.icc, d.bmcsim} {
 		if p != nil {
 			p.stop()
 		}
