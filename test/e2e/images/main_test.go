@@ -322,4 +322,3 @@ func tail(path string, n int) string {
 	}
 	return ironicenv.LastLines(string(b), n)
 }
-
