@@ -40,12 +40,12 @@ func (d *demo) startICC(ctx context.Context) error {
 		"IRONIC_BASE_URL=" + d.ironic.URL(), "IRONIC_AGENT_IMAGE=quay.io/metal3-io/ironic-agent",
 	}
 	var err error
-	if d.icc, err = d.startProcess(ctx, "image-customization-controller", filepath.Join(d.o.bin, "image-customization-controller"), env,
+	if d.icc, err = d.startProcess("image-customization-controller", filepath.Join(d.o.bin, "image-customization-controller"), env,
 		"-images-bind-addr="+addr, "-images-publish-addr=http://"+addr, "-work-dir="+filepath.Join(d.dir, "icc-work"),
 		"-grace-period="+iccGrace, "-namespace="+namespace, "-health-probe-bind-address="+probe, "-v=2"); err != nil {
 		return err
 	}
-	return waitHTTP(ctx, "http://"+probe+"/readyz", d.icc)
+	return d.icc.WaitHTTP(ctx, "http://"+probe+"/readyz")
 }
 
 // networkData is host i's static address on its boot NIC (matched by MAC), as nmstate.

@@ -21,7 +21,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -38,6 +37,7 @@ import (
 	"github.com/metalforge/metalforge/internal/test/builder"
 	"github.com/metalforge/metalforge/internal/test/ironicenv"
 	"github.com/metalforge/metalforge/internal/test/loopback"
+	"github.com/metalforge/metalforge/internal/test/subprocess"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
@@ -92,20 +92,12 @@ type demo struct {
 	dir    string
 	kube   *testenv.Env
 	ironic *ironicenv.Instance
-	bmcsim *process
-	op     *process
-	icc    *process
+	bmcsim *subprocess.Process
+	op     *subprocess.Process
+	icc    *subprocess.Process
 	images *ironicenv.ImageServer
 	// control is bmcsim's control endpoint.
 	control string
-}
-
-// process is a child the demo started and stops.
-type process struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
 }
 
 func (d *demo) run() error {
@@ -138,7 +130,7 @@ func (d *demo) run() error {
 	d.step(fmt.Sprintf("starting bmcsim with %d servers", d.o.hosts))
 	inventory := filepath.Join(d.dir, "inventory.json")
 	d.control = loopback.FreeAddr()
-	if d.bmcsim, err = d.startProcess(ctx, "bmcsim", filepath.Join(d.o.bin, "bmcsim"), nil,
+	if d.bmcsim, err = d.startProcess("bmcsim", filepath.Join(d.o.bin, "bmcsim"), nil,
 		"--hosts", fmt.Sprint(d.o.hosts), "--listen", "127.0.0.1:0", "--inventory", inventory,
 		"--control", d.control, "--boot-time", "500ms", "--ironic-url", d.ironic.URL(), "--quiet"); err != nil {
 		return err
@@ -161,10 +153,10 @@ func (d *demo) run() error {
 	if d.o.images {
 		args = append(args, "--build-preprov-image", "--external-preprov-image-builder")
 	}
-	if d.op, err = d.startProcess(ctx, "operator", filepath.Join(d.o.bin, "baremetal-operator"), env, args...); err != nil {
+	if d.op, err = d.startProcess("operator", filepath.Join(d.o.bin, "baremetal-operator"), env, args...); err != nil {
 		return err
 	}
-	if err := waitHTTP(ctx, "http://"+probe+"/readyz", d.op); err != nil {
+	if err := d.op.WaitHTTP(ctx, "http://"+probe+"/readyz"); err != nil {
 		return err
 	}
 
@@ -251,8 +243,8 @@ func (d *demo) watch(ctx context.Context, n int) error {
 			return ctx.Err()
 		case <-deadline:
 			return fmt.Errorf("only %d of %d hosts provisioned after %s", provisioned, n, d.o.timeout)
-		case <-d.op.done:
-			return fmt.Errorf("the operator exited, see %s:\n%s", d.op.log, ironicenv.LastLines(readFile(d.op.log), 20))
+		case <-d.op.Done:
+			return fmt.Errorf("the operator exited, see %s:\n%s", d.op.Log, d.op.Tail(20))
 		case <-time.After(time.Second):
 		}
 	}
@@ -315,7 +307,7 @@ Everything keeps running until Ctrl-C. Use any kubectl (it is not built here) ag
 
 Logs: operator %s, bmcsim %s, Ironic %s
 bmcsim's control API (servers' state, fault injection, docs/bmcsim.md): %s
-`, k, namespace, d.op.log, d.bmcsim.log, d.ironic.Vars["IRONIC_LOG"], "http://"+d.control)
+`, k, namespace, d.op.Log, d.bmcsim.Log, d.ironic.Vars["IRONIC_LOG"], "http://"+d.control)
 	if d.icc != nil {
 		fmt.Printf(`
 Per-host agent images (docs/image-customization.md):
@@ -323,15 +315,15 @@ Per-host agent images (docs/image-customization.md):
     kubectl get ppimg host-0 -n %[1]s -o yaml           # its URL, network data version, checksum
     kubectl get secret host-0-network -n %[1]s -o jsonpath='{.data.nmstate}' | base64 -d
 image-customization-controller log: %[2]s
-`, namespace, d.icc.log)
+`, namespace, d.icc.Log)
 	}
 }
 
 // stop stops everything that was started, in reverse order.
 func (d *demo) stop() {
-	for _, p := range []*process{d.op, d.icc, d.bmcsim} {
+	for _, p := range []*subprocess.Process{d.op, d.icc, d.bmcsim} {
 		if p != nil {
-			p.stop()
+			p.Stop()
 		}
 	}
 	if d.images != nil {
@@ -356,46 +348,13 @@ func (d *demo) step(msg string) {
 	fmt.Printf("[%5.1fs] %s\n", time.Since(d.start).Seconds(), msg)
 }
 
-func (d *demo) startProcess(_ context.Context, name, binary string, env []string, args ...string) (*process, error) {
-	p := &process{name: name, log: filepath.Join(d.dir, name+".log"), done: make(chan struct{})}
-	f, err := os.Create(p.log)
-	if err != nil {
-		return nil, err
-	}
-	p.cmd = exec.Command(binary, args...)
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout, p.cmd.Stderr = f, f
+func (d *demo) startProcess(name, binary string, env []string, args ...string) (*subprocess.Process, error) {
 	// Its own process group, so the terminal's Ctrl-C reaches only the demo, which stops it in
 	// order; and it dies with the demo if the demo is killed.
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := p.cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("starting %s: %w", binary, err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
-	return p, nil
+	return subprocess.Start(name, binary, d.dir, subprocess.Options{Env: env, OwnGroup: true}, args...)
 }
 
-func (p *process) stop() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-func waitInventory(ctx context.Context, path string, p *process) ([]bmcsim.InventoryEntry, error) {
+func waitInventory(ctx context.Context, path string, p *subprocess.Process) ([]bmcsim.InventoryEntry, error) {
 	for {
 		if b, err := os.ReadFile(path); err == nil {
 			var inv []bmcsim.InventoryEntry
@@ -407,38 +366,11 @@ func waitInventory(ctx context.Context, path string, p *process) ([]bmcsim.Inven
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-p.done:
-			return nil, fmt.Errorf("bmcsim exited, see %s:\n%s", p.log, ironicenv.LastLines(readFile(p.log), 20))
+		case <-p.Done:
+			return nil, fmt.Errorf("bmcsim exited, see %s:\n%s", p.Log, p.Tail(20))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-func waitHTTP(ctx context.Context, url string, p *process) error {
-	// The wait also ends when the process exits: then its log says why.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-p.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	err := loopback.WaitOK(ctx, url)
-	select {
-	case <-p.done:
-		if err != nil {
-			return fmt.Errorf("%s exited, see %s:\n%s", p.name, p.log, ironicenv.LastLines(readFile(p.log), 20))
-		}
-	default:
-	}
-	return err
-}
-
-func readFile(path string) string {
-	b, _ := os.ReadFile(path)
-	return string(b)
 }
 
 func isTerminal(f *os.File) bool {

@@ -91,7 +91,7 @@ func (s *suite) wait(t *testing.T, ns, name, what string, cond func(*metal3.Bare
 			_ = s.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, ppi)
 			t.Fatalf("%s: not %s after %s; state %s, error %q %q; image status %+v\noperator log:\n%s\ncontroller log:\n%s",
 				name, what, hostTimeout, h.Status.Provisioning.State, h.Status.ErrorType, h.Status.ErrorMessage, ppi.Status,
-				tail(s.op.log, 15), tail(s.icc.log, 15))
+				s.op.Tail(15), s.icc.Tail(15))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

@@ -11,7 +11,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -27,6 +26,7 @@ import (
 	"github.com/metalforge/metalforge/internal/bmcsim/agent/deployimage"
 	"github.com/metalforge/metalforge/internal/test/ironicenv"
 	"github.com/metalforge/metalforge/internal/test/loopback"
+	"github.com/metalforge/metalforge/internal/test/subprocess"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
@@ -51,8 +51,8 @@ type suite struct {
 	ironic *ironicenv.Instance
 	sim    *ironicenv.Sim
 	images *ironicenv.ImageServer
-	op     *process
-	icc    *process
+	op     *subprocess.Process
+	icc    *subprocess.Process
 	// publish is the controller's image server.
 	publish string
 	free    chan bmcsim.Host
@@ -162,21 +162,23 @@ func startSuite() (s *suite, err error) {
 	}
 	addr, probe := loopback.FreeAddr(), loopback.FreeAddr()
 	s.publish = "http://" + addr
-	s.icc, err = start("icc", bins["icc"], dir, []string{
+	s.icc, err = subprocess.Start("icc", bins["icc"], dir, subprocess.Options{Env: []string{
 		"KUBECONFIG=" + s.kube.KubeconfigPath, "DEPLOY_ISO=" + base, "DEPLOY_INITRD=" + initrd, "DEPLOY_KERNEL=" + kernel,
 		"IRONIC_BASE_URL=" + s.ironic.URL(), "IRONIC_AGENT_IMAGE=quay.io/metal3-io/ironic-agent",
-	}, "-images-bind-addr="+addr, "-images-publish-addr="+s.publish, "-work-dir="+filepath.Join(dir, "icc-work"),
+	}}, "-images-bind-addr="+addr, "-images-publish-addr="+s.publish, "-work-dir="+filepath.Join(dir, "icc-work"),
 		"-grace-period=1s", "-health-probe-bind-address="+probe, "-v=2")
 	if err != nil {
 		return s, err
 	}
-	if err := s.icc.waitReady("http://" + probe + "/readyz"); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := s.icc.WaitHTTP(ctx, "http://"+probe+"/readyz"); err != nil {
 		return s, err
 	}
 	opProbe := loopback.FreeAddr()
-	s.op, err = start("operator", bins["operator"], dir, append([]string{
+	s.op, err = subprocess.Start("operator", bins["operator"], dir, subprocess.Options{Env: append([]string{
 		"KUBECONFIG=" + s.kube.KubeconfigPath, "METAL3_AUTH_ROOT_DIR=" + filepath.Join(dir, "no-auth"),
-	}, s.ironic.OperatorEnv()...),
+	}, s.ironic.OperatorEnv()...)},
 		"--provisioner=ironic", "--webhook-port=0", "--build-preprov-image", "--external-preprov-image-builder",
 		"--metrics-bind-address=0", "--health-probe-bind-address="+opProbe,
 		"--error-backoff-base=2s", "--power-poll-interval=5s", "--provisioner-unavailable-delay=3s",
@@ -184,7 +186,7 @@ func startSuite() (s *suite, err error) {
 	if err != nil {
 		return s, err
 	}
-	return s, s.op.waitReady("http://" + opProbe + "/readyz")
+	return s, s.op.WaitHTTP(ctx, "http://"+opProbe+"/readyz")
 }
 
 func firstErr(errs ...error) error {
@@ -200,9 +202,13 @@ func firstErr(errs ...error) error {
 // to use instead).
 func build(bins map[string]string) error {
 	root := ironicenv.RepoRoot()
-	for key, pkg := range map[string]string{"operator": "baremetal-operator", "icc": "image-customization-controller"} {
-		if b := os.Getenv("E2E_" + map[string]string{"operator": "OPERATOR", "icc": "ICC"}[key]); b != "" {
-			bins[key] = b
+	for _, b := range []struct{ key, pkg, env string }{
+		{"operator", "baremetal-operator", "E2E_OPERATOR"},
+		{"icc", "image-customization-controller", "E2E_ICC"},
+	} {
+		key, pkg := b.key, b.pkg
+		if given := os.Getenv(b.env); given != "" {
+			bins[key] = given
 			continue
 		}
 		out := filepath.Join(root, "bin", pkg)
@@ -217,9 +223,9 @@ func build(bins map[string]string) error {
 }
 
 func (s *suite) stop() {
-	for _, p := range []*process{s.op, s.icc} {
+	for _, p := range []*subprocess.Process{s.op, s.icc} {
 		if p != nil {
-			p.stop()
+			p.Stop()
 		}
 	}
 	if s.sim != nil {
@@ -247,78 +253,4 @@ func (s *suite) take(t *testing.T) bmcsim.Host {
 		t.Fatal("no free simulated server: raise servers")
 	}
 	return bmcsim.Host{}
-}
-
-// process is a binary the suite runs.
-type process struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-}
-
-func start(name, binary, dir string, env []string, args ...string) (*process, error) {
-	p := &process{name: name, log: filepath.Join(dir, name+".log"), done: make(chan struct{})}
-	f, err := os.Create(p.log)
-	if err != nil {
-		return nil, err
-	}
-	p.cmd = exec.Command(binary, args...)
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout, p.cmd.Stderr = f, f
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := p.cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("starting %s: %w", binary, err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-func (p *process) waitReady(url string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for {
-		resp, err := http.Get(url) //nolint:noctx // local, polled
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited at start, see %s:\n%s", p.name, p.log, tail(p.log, 30))
-		case <-ctx.Done():
-			return fmt.Errorf("%s is not ready, see %s", p.name, p.log)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-func (p *process) stop() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	return ironicenv.LastLines(string(b), n)
 }
