@@ -18,8 +18,10 @@ import (
 
 type result struct {
 	count int
-	// bytes per second, all streams together
-	icc, cat float64
+	// bytes per second, all streams together: the controller, cat through a pipe, and a plain
+	// static file server (hack/deployimage serve: Go's http.ServeContent of the *os.File, which
+	// sends with sendfile too) of the base ISO
+	icc, cat, static float64
 	// rss is the controller's largest resident set size sampled during its downloads; rssBefore
 	// just before.
 	rss, rssBefore int64
@@ -55,9 +57,10 @@ func verifyOne(ctx context.Context, img image) error {
 	return nil
 }
 
-// downloads measures, for each count, count concurrent `cat base` through pipes and count
-// concurrent downloads of different images, sampling the controller's RSS meanwhile.
-func downloads(ctx context.Context, base string, images []image, pid int, counts []int) ([]result, error) {
+// downloads measures, for each count, count concurrent `cat base` through pipes, count concurrent
+// downloads of the base from a static file server and count concurrent downloads of different
+// images from the controller, sampling the controller's RSS meanwhile.
+func downloads(ctx context.Context, base, staticURL string, images []image, pid int, counts []int) ([]result, error) {
 	if _, err := streams(1, func(int) (io.ReadCloser, func() error, error) { return catStream(ctx, base) }); err != nil {
 		return nil, err // warms the page cache
 	}
@@ -66,6 +69,9 @@ func downloads(ctx context.Context, base string, images []image, pid int, counts
 		r := result{count: n}
 		var err error
 		if r.cat, err = streams(n, func(int) (io.ReadCloser, func() error, error) { return catStream(ctx, base) }); err != nil {
+			return nil, err
+		}
+		if r.static, err = streams(n, func(int) (io.ReadCloser, func() error, error) { return httpStream(ctx, staticURL) }); err != nil {
 			return nil, err
 		}
 		r.rssBefore = procstat.RSS(pid)
@@ -77,7 +83,7 @@ func downloads(ctx context.Context, base string, images []image, pid int, counts
 		if err != nil {
 			return nil, err
 		}
-		fmt.Printf("  %2d streams: cat %.0f MiB/s, controller %.0f MiB/s, controller RSS %d MiB\n", n, r.cat/(1<<20), r.icc/(1<<20), r.rss>>20)
+		fmt.Printf("  %2d streams: cat %.0f MiB/s, static server %.0f MiB/s, controller %.0f MiB/s, controller RSS %d MiB\n", n, r.cat/(1<<20), r.static/(1<<20), r.icc/(1<<20), r.rss>>20)
 		out = append(out, r)
 	}
 	return out, nil

@@ -5,9 +5,10 @@
 //
 //   - the time until all N are Ready, and until all have their sha256 annotation (computed in
 //     the background: each ISO's checksum reads the GiB after its embed area);
-//   - the throughput of C concurrent full downloads of N different images against C concurrent
+//   - the throughput of C concurrent full downloads of C different images against C concurrent
 //     `cat` of the base ISO read through a pipe (the same bytes out of the page cache, without
-//     HTTP), and the controller's RSS while they run, for 1, 8 and C downloads.
+//     HTTP) and against C downloads of the base from a plain static file server, and the
+//     controller's RSS while they run, for 1, 8 and C downloads.
 //
 // It measures; it never fails on a figure. Run it with `make bench-images`.
 package main
@@ -149,10 +150,38 @@ func run(o options) error {
 			counts = append(counts, c)
 		}
 	}
-	results, err := downloads(ctx, base, b.images, pid, counts)
+	staticURL, stopStatic, err := staticServer(ctx, root, base)
+	if err != nil {
+		return err
+	}
+	defer stopStatic()
+	results, err := downloads(ctx, base, staticURL, b.images, pid, counts)
 	if err != nil {
 		return err
 	}
 	report(o, st.Size(), b, results, rssBuilt, procstat.CPUSeconds(pid))
 	return nil
+}
+
+// staticServer serves the base ISO's directory with hack/deployimage serve (a static file server
+// like Ironic's httpd: no overlay, sendfile) and returns the base's URL.
+func staticServer(ctx context.Context, root, base string) (string, func(), error) {
+	bin := filepath.Join(os.TempDir(), "bench-images-deployimage")
+	build := exec.Command("go", "build", "-o", bin, "./hack/deployimage")
+	build.Dir, build.Stdout, build.Stderr = root, os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		return "", nil, fmt.Errorf("building hack/deployimage: %w", err)
+	}
+	addr := loopback.FreeAddr()
+	srv := exec.CommandContext(ctx, bin, "serve", "--root", filepath.Dir(base), "--listen", addr)
+	if err := srv.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() { _ = srv.Process.Kill(); _ = srv.Wait() }
+	url := "http://" + addr + "/" + filepath.Base(base)
+	if err := loopback.WaitOK(ctx, url); err != nil {
+		stop()
+		return "", nil, err
+	}
+	return url, stop, nil
 }
