@@ -60,31 +60,6 @@ func TestPickFormat(t *testing.T) {
 	}
 }
 
-func TestRetryDelay(t *testing.T) {
-	start := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	ppi := &metal3.PreprovisioningImage{}
-	if d := retryDelay(ppi, errorType, 10*time.Second, 10*time.Minute, start); d != 10*time.Second {
-		t.Errorf("without a condition: %v", d)
-	}
-	setError(ppi, metal3.ImageMissingNetworkDataReason, "missing", start)
-	tests := map[string]struct {
-		since time.Duration
-		want  time.Duration
-	}{
-		"at once":      {0, 10 * time.Second},
-		"after 30 s":   {30 * time.Second, 40 * time.Second},
-		"capped":       {time.Hour, 10 * time.Minute},
-		"just the cap": {590 * time.Second, 10 * time.Minute},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			if got := retryDelay(ppi, errorType, 10*time.Second, 10*time.Minute, start.Add(tc.since)); got != tc.want {
-				t.Errorf("got %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestStatusSetters(t *testing.T) {
 	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	ppi := &metal3.PreprovisioningImage{ObjectMeta: metav1.ObjectMeta{Generation: 3}}

@@ -5,10 +5,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
-	"github.com/metalforge/metalforge/internal/controller/conditions"
+	"github.com/metalforge/metalforge/internal/controller/imagestatus"
 	"github.com/metalforge/metalforge/internal/imagecustomization/imagestore"
 )
 
@@ -19,7 +17,6 @@ var (
 
 // Messages of the Ready condition (metal3's where it has one).
 const (
-	msgGenerated     = "Generated image"
 	msgConfigChanged = "Config changed"
 	msgCacheLost     = "The image cache was lost; rebuilding"
 )
@@ -32,36 +29,24 @@ func setImage(ppi *metal3.PreprovisioningImage, url string, rec *imagestore.Reco
 	st := &ppi.Status
 	st.ImageURL, st.KernelURL, st.ExtraKernelParams = url, rec.KernelURL, rec.ExtraKernelParams
 	st.Format, st.Architecture, st.NetworkData = format, ppi.Spec.Architecture, nd
-	conditions.Set(&st.Conditions, conditions.True(readyType, metal3.ImageSuccessReason, msgGenerated), ppi.Generation, now)
-	conditions.Set(&st.Conditions, conditions.False(errorType, metal3.ImageSuccessReason, ""), ppi.Generation, now)
+	imagestatus.SetBuilt(st, ppi.Generation, now)
 }
 
-// setUnready clears Ready (reason ImageSuccess, as metal3 does: nothing failed) with what the
-// image waits for. The URL stays: the image it names is still served until the new one is.
+// setUnready clears Ready with what the image waits for; the URL stays (the image it names is still
+// served until the new one is).
 func setUnready(ppi *metal3.PreprovisioningImage, message string, now time.Time) {
-	conditions.Set(&ppi.Status.Conditions, conditions.False(readyType, metal3.ImageSuccessReason, sanitize(message)), ppi.Generation, now)
-	if conditions.Get(ppi.Status.Conditions, errorType) == nil {
-		conditions.Set(&ppi.Status.Conditions, conditions.False(errorType, metal3.ImageSuccessReason, ""), ppi.Generation, now)
-	}
+	imagestatus.SetNotReady(&ppi.Status, ppi.Generation, sanitize(message), now)
 }
 
 // setError records a failure: no URL, Ready False and Error True with the reason.
 func setError(ppi *metal3.PreprovisioningImage, reason, message string, now time.Time) {
-	st := &ppi.Status
-	st.ImageURL, st.KernelURL, st.ExtraKernelParams = "", "", ""
-	conditions.Set(&st.Conditions, conditions.False(readyType, reason, ""), ppi.Generation, now)
-	conditions.Set(&st.Conditions, conditions.True(errorType, reason, sanitize(message)), ppi.Generation, now)
+	imagestatus.SetFailed(&ppi.Status, ppi.Generation, reason, sanitize(message), now)
 }
 
 // retryDelay grows with the time since the current condition of type t began (metal3's retry
-// for a missing Secret): 10 s after it appeared, then about as long as it has lasted, at most
-// 10 minutes.
+// for a missing Secret).
 func retryDelay(ppi *metal3.PreprovisioningImage, t string, minDelay, maxDelay time.Duration, now time.Time) time.Duration {
-	c := conditions.Get(ppi.Status.Conditions, t)
-	if c == nil {
-		return minDelay
-	}
-	return min(maxDelay, now.Sub(c.LastTransitionTime.Time)+minDelay)
+	return imagestatus.RetryDelay(ppi.Status, metal3.ImageStatusConditionType(t), minDelay, maxDelay, now)
 }
 
 // sanitize keeps a message fit for status: one line, bounded.
@@ -85,7 +70,4 @@ func checksumAnnotation(rec *imagestore.Record) string {
 	return rec.SHA256 + "  " + rec.Image
 }
 
-func isReady(ppi *metal3.PreprovisioningImage) bool {
-	c := conditions.Get(ppi.Status.Conditions, readyType)
-	return c != nil && c.Status == metav1.ConditionTrue
-}
+func isReady(ppi *metal3.PreprovisioningImage) bool { return imagestatus.IsReady(ppi.Status) }

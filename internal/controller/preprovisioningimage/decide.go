@@ -6,14 +6,9 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
-	"github.com/metalforge/metalforge/internal/controller/conditions"
+	"github.com/metalforge/metalforge/internal/controller/imagestatus"
 )
-
-// messageGenerated is the Ready message of a built image (metal3's).
-const messageGenerated = "Generated image"
 
 // networkData is what the controller read of the image's network data Secret.
 type networkData struct {
@@ -61,8 +56,7 @@ func decide(ppi *metal3.PreprovisioningImage, images Images, net networkData, no
 	if spec.NetworkDataName != "" && net.missing {
 		d := failed(ppi, st, metal3.ImageMissingNetworkDataReason,
 			fmt.Sprintf("spec.networkDataName: secret %q not found", spec.NetworkDataName), now)
-		since := now.Sub(conditions.Get(d.status.Conditions, string(metal3.ConditionImageError)).LastTransitionTime.Time)
-		d.requeueAfter = min(since+retry.minimum, retry.maximum)
+		d.requeueAfter = imagestatus.RetryDelay(d.status, metal3.ConditionImageError, retry.minimum, retry.maximum, now)
 		return d
 	}
 	img, _ := images.Image(format, spec.Architecture)
@@ -72,23 +66,14 @@ func decide(ppi *metal3.PreprovisioningImage, images Images, net networkData, no
 	if spec.NetworkDataName != "" {
 		st.NetworkData = metal3.SecretStatus{Name: spec.NetworkDataName, Version: net.version}
 	}
-	setConditions(ppi, &st, metav1.ConditionTrue, metal3.ImageSuccessReason, messageGenerated, metav1.ConditionFalse, "", now)
+	imagestatus.SetBuilt(&st, ppi.Generation, now)
 	return decision{status: st}
 }
 
 // failed is metal3's setError: no URL, Ready False and Error True with the reason.
 func failed(ppi *metal3.PreprovisioningImage, st metal3.PreprovisioningImageStatus, reason, msg string, now time.Time) decision {
-	st.ImageURL, st.KernelURL, st.ExtraKernelParams = "", "", ""
-	setConditions(ppi, &st, metav1.ConditionFalse, reason, "", metav1.ConditionTrue, msg, now)
+	imagestatus.SetFailed(&st, ppi.Generation, reason, msg, now)
 	return decision{status: st}
-}
-
-// setConditions sets Ready and Error for the image's generation. Success gives Error the reason
-// ImageSuccess too, a failure gives Ready the failure's reason (as metal3 does).
-func setConditions(ppi *metal3.PreprovisioningImage, st *metal3.PreprovisioningImageStatus,
-	ready metav1.ConditionStatus, reason, readyMsg string, errStatus metav1.ConditionStatus, errMsg string, now time.Time) {
-	conditions.Set(&st.Conditions, metav1.Condition{Type: string(metal3.ConditionImageReady), Status: ready, Reason: reason, Message: readyMsg}, ppi.Generation, now)
-	conditions.Set(&st.Conditions, metav1.Condition{Type: string(metal3.ConditionImageError), Status: errStatus, Reason: reason, Message: errMsg}, ppi.Generation, now)
 }
 
 // archVar is the per-architecture variable, or the plain one without an architecture.
