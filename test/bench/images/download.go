@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,10 +23,10 @@ type result struct {
 	// static file server (hack/deployimage serve: Go's http.ServeContent of the *os.File, which
 	// sends with sendfile too) of the base ISO
 	icc, cat, static float64
-	// rss is the controller's largest resident set size sampled during its downloads; rssBefore
-	// just before.
+	// rss is the controller's largest resident set size sampled during its downloads (every
+	// round); rssBefore just before the first.
 	rss, rssBefore int64
-	cpu            float64 // controller CPU seconds during its downloads
+	cpu            float64 // controller CPU seconds during one round of its downloads (median)
 }
 
 // discard is io.Discard without ReadFrom, so that the copy uses our large buffer.
@@ -59,34 +60,51 @@ func verifyOne(ctx context.Context, img image) error {
 
 // downloads measures, for each count, count concurrent `cat base` through pipes, count concurrent
 // downloads of the base from a static file server and count concurrent downloads of different
-// images from the controller, sampling the controller's RSS meanwhile.
-func downloads(ctx context.Context, base, staticURL string, images []image, pid int, counts []int) ([]result, error) {
+// images from the controller, sampling the controller's RSS meanwhile. Each is run rounds times,
+// interleaved, and the median kept: the machine is shared, and a burst of other work lands on
+// one method or another.
+func downloads(ctx context.Context, base, staticURL string, images []image, pid int, counts []int, rounds int) ([]result, error) {
 	if _, err := streams(1, func(int) (io.ReadCloser, func() error, error) { return catStream(ctx, base) }); err != nil {
 		return nil, err // warms the page cache
 	}
 	var out []result
 	for _, n := range counts {
 		r := result{count: n}
-		var err error
-		if r.cat, err = streams(n, func(int) (io.ReadCloser, func() error, error) { return catStream(ctx, base) }); err != nil {
-			return nil, err
+		var cats, statics, iccs, cpus []float64
+		for round := range rounds {
+			cat, err := streams(n, func(int) (io.ReadCloser, func() error, error) { return catStream(ctx, base) })
+			if err != nil {
+				return nil, err
+			}
+			static, err := streams(n, func(int) (io.ReadCloser, func() error, error) { return httpStream(ctx, staticURL) })
+			if err != nil {
+				return nil, err
+			}
+			if round == 0 {
+				r.rssBefore = procstat.RSS(pid)
+			}
+			cpu0 := procstat.CPUSeconds(pid)
+			stop := sample(pid, &r.rss)
+			icc, err := streams(n, func(i int) (io.ReadCloser, func() error, error) { return httpStream(ctx, images[i].url) })
+			stop()
+			if err != nil {
+				return nil, err
+			}
+			cats, statics, iccs = append(cats, cat), append(statics, static), append(iccs, icc)
+			cpus = append(cpus, procstat.CPUSeconds(pid)-cpu0)
+			fmt.Printf("  %2d streams, round %d: cat %.0f MiB/s, static server %.0f MiB/s, controller %.0f MiB/s, controller RSS %d MiB\n",
+				n, round+1, cat/(1<<20), static/(1<<20), icc/(1<<20), r.rss>>20)
 		}
-		if r.static, err = streams(n, func(int) (io.ReadCloser, func() error, error) { return httpStream(ctx, staticURL) }); err != nil {
-			return nil, err
-		}
-		r.rssBefore = procstat.RSS(pid)
-		cpu0 := procstat.CPUSeconds(pid)
-		stop := sample(pid, &r.rss)
-		r.icc, err = streams(n, func(i int) (io.ReadCloser, func() error, error) { return httpStream(ctx, images[i].url) })
-		stop()
-		r.cpu = procstat.CPUSeconds(pid) - cpu0
-		if err != nil {
-			return nil, err
-		}
-		fmt.Printf("  %2d streams: cat %.0f MiB/s, static server %.0f MiB/s, controller %.0f MiB/s, controller RSS %d MiB\n", n, r.cat/(1<<20), r.static/(1<<20), r.icc/(1<<20), r.rss>>20)
+		r.cat, r.static, r.icc, r.cpu = median(cats), median(statics), median(iccs), median(cpus)
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // streams reads n streams to the end at once and returns their total bytes per second.

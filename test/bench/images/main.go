@@ -39,6 +39,7 @@ type options struct {
 	icc         string
 	concurrency int
 	cacheDir    string
+	rounds      int
 	timeout     time.Duration
 }
 
@@ -49,6 +50,7 @@ func main() {
 	flag.Int64Var(&o.baseSize, "base-mib", 1024, "Size of the base ISO in MiB.")
 	flag.StringVar(&o.icc, "icc", "", "Controller binary (default: build ./cmd/image-customization-controller into bin/).")
 	flag.IntVar(&o.concurrency, "concurrency", 0, "Controller -concurrency (0: its default).")
+	flag.IntVar(&o.rounds, "rounds", 3, "Download rounds per count (interleaved; medians reported).")
 	flag.StringVar(&o.cacheDir, "cache", "", "Where the base ISO is kept between runs (default: .cache/bench-images).")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "Give up after this long.")
 	flag.Parse()
@@ -155,7 +157,7 @@ func run(o options) error {
 		return err
 	}
 	defer stopStatic()
-	results, err := downloads(ctx, base, staticURL, b.images, pid, counts)
+	results, err := downloads(ctx, base, staticURL, b.images, pid, counts, o.rounds)
 	if err != nil {
 		return err
 	}

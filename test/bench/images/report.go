@@ -14,6 +14,7 @@ func report(o options, baseSize int64, b built, results []result, rssBuilt int64
 	fmt.Printf("  controller peak RSS after the builds %d MiB; CPU over the whole run %.1f s\n", rssBuilt>>20, cpu)
 	fmt.Println()
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Printf("downloads: medians of %d interleaved rounds\n", o.rounds)
 	fmt.Fprintln(tw, "concurrent full downloads\tcat (MiB/s)\tstatic server (MiB/s)\tcontroller (MiB/s)\tcontroller / cat\tcontroller / static\tcontroller RSS before (MiB)\tpeak RSS during (MiB)\tcontroller CPU (s)\t")
 	for _, r := range results {
 		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.0f\t%.0f %%\t%.0f %%\t%d\t%d\t%.1f\t\n", r.count, r.cat/(1<<20), r.static/(1<<20), r.icc/(1<<20),
