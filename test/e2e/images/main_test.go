@@ -127,7 +127,7 @@ func startSuite() (s *suite, err error) {
 	var wg sync.WaitGroup
 	var buildErr, ironicErr error
 	bins := map[string]string{}
-	wg.Go(func() { buildErr = build(bins) })
+	wg.Go(func() { buildErr = build(dir, bins) })
 	wg.Go(func() {
 		s.ironic, ironicErr = ironicenv.Start(ironicenv.Options{
 			Instance: fmt.Sprintf("e2e-images-%d", os.Getpid()), ExtraConf: ironicConf, WipeDB: true, OwnerPID: os.Getpid(),
@@ -198,9 +198,10 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-// build builds the operator and the controller into bin/ (E2E_OPERATOR and E2E_ICC name binaries
-// to use instead).
-func build(bins map[string]string) error {
+// build builds the operator and the controller into dir (E2E_OPERATOR and E2E_ICC name binaries
+// to use instead). Not into bin/: test/e2e builds and runs bin/baremetal-operator at the same
+// time under `go test ./...`.
+func build(dir string, bins map[string]string) error {
 	root := ironicenv.RepoRoot()
 	for _, b := range []struct{ key, pkg, env string }{
 		{"operator", "baremetal-operator", "E2E_OPERATOR"},
@@ -211,7 +212,7 @@ func build(bins map[string]string) error {
 			bins[key] = given
 			continue
 		}
-		out := filepath.Join(root, "bin", pkg)
+		out := filepath.Join(dir, pkg)
 		cmd := exec.Command("go", "build", "-o", out, "./cmd/"+pkg)
 		cmd.Dir = root
 		if b, err := cmd.CombinedOutput(); err != nil {
