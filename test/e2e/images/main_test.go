@@ -55,6 +55,8 @@ type suite struct {
 	icc    *subprocess.Process
 	// publish is the controller's image server.
 	publish string
+	// dir holds the binaries, base images and logs; removed after a run that passed.
+	dir string
 	free    chan bmcsim.Host
 }
 
@@ -84,6 +86,11 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if theSuite != nil {
 		theSuite.stop()
+		if code == 0 {
+			_ = os.RemoveAll(theSuite.dir)
+		} else {
+			fmt.Fprintln(os.Stderr, "e2e images: logs kept in", theSuite.dir)
+		}
 	}
 	os.Exit(code)
 }
@@ -124,6 +131,7 @@ func startSuite() (s *suite, err error) {
 	if err != nil {
 		return s, err
 	}
+	s.dir = dir
 	var wg sync.WaitGroup
 	var buildErr, ironicErr error
 	bins := map[string]string{}
