@@ -45,13 +45,15 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{}, &env)
+	// The base images are removed after a passing run (kept to look at otherwise).
+	testenv.Main(m, testenv.Options{AfterTests: func() error { return os.RemoveAll(basesDir) }}, &env)
 }
 
 // bases are the base images of the whole suite, written once.
 var (
 	basesOnce sync.Once
 	bases     baseimage.Paths
+	basesDir  string
 	basesErr  error
 )
 
@@ -66,6 +68,7 @@ func basePaths(t *testing.T) baseimage.Paths {
 			basesErr = err
 			return
 		}
+		basesDir = dir
 		bases = baseimage.Paths{ISO: filepath.Join(dir, "agent.iso"), Initrd: filepath.Join(dir, "agent.initramfs"), Kernel: filepath.Join(dir, "agent.kernel")}
 		if basesErr = deployimage.WriteLiveISO(bases.ISO, deployimage.LiveOptions{}); basesErr == nil {
 			basesErr = errors.Join(os.WriteFile(bases.Initrd, deployimage.LiveInitramfs(), 0o644), os.WriteFile(bases.Kernel, deployimage.Kernel(), 0o644))
