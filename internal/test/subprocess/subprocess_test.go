@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestStopAndTail(t *testing.T) {
@@ -15,6 +16,7 @@ func TestStopAndTail(t *testing.T) {
 		if p.Exited() {
 			t.Fatalf("exited early: %q", p.Tail(5))
 		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	p.Stop()
 	if !p.Exited() {
