@@ -56,8 +56,8 @@ type suite struct {
 	// publish is the controller's image server.
 	publish string
 	// dir holds the binaries, base images and logs; removed after a run that passed.
-	dir string
-	free    chan bmcsim.Host
+	dir  string
+	free chan bmcsim.Host
 }
 
 var (
