@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/imagebuilder"
 	"github.com/metalforge/metalforge/internal/controller/patch"
 	"github.com/metalforge/metalforge/internal/imagecustomization/imagebuild"
 )
@@ -65,9 +65,6 @@ type Reconciler struct {
 	skipNameValidation bool
 }
 
-// networkDataField indexes PreprovisioningImages by their network data Secret.
-const networkDataField = ".metalforge.networkDataName"
-
 // +kubebuilder:rbac:groups=metal3.io,resources=preprovisioningimages,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=metal3.io,resources=preprovisioningimages/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=metal3.io,resources=preprovisioningimages/finalizers,verbs=update
@@ -88,21 +85,15 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		r.Recorder = mgr.GetEventRecorder("image-customization-controller")
 	}
 	r.checksums = make(chan ctrlevent.TypedGenericEvent[*metal3.PreprovisioningImage], 1024)
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &metal3.PreprovisioningImage{}, networkDataField, func(o client.Object) []string {
-		if n := o.(*metal3.PreprovisioningImage).Spec.NetworkDataName; n != "" {
-			return []string{n}
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("indexing preprovisioning images by network data: %w", err)
+	secrets, err := imagebuilder.IndexNetworkData(ctx, mgr)
+	if err != nil {
+		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&metal3.PreprovisioningImage{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
 			predicate.LabelChangedPredicate{}, deletionPredicate()))).
-		// Any change of the Secret counts: its resourceVersion is what the host controller
-		// compares with status.networkData.version.
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.imagesUsingSecret)).
+		Watches(&corev1.Secret{}, secrets).
 		WatchesRawSource(source.Channel(r.checksums, &handler.TypedEnqueueRequestForObject[*metal3.PreprovisioningImage]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.Concurrency), SkipNameValidation: &r.skipNameValidation}).
 		Complete(r)
@@ -123,19 +114,6 @@ func deletionPredicate() predicate.Funcs {
 		return !e.ObjectNew.GetDeletionTimestamp().Equal(e.ObjectOld.GetDeletionTimestamp()) ||
 			len(e.ObjectNew.GetFinalizers()) != len(e.ObjectOld.GetFinalizers())
 	}}
-}
-
-func (r *Reconciler) imagesUsingSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	var list metal3.PreprovisioningImageList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{networkDataField: o.GetName()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing images using a secret", "secret", klog.KObj(o))
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
 }
 
 // Reconcile is the driver: fetch, deletion, finalizer, inputs, decide, write.
@@ -218,37 +196,15 @@ func (r *Reconciler) write(ctx context.Context, s *scope, p *patch.Helper) error
 	return nil
 }
 
-// loadSecret reads the network data Secret: from the cache (Secrets labelled
-// environment.metal3.io=baremetal), else from the API server, labelling it so that its changes
-// reach the cache from now on.
+// loadSecret reads the network data Secret (labelling it for the cache when needed).
 func (r *Reconciler) loadSecret(ctx context.Context, s *scope) error {
-	name := s.ppi.Spec.NetworkDataName
-	if name == "" {
-		return nil
-	}
-	key := types.NamespacedName{Namespace: s.ppi.Namespace, Name: name}
-	sec := &corev1.Secret{}
-	err := r.Client.Get(ctx, key, sec)
-	if apierrors.IsNotFound(err) {
-		err = r.APIReader.Get(ctx, key, sec)
-		if err == nil && sec.Labels[metal3.EnvironmentLabel] != metal3.EnvironmentLabelValue {
-			err = patch.Metadata(ctx, r.Client, sec, func() {
-				if sec.Labels == nil {
-					sec.Labels = map[string]string{}
-				}
-				sec.Labels[metal3.EnvironmentLabel] = metal3.EnvironmentLabelValue
-			}, nil)
-		}
-	}
-	switch {
-	case apierrors.IsNotFound(err):
+	secret, err := imagebuilder.NetworkDataSecret(ctx, r.Client, r.APIReader, s.ppi)
+	if errors.Is(err, imagebuilder.ErrMissing) {
 		s.missing = true
 		return nil
-	case err != nil:
-		return fmt.Errorf("reading network data secret %s: %w", key, err)
 	}
-	s.secret = sec
-	return nil
+	s.secret = secret
+	return err
 }
 
 // delete discards the image once no other finalizer holds the object (the host's keeps it in use

@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
-	"github.com/metalforge/metalforge/internal/controller/imagestatus"
+	"github.com/metalforge/metalforge/internal/controller/imagebuilder"
 	"github.com/metalforge/metalforge/internal/imagecustomization/imagestore"
 )
 
@@ -29,24 +29,24 @@ func setImage(ppi *metal3.PreprovisioningImage, url string, rec *imagestore.Reco
 	st := &ppi.Status
 	st.ImageURL, st.KernelURL, st.ExtraKernelParams = url, rec.KernelURL, rec.ExtraKernelParams
 	st.Format, st.Architecture, st.NetworkData = format, ppi.Spec.Architecture, nd
-	imagestatus.SetBuilt(st, ppi.Generation, now)
+	imagebuilder.SetBuilt(st, ppi.Generation, now)
 }
 
 // setUnready clears Ready with what the image waits for; the URL stays (the image it names is still
 // served until the new one is).
 func setUnready(ppi *metal3.PreprovisioningImage, message string, now time.Time) {
-	imagestatus.SetNotReady(&ppi.Status, ppi.Generation, sanitize(message), now)
+	imagebuilder.SetNotReady(&ppi.Status, ppi.Generation, sanitize(message), now)
 }
 
 // setError records a failure: no URL, Ready False and Error True with the reason.
 func setError(ppi *metal3.PreprovisioningImage, reason, message string, now time.Time) {
-	imagestatus.SetFailed(&ppi.Status, ppi.Generation, reason, sanitize(message), now)
+	imagebuilder.SetFailed(&ppi.Status, ppi.Generation, reason, sanitize(message), now)
 }
 
 // retryDelay grows with the time since the current condition of type t began (metal3's retry
 // for a missing Secret).
 func retryDelay(ppi *metal3.PreprovisioningImage, t string, minDelay, maxDelay time.Duration, now time.Time) time.Duration {
-	return imagestatus.RetryDelay(ppi.Status, metal3.ImageStatusConditionType(t), minDelay, maxDelay, now)
+	return imagebuilder.RetryDelay(ppi.Status, metal3.ImageStatusConditionType(t), minDelay, maxDelay, now)
 }
 
 // sanitize keeps a message fit for status: one line, bounded.
@@ -70,4 +70,4 @@ func checksumAnnotation(rec *imagestore.Record) string {
 	return rec.SHA256 + "  " + rec.Image
 }
 
-func isReady(ppi *metal3.PreprovisioningImage) bool { return imagestatus.IsReady(ppi.Status) }
+func isReady(ppi *metal3.PreprovisioningImage) bool { return imagebuilder.IsReady(ppi.Status) }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
-	"github.com/metalforge/metalforge/internal/controller/imagestatus"
+	"github.com/metalforge/metalforge/internal/controller/imagebuilder"
 )
 
 // networkData is what the controller read of the image's network data Secret.
@@ -56,7 +56,7 @@ func decide(ppi *metal3.PreprovisioningImage, images Images, net networkData, no
 	if spec.NetworkDataName != "" && net.missing {
 		d := failed(ppi, st, metal3.ImageMissingNetworkDataReason,
 			fmt.Sprintf("spec.networkDataName: secret %q not found", spec.NetworkDataName), now)
-		d.requeueAfter = imagestatus.RetryDelay(d.status, metal3.ConditionImageError, retry.minimum, retry.maximum, now)
+		d.requeueAfter = imagebuilder.RetryDelay(d.status, metal3.ConditionImageError, retry.minimum, retry.maximum, now)
 		return d
 	}
 	img, _ := images.Image(format, spec.Architecture)
@@ -66,13 +66,13 @@ func decide(ppi *metal3.PreprovisioningImage, images Images, net networkData, no
 	if spec.NetworkDataName != "" {
 		st.NetworkData = metal3.SecretStatus{Name: spec.NetworkDataName, Version: net.version}
 	}
-	imagestatus.SetBuilt(&st, ppi.Generation, now)
+	imagebuilder.SetBuilt(&st, ppi.Generation, now)
 	return decision{status: st}
 }
 
 // failed is metal3's setError: no URL, Ready False and Error True with the reason.
 func failed(ppi *metal3.PreprovisioningImage, st metal3.PreprovisioningImageStatus, reason, msg string, now time.Time) decision {
-	imagestatus.SetFailed(&st, ppi.Generation, reason, msg, now)
+	imagebuilder.SetFailed(&st, ppi.Generation, reason, msg, now)
 	return decision{status: st}
 }
 

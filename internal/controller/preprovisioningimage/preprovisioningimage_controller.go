@@ -2,17 +2,16 @@ package preprovisioningimage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -20,6 +19,7 @@ import (
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/conditions"
 	"github.com/metalforge/metalforge/internal/controller/events"
+	"github.com/metalforge/metalforge/internal/controller/imagebuilder"
 	"github.com/metalforge/metalforge/internal/controller/patch"
 )
 
@@ -56,9 +56,6 @@ type Reconciler struct {
 	written patch.Tracker
 }
 
-// networkDataField indexes images by the Secret their spec names.
-const networkDataField = ".metalforge.networkDataName"
-
 // Event reasons: the Error condition's reasons, on the transition to that error.
 const actionBuild = "BuildImage"
 
@@ -83,35 +80,18 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		def := DefaultConfig()
 		r.Config.MissingNetworkDataRetry, r.Config.MissingNetworkDataMaxRetry = def.MissingNetworkDataRetry, def.MissingNetworkDataMaxRetry
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &metal3.PreprovisioningImage{}, networkDataField, func(o client.Object) []string {
-		if name := o.(*metal3.PreprovisioningImage).Spec.NetworkDataName; name != "" {
-			return []string{name}
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("indexing PreprovisioningImages by network data Secret: %w", err)
+	secrets, err := imagebuilder.IndexNetworkData(ctx, mgr)
+	if err != nil {
+		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("preprovisioningimage").
 		// Spec changes and new images; not the status this controller writes.
 		For(&metal3.PreprovisioningImage{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// The version of the Secret is in the image's status: any change of it matters.
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.imagesUsingSecret)).
+		Watches(&corev1.Secret{}, secrets).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.Concurrency), SkipNameValidation: &r.SkipNameValidation}).
 		Complete(r)
-}
-
-func (r *Reconciler) imagesUsingSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	var list metal3.PreprovisioningImageList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{networkDataField: o.GetName()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing PreprovisioningImages using a Secret", "secret", client.ObjectKeyFromObject(o))
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
 }
 
 // Reconcile is the driver: fetch, read the network data Secret, decide, write the status once.
@@ -151,41 +131,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	return ctrl.Result{RequeueAfter: d.requeueAfter}, nil
 }
 
-// networkData reads the Secret the image names (the version only: the content is not used). The
-// operator's cache holds only Secrets labelled environment.metal3.io=baremetal (the host
-// controller labels each host's network data Secret); one that is not there yet is read directly
-// and labelled, so that its changes reach the image (metal3 labels it too).
+// networkData reads the Secret the image names (the version only: the content is not used).
 func (r *Reconciler) networkData(ctx context.Context, ppi *metal3.PreprovisioningImage) (networkData, error) {
-	name := ppi.Spec.NetworkDataName
-	if name == "" {
-		return networkData{}, nil
-	}
-	key := types.NamespacedName{Namespace: ppi.Namespace, Name: name}
-	secret := &corev1.Secret{}
-	err := r.Client.Get(ctx, key, secret)
-	if apierrors.IsNotFound(err) {
-		err = r.APIReader.Get(ctx, key, secret)
-		if apierrors.IsNotFound(err) {
-			return networkData{missing: true}, nil
-		}
-		if err == nil && secret.Labels[metal3.EnvironmentLabel] != metal3.EnvironmentLabelValue {
-			err = r.label(ctx, secret)
-		}
-	}
-	if err != nil {
-		return networkData{}, fmt.Errorf("reading network data secret %s: %w", key, err)
+	secret, err := imagebuilder.NetworkDataSecret(ctx, r.Client, r.APIReader, ppi)
+	switch {
+	case errors.Is(err, imagebuilder.ErrMissing):
+		return networkData{missing: true}, nil
+	case err != nil || secret == nil:
+		return networkData{}, err
 	}
 	return networkData{version: secret.ResourceVersion}, nil
-}
-
-// label puts the cache label on a Secret (a merge patch of the label alone; the response carries
-// the Secret's new version).
-func (r *Reconciler) label(ctx context.Context, secret *corev1.Secret) error {
-	data := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, metal3.EnvironmentLabel, metal3.EnvironmentLabelValue)
-	if err := r.Client.Patch(ctx, secret, client.RawPatch(types.MergePatchType, data)); err != nil {
-		return fmt.Errorf("labelling: %w", err)
-	}
-	return nil
 }
 
 func (r *Reconciler) now() time.Time {

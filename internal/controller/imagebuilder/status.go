@@ -1,9 +1,4 @@
-// Package imagestatus sets a PreprovisioningImage's Ready and Error conditions the way metal3's
-// image controller does, for both controllers that build images: the operator's built-in one
-// (internal/controller/preprovisioningimage) and the image-customization-controller
-// (internal/controller/imagecustomization). The host controller reads them: an image is usable
-// when Ready is True for its generation.
-package imagestatus
+package imagebuilder
 
 import (
 	"time"

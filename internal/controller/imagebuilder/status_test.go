@@ -1,4 +1,4 @@
-package imagestatus
+package imagebuilder
 
 import (
 	"testing"
