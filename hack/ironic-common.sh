@@ -250,9 +250,16 @@ choose_ports() {
 		IRONIC_PORT=${IRONIC_PORT:-${saved_api:-6385}}
 		IRONIC_HTTP_PORT=${IRONIC_HTTP_PORT:-${saved_http:-6388}}
 	else
+		local http_given=${IRONIC_HTTP_PORT:+yes}
 		IRONIC_PORT=${IRONIC_PORT:-${saved_api:-$("$HELPER" freeport)}}
 		IRONIC_HTTP_PORT=${IRONIC_HTTP_PORT:-${saved_http:-$("$HELPER" freeport)}}
+		# Two free ports asked for one after the other can be the same port (the first is
+		# closed before the second is chosen), and such a pair was saved before this check.
+		while [[ -z $http_given && $IRONIC_HTTP_PORT == "$IRONIC_PORT" ]]; do
+			IRONIC_HTTP_PORT=$("$HELPER" freeport)
+		done
 	fi
+	[[ $IRONIC_PORT != "$IRONIC_HTTP_PORT" ]] || die "IRONIC_PORT and IRONIC_HTTP_PORT are both $IRONIC_PORT"
 	for p in "$IRONIC_PORT" "$IRONIC_HTTP_PORT"; do
 		"$HELPER" freeport --check "$p" || die "port $p is in use (set IRONIC_PORT / IRONIC_HTTP_PORT, or IRONIC_INSTANCE)"
 	done
