@@ -27,6 +27,9 @@ var (
 	// ErrNeedsPreprovisioningImage means the operation needs the host's PreprovisioningImage and it
 	// is not ready yet.
 	ErrNeedsPreprovisioningImage = errors.New("waiting for the preprovisioning image")
+	// ErrServicingUnsupported means the engine cannot apply live updates to provisioned hosts (an
+	// Ironic API older than servicing); the host stays provisioned and its changes wait.
+	ErrServicingUnsupported = errors.New("the provisioner cannot service provisioned hosts")
 )
 
 // Result says how an operation stands: done, still working (ask again after RequeueAfter), or failed
@@ -135,9 +138,13 @@ type ProvisionData struct {
 // ServiceData is what servicing (live updates) applies to a provisioned host. Empty data while the
 // engine is servicing or failed servicing means "abort".
 type ServiceData struct {
+	// FirmwareSettings holds only the settings that differ from the current ones.
 	FirmwareSettings metal3.DesiredSettingsMap
 	FirmwareUpdates  []metal3.FirmwareUpdate
 }
+
+// Empty reports whether there is nothing to apply.
+func (d ServiceData) Empty() bool { return len(d.FirmwareSettings) == 0 && len(d.FirmwareUpdates) == 0 }
 
 // Registrar enrolls hosts and removes them.
 type Registrar interface {
@@ -181,7 +188,12 @@ type Deployer interface {
 
 // Servicer applies live updates to provisioned hosts.
 type Servicer interface {
-	Service(ctx context.Context, host Host, data ServiceData, restartOnFailure bool) (Result, error)
+	// Service starts or follows servicing with data and is done when the host is back in service
+	// with data applied; data applied before (the same request finished) is done at once. A failed
+	// servicing is reported again for the same data and started again for different data (the user
+	// changed the request); empty data aborts a servicing that waits or failed. An engine that
+	// cannot service returns ErrServicingUnsupported.
+	Service(ctx context.Context, host Host, data ServiceData) (Result, error)
 }
 
 // PowerController reads and changes power.

@@ -144,12 +144,32 @@ const (
 	HostFirmwareComponentsValid UpdatesConditionType = "Valid"
 )
 
-// Reasons of the ChangeDetected and Valid conditions of HostFirmwareSettings and
-// HostFirmwareComponents.
+// Reasons of the ChangeDetected and Valid conditions of HostFirmwareSettings (metal3's
+// reasonSuccess and reasonConfigurationError).
 const (
 	// FirmwareSuccessReason: the check passed.
 	FirmwareSuccessReason = "Success"
-	// FirmwareConfigurationErrorReason: the spec is invalid; the message names the setting or
-	// component.
+	// FirmwareConfigurationErrorReason: the spec is invalid; the message names the setting and
+	// the rule it breaks.
 	FirmwareConfigurationErrorReason = "ConfigurationError"
+)
+
+// Reasons of the ChangeDetected and Valid conditions of HostFirmwareComponents (metal3 names them
+// differently from HostFirmwareSettings').
+const (
+	// FirmwareComponentsValidReason: the updates name known components with usable URLs.
+	FirmwareComponentsValidReason = "OK"
+	// FirmwareComponentsInvalidReason: an update is invalid; the message names it and the rule
+	// it breaks.
+	FirmwareComponentsInvalidReason = "InvalidComponent"
+)
+
+// Live updates (servicing) of a BareMetalHost. metal3 has no condition for this; the type is
+// Metalforge's and only appears when the provisioner cannot service.
+const (
+	// LiveUpdatesCondition is False when the host has live updates its HostUpdatePolicy allows
+	// but the provisioner cannot apply them (an Ironic API older than servicing).
+	LiveUpdatesCondition = "LiveUpdates"
+	// ServicingUnsupportedReason: the provisioner cannot service provisioned hosts.
+	ServicingUnsupportedReason = "ServicingUnsupported"
 )

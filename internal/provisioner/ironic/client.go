@@ -22,6 +22,10 @@ import (
 // attach/detach, servicing (1.87) and the firmware interface (1.86) all come with it. Above it
 // the provisioner picks the highest of the versions it has a use for.
 const (
+	// minorServicing is servicing (the service verb, 1.87). The floor includes it, so every Ironic
+	// the provisioner talks to can service; Features.Servicing keeps the check in one place should
+	// the floor ever go below it.
+	minorServicing       = 87
 	minMinor             = 89
 	minorDisablePowerOff = 95
 	minorHealth          = 109
@@ -51,6 +55,8 @@ type Features struct {
 	Health bool
 	// DeployWaitAbort: a deployment waiting for the agent can be aborted (1.110).
 	DeployWaitAbort bool
+	// Servicing: active nodes can be serviced (live updates, 1.87).
+	Servicing bool
 }
 
 // chooseFeatures picks the microversion from the server's supported range.
@@ -69,6 +75,7 @@ func chooseFeatures(minMajor, minMinorV, maxMajor, maxMinor int) (Features, erro
 				DisablePowerOff: m >= minorDisablePowerOff,
 				Health:          m >= minorHealth,
 				DeployWaitAbort: m >= minorDeployWaitAbort,
+				Servicing:       m >= minorServicing,
 			}, nil
 		}
 	}

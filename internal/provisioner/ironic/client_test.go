@@ -21,13 +21,13 @@ func TestChooseFeatures(t *testing.T) {
 		wantError bool
 	}{
 		"Ironic 39 (1.115)": {min: [2]int{1, 1}, max: [2]int{1, 115},
-			want: Features{Microversion: "1.110", MaxVersion: "1.115", DisablePowerOff: true, Health: true, DeployWaitAbort: true}},
+			want: Features{Microversion: "1.110", MaxVersion: "1.115", DisablePowerOff: true, Health: true, DeployWaitAbort: true, Servicing: true}},
 		"1.109": {min: [2]int{1, 1}, max: [2]int{1, 109},
-			want: Features{Microversion: "1.109", MaxVersion: "1.109", DisablePowerOff: true, Health: true}},
+			want: Features{Microversion: "1.109", MaxVersion: "1.109", DisablePowerOff: true, Health: true, Servicing: true}},
 		"Ironic 29 (1.96)": {min: [2]int{1, 1}, max: [2]int{1, 96},
-			want: Features{Microversion: "1.95", MaxVersion: "1.96", DisablePowerOff: true}},
+			want: Features{Microversion: "1.95", MaxVersion: "1.96", DisablePowerOff: true, Servicing: true}},
 		"exactly the floor": {min: [2]int{1, 1}, max: [2]int{1, 89},
-			want: Features{Microversion: "1.89", MaxVersion: "1.89"}},
+			want: Features{Microversion: "1.89", MaxVersion: "1.89", Servicing: true}},
 		"1.88":             {min: [2]int{1, 1}, max: [2]int{1, 88}, wantError: true},
 		"bookworm (1.82)":  {min: [2]int{1, 1}, max: [2]int{1, 82}, wantError: true},
 		"a future v2 only": {min: [2]int{2, 0}, max: [2]int{2, 5}, wantError: true},

@@ -195,8 +195,12 @@ func decideDeprovisioning(n *nodes.Node, restartOnFailure bool) decision {
 	switch state(n) {
 	case nodes.Active, nodes.DeployFail, nodes.DeployWait, nodes.DeployHold:
 		return do(actUndeploy)
-	case nodes.Deleting, nodes.Cleaning, nodes.Deploying:
+	case nodes.Deleting, nodes.Cleaning, nodes.Deploying, nodes.Servicing:
 		return do(actWaitLong)
+	case nodes.ServiceWait, nodes.ServiceHold:
+		return do(actAbort) // → service failed, which undeploys
+	case nodes.ServiceFail:
+		return do(actUndeploy)
 	case nodes.CleanWait:
 		if n.TargetProvisionState == string(nodes.Manageable) {
 			return do(actAbort)
@@ -248,17 +252,21 @@ func decideAdoption(n *nodes.Node, hostState metal3.ProvisioningState, hasImage,
 	return do(actDone)
 }
 
-// decideServicing: servicing from active; no steps while waiting or failed means abort.
-func decideServicing(n *nodes.Node, hasSteps, finished, restartOnFailure bool) decision {
+// decideServicing: servicing from active. finished says the same request ran to its end before;
+// sameRequest that the node's last servicing (the one that failed, if it failed) was this
+// request. No steps while servicing waits or failed means the user took the changes back: abort
+// (service wait → service failed → active). A failure is reported until the request changes, then
+// servicing starts again with the new one.
+func decideServicing(n *nodes.Node, hasSteps, finished, sameRequest bool) decision {
 	switch state(n) {
 	case nodes.Active:
 		if !hasSteps || finished {
 			return do(actDone)
 		}
 		return do(actService)
-	case nodes.Servicing, nodes.ServiceHold:
+	case nodes.Servicing:
 		return do(actWaitLong)
-	case nodes.ServiceWait:
+	case nodes.ServiceWait, nodes.ServiceHold:
 		if !hasSteps {
 			return do(actAbort)
 		}
@@ -267,7 +275,7 @@ func decideServicing(n *nodes.Node, hasSteps, finished, restartOnFailure bool) d
 		if !hasSteps {
 			return do(actAbort)
 		}
-		if !restartOnFailure {
+		if sameRequest {
 			return fail("Servicing failed", n)
 		}
 		return do(actService)

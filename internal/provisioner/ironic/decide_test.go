@@ -133,6 +133,9 @@ func TestDecideDeprovisioning(t *testing.T) {
 		"manageable":              {got: decideDeprovisioning(node(nodes.Manageable), false), want: actProvide},
 		"available":               {got: decideDeprovisioning(node(nodes.Available), false), want: actDone},
 		"inspecting (unexpected)": {got: decideDeprovisioning(node(nodes.Inspecting), false), want: actUnexpected},
+		"servicing":               {got: decideDeprovisioning(node(nodes.Servicing), false), want: actWaitLong},
+		"service wait":            {got: decideDeprovisioning(node(nodes.ServiceWait), false), want: actAbort},
+		"service failed":          {got: decideDeprovisioning(node(nodes.ServiceFail, lastError("bios")), false), want: actUndeploy},
 	})
 }
 
@@ -154,16 +157,19 @@ func TestDecideAdoption(t *testing.T) {
 
 func TestDecideServicing(t *testing.T) {
 	checkDecisions(t, map[string]decideCase{
-		"steps":                    {got: decideServicing(node(nodes.Active), true, false, false), want: actService},
-		"same steps ran":           {got: decideServicing(node(nodes.Active), true, true, false), want: actDone},
-		"nothing to do":            {got: decideServicing(node(nodes.Active), false, false, false), want: actDone},
-		"servicing":                {got: decideServicing(node(nodes.Servicing), true, true, false), want: actWaitLong},
-		"service wait":             {got: decideServicing(node(nodes.ServiceWait), true, true, false), want: actWaitLong},
-		"service wait, taken back": {got: decideServicing(node(nodes.ServiceWait), false, false, false), want: actAbort},
-		"failed":                   {got: decideServicing(node(nodes.ServiceFail, lastError("bios")), true, true, false), want: actFail, wantMsg: "Servicing failed: bios"},
-		"failed, taken back":       {got: decideServicing(node(nodes.ServiceFail), false, false, false), want: actAbort},
-		"failed, restart":          {got: decideServicing(node(nodes.ServiceFail), true, true, true), want: actService},
-		"manageable":               {got: decideServicing(node(nodes.Manageable), true, false, false), want: actUnexpected},
+		"steps":                     {got: decideServicing(node(nodes.Active), true, false, false), want: actService},
+		"same steps ran":            {got: decideServicing(node(nodes.Active), true, true, true), want: actDone},
+		"nothing to do":             {got: decideServicing(node(nodes.Active), false, false, false), want: actDone},
+		"after an abort, same data": {got: decideServicing(node(nodes.Active), true, false, true), want: actService},
+		"servicing":                 {got: decideServicing(node(nodes.Servicing), true, false, true), want: actWaitLong},
+		"servicing, taken back":     {got: decideServicing(node(nodes.Servicing), false, false, false), want: actWaitLong},
+		"service wait":              {got: decideServicing(node(nodes.ServiceWait), true, false, true), want: actWaitLong},
+		"service wait, taken back":  {got: decideServicing(node(nodes.ServiceWait), false, false, false), want: actAbort},
+		"service hold, taken back":  {got: decideServicing(node(nodes.ServiceHold), false, false, false), want: actAbort},
+		"failed":                    {got: decideServicing(node(nodes.ServiceFail, lastError("bios")), true, false, true), want: actFail, wantMsg: "Servicing failed: bios"},
+		"failed, taken back":        {got: decideServicing(node(nodes.ServiceFail), false, false, false), want: actAbort},
+		"failed, request changed":   {got: decideServicing(node(nodes.ServiceFail, lastError("bios")), true, false, false), want: actService},
+		"manageable":                {got: decideServicing(node(nodes.Manageable), true, false, false), want: actUnexpected},
 	})
 }
 

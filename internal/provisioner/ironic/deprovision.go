@@ -40,8 +40,9 @@ func (p *Provisioner) Deprovision(ctx context.Context, host provisioner.Host, re
 		}
 		return p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetDeleted}, p.long())
 	case actAbort:
-		// A manual cleaning (preparing) is in the way: stop it; clean failed → manage → provide.
-		return p.abort(ctx, s, n, "manual cleaning")
+		// A manual cleaning (preparing) or a servicing waiting for the agent is in the way: stop
+		// it; clean failed → manage → provide, service failed → undeploy.
+		return p.abort(ctx, s, n, "manual cleaning or servicing")
 	case actManage:
 		return p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetManage}, p.short())
 	case actProvide:

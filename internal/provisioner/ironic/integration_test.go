@@ -180,7 +180,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	step("service", func() {
 		mustDone(t, "service", 8*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
-			return p.Service(ctx, host, sdata, false)
+			return p.Service(ctx, host, sdata)
 		})
 	})
 	st = e.server(t, srv.Name)

@@ -15,6 +15,9 @@ import (
 // nameSeparator joins namespace and name in the node name, as in metal3.
 const nameSeparator = "~"
 
+// faultServiceFailure is the fault Ironic records (with maintenance) when servicing fails.
+const faultServiceFailure = "service failure"
+
 func nodeName(host provisioner.Host) string { return host.Namespace + nameSeparator + host.Name }
 
 // hostOfNode is the host a node named by nodeName belongs to; false for other nodes.
@@ -90,13 +93,15 @@ func (p *Provisioner) changeState(ctx context.Context, s *session, n *nodes.Node
 }
 
 // startState is changeState that also says whether Ironic accepted the change. A node in
-// maintenance cannot change state: maintenance set by hand (no fault) is cleared first; a fault
-// (set by Ironic, e.g. after power sync failures) clears itself, so the call waits. A 400 answer
+// maintenance cannot change state: maintenance set by hand (no fault) is cleared first, and so is
+// the one Ironic sets when servicing fails (fault "service failure": the state change is what
+// follows that failure, a retry, an abort or an undeploy, as metal3 clears it); other faults (set
+// by Ironic, e.g. after power sync failures) clear themselves, so the call waits. A 400 answer
 // (Ironic rejects the request, e.g. an unknown step) is a failed operation with Ironic's reason.
 func (p *Provisioner) startState(ctx context.Context, s *session, n *nodes.Node, opts nodes.ProvisionStateOpts, then provisioner.Result) (provisioner.Result, bool, error) {
 	log := p.logger(ctx)
 	if n.Maintenance {
-		if n.Fault != "" {
+		if n.Fault != "" && n.Fault != faultServiceFailure {
 			log.Info("Waiting for Ironic to clear a fault before changing the provision state", "node", n.UUID, "fault", n.Fault)
 			return p.short(), false, nil
 		}

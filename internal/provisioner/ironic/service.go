@@ -11,13 +11,21 @@ import (
 )
 
 // Service applies BIOS settings and firmware updates to an active node through Ironic servicing
-// (active → servicing ↔ service wait → active; Ironic reboots the host as the steps need). Empty
-// data while servicing waits or has failed aborts it (the user took the changes back).
-func (p *Provisioner) Service(ctx context.Context, host provisioner.Host, data provisioner.ServiceData, restartOnFailure bool) (provisioner.Result, error) {
+// (active → servicing ↔ service wait → active; Ironic reboots the host as the steps need and
+// leaves it powered on). The request's fingerprint in the node's extra tells a finished request
+// (done at once, however often asked: an operator restart never services twice) and the request
+// that failed (reported until the request changes). Empty data while servicing waits or has failed
+// aborts it (the user took the changes back), and forgets the fingerprint so that the same changes
+// asked again later are applied again.
+func (p *Provisioner) Service(ctx context.Context, host provisioner.Host, data provisioner.ServiceData) (provisioner.Result, error) {
 	ctx = withOp(ctx, "service")
 	s, n, err := p.getNode(ctx, host)
 	if err != nil {
 		return provisioner.Result{}, err
+	}
+	if !s.features.Servicing {
+		return provisioner.Result{}, fmt.Errorf("servicing host %s/%s: Ironic's API goes up to %s, servicing needs 1.%d: %w",
+			host.Namespace, host.Name, s.features.MaxVersion, minorServicing, provisioner.ErrServicingUnsupported)
 	}
 	access, err := parseAccess(host)
 	if err != nil {
@@ -31,12 +39,22 @@ func (p *Provisioner) Service(ctx context.Context, host provisioner.Host, data p
 		steps = append(steps, st)
 	}
 	fp := fingerprint(steps)
+	same, _ := n.Extra[extraServiced].(string)
 
-	d := decideServicing(n, len(steps) > 0, p.finished(n, extraServiced, fp), restartOnFailure)
+	d := decideServicing(n, len(steps) > 0, p.finished(n, extraServiced, fp), same == fp)
 	switch d.act {
 	case actService:
 		return p.startServicing(ctx, s, n, host, access, steps, fp)
 	case actAbort:
+		if _, ok := n.Extra[extraServiced]; ok {
+			var pt patch
+			pt.setKeys("extra", n.Extra, map[string]any{extraServiced: nil})
+			updated, res, err, ok := p.update(ctx, s, n, pt)
+			if !ok {
+				return res, err
+			}
+			n = updated
+		}
 		return p.abort(ctx, s, n, "servicing")
 	case actUnexpected:
 		return provisioner.Result{}, fmt.Errorf("servicing host %s/%s: Ironic node %s is %q, servicing needs it active",
