@@ -1,54 +1,23 @@
 package host
 
 import (
-	"net/http"
-	"sync"
 	"testing"
 
 	"k8s.io/client-go/rest"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
-	"github.com/metalforge/metalforge/internal/apimetrics"
+	"github.com/metalforge/metalforge/internal/test/apicount"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
 )
-
-// writeCounter counts the operator's write requests by "resource verb".
-type writeCounter struct {
-	mu     sync.Mutex
-	counts map[string]int
-}
-
-// wrap is for rest.Config.Wrap, called once per transport the operator makes.
-func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper { return countingTransport{w, rt} }
-
-type countingTransport struct {
-	w    *writeCounter
-	next http.RoundTripper
-}
-
-func (c countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	w := c.w
-	resource, sub := apimetrics.Resource(req.URL.Path)
-	verb := apimetrics.Verb(req.Method, false, false)
-	if apimetrics.IsWrite(verb) {
-		if sub != "" {
-			resource += "/" + sub
-		}
-		w.mu.Lock()
-		w.counts[resource+" "+verb]++
-		w.mu.Unlock()
-	}
-	return c.next.RoundTrip(req)
-}
 
 // TestWriteBudget: a new host with an image reaches provisioned with four API writes (host
 // finalizer, Secret label+finalizer, HardwareData, one status write) and one Event.
 func TestWriteBudget(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	counter := &writeCounter{counts: map[string]int{}}
+	counter := &apicount.Writes{}
 	cfg := rest.CopyConfig(env.Config)
-	cfg.Wrap(counter.wrap)
+	cfg.Wrap(counter.Wrap)
 	op := startOperatorWith(t, cfg, ns, fixture.New(fixture.Config{}))
 	const hosts = 3
 	names := []string{"a", "b", "c"}
@@ -61,16 +30,15 @@ func TestWriteBudget(t *testing.T) {
 		h := waitState(t, ns, name, metal3.StateProvisioned)
 		op.waitSeen(t, ns, name, h.ResourceVersion, 2) // trailing reconciles must not write either
 	}
-	counter.mu.Lock()
-	defer counter.mu.Unlock()
+	counts := counter.All()
 	writes := 0
-	for k, n := range counter.counts {
+	for k, n := range counts {
 		if k != "events create" && k != "events patch" {
 			writes += n
 		}
 	}
-	if writes != 4*hosts || counter.counts["events create"] != hosts {
-		t.Fatalf("writes for %d hosts: %v (want 4 per host and 1 event each)", hosts, counter.counts)
+	if writes != 4*hosts || counts["events create"] != hosts {
+		t.Fatalf("writes for %d hosts: %v (want 4 per host and 1 event each)", hosts, counts)
 	}
 }
 

@@ -1,0 +1,105 @@
+// Package companion holds what the controllers of a host's companion objects share: the objects
+// that carry a BareMetalHost's name in its namespace, belong to it and describe one side of it
+// (HostFirmwareSettings, HostFirmwareComponents). Each of those controllers is keyed by the host's
+// name, works only while the host is registered with the provisioner, is woken by the host's
+// changes that matter to it, creates its object owned by the host, and backs off the same way when
+// the provisioner cannot answer.
+package companion
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// registeredStates are the states in which the provisioner has a node for the host that it
+// manages: past registration (the BMC answered, Ironic read the BIOS and firmware), and not on the
+// way out of the provisioner.
+var registeredStates = map[metal3.ProvisioningState]bool{
+	metal3.StateInspecting: true, metal3.StateMatchProfile: true, metal3.StatePreparing: true,
+	metal3.StateReady: true, metal3.StateAvailable: true, metal3.StateProvisioning: true,
+	metal3.StateProvisioned: true, metal3.StateExternallyProvisioned: true, metal3.StateDeprovisioning: true,
+}
+
+// Registered reports whether the provisioner can answer about the host now: it has the host's node
+// (registered, not detached) and the host is neither paused nor being deleted.
+func Registered(h *metal3.BareMetalHost) bool {
+	if h.Status.Provisioning.ID == "" || !registeredStates[h.Status.Provisioning.State] || !h.DeletionTimestamp.IsZero() ||
+		h.Status.OperationalStatus == metal3.OperationalStatusDetached {
+		return false
+	}
+	_, paused := h.Annotations[metal3.PausedAnnotation]
+	_, detached := h.Annotations[metal3.DetachedAnnotation]
+	return !paused && !detached
+}
+
+// ProvisionerHost is the provisioner's view of the host for reading its firmware: its node.
+func ProvisionerHost(h *metal3.BareMetalHost) provisioner.Host {
+	return provisioner.Host{Namespace: h.Namespace, Name: h.Name, NodeID: h.Status.Provisioning.ID,
+		State: h.Status.Provisioning.State, OperationalStatus: h.Status.OperationalStatus}
+}
+
+// HostChanges passes the host events after which a companion may read something new from the
+// provisioner: the host appearing (and every host when the operator starts), becoming registered
+// or not, changing state (preparing done) or operational status (servicing done), and being
+// paused, unpaused, detached or attached. Other host writes (power polls, spec edits) do not wake
+// the companions: at a thousand hosts each would cost a provisioner read.
+func HostChanges() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(ctrlevent.CreateEvent) bool { return true },
+		DeleteFunc:  func(ctrlevent.DeleteEvent) bool { return false },
+		GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
+		UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+			o, okO := e.ObjectOld.(*metal3.BareMetalHost)
+			n, okN := e.ObjectNew.(*metal3.BareMetalHost)
+			if !okO || !okN {
+				return false
+			}
+			return Registered(o) != Registered(n) || o.Status.Provisioning.State != n.Status.Provisioning.State ||
+				o.Status.OperationalStatus != n.Status.OperationalStatus
+		},
+	}
+}
+
+// ProvisionerRetry is how long a companion waits when the provisioner cannot answer now.
+const ProvisionerRetry = 30 * time.Second
+
+// ProvisionerError turns an error reading from the provisioner into the reconcile's result: a
+// provisioner that is unavailable or lost the node is waited for (the host controller registers
+// the host again), anything else is returned.
+func ProvisionerError(ctx context.Context, err error, doing string) (ctrl.Result, error) {
+	if errors.Is(err, provisioner.ErrUnavailable) || errors.Is(err, provisioner.ErrNeedsRegistration) {
+		ctrl.LoggerFrom(ctx).V(1).Info("The provisioner cannot answer yet", "doing", doing, "reason", err.Error())
+		return ctrl.Result{RequeueAfter: ProvisionerRetry}, nil
+	}
+	return ctrl.Result{}, fmt.Errorf("%s: %w", doing, err)
+}
+
+// Create creates obj (named and placed like the host) with the host as its controlling owner, so
+// that deleting the host deletes it. It reports false when it exists already (created by the user,
+// or by this controller in a reconcile whose write the cache does not show yet): the caller looks
+// again on the next reconcile.
+func Create(ctx context.Context, c client.Client, host *metal3.BareMetalHost, obj client.Object) (bool, error) {
+	obj.SetName(host.Name)
+	obj.SetNamespace(host.Namespace)
+	obj.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(host, metal3.GroupVersion.WithKind("BareMetalHost"))})
+	err := c.Create(ctx, obj)
+	if apierrors.IsAlreadyExists(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("creating %T %s/%s: %w", obj, host.Namespace, host.Name, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,226 @@
+package hostfirmwaresettings
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/companion"
+	"github.com/metalforge/metalforge/internal/controller/conditions"
+	"github.com/metalforge/metalforge/internal/controller/patch"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// Config tunes the controller. DefaultConfig has metal3's delays; tests shorten them.
+type Config struct {
+	// Resync is how often a host's settings are read again from the provisioner (metal3: 5 min).
+	Resync time.Duration
+	// ChangeResync is Resync while the spec asks for a change the host does not show yet, so
+	// that status follows soon after preparing or servicing applied it (metal3: 1 min).
+	ChangeResync time.Duration
+	// SchemaGrace is how long a new FirmwareSchema is kept although no HostFirmwareSettings names
+	// it yet: the host that created it writes its status (naming it) right after, and the cache may
+	// show that write a moment later than the schema.
+	SchemaGrace time.Duration
+	// Concurrency is how many hosts are reconciled at once.
+	Concurrency int
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// Reconciled, when set, is called at the end of every reconcile (except those that found the
+	// cache behind their own last write) with the HostFirmwareSettings' resourceVersion after it
+	// ("" when there is none). A test seam: a test waits until the controller looked, then
+	// asserts what it did (or did not) write, instead of sleeping.
+	Reconciled func(key types.NamespacedName, resourceVersion string)
+	// SchemaChecked, when set, is called after the cleaner looked at a FirmwareSchema that
+	// exists, saying whether it deleted it (the same kind of test seam).
+	SchemaChecked func(key types.NamespacedName, deleted bool)
+}
+
+// DefaultConfig returns metal3's delays.
+func DefaultConfig() Config {
+	return Config{Resync: 5 * time.Minute, ChangeResync: time.Minute, SchemaGrace: time.Minute, Concurrency: 10}
+}
+
+// Reconciler keeps each registered host's HostFirmwareSettings (same name, owned by the host) in
+// line with the firmware settings the provisioner reads from the host, checks its spec against the
+// host's schema, and publishes that schema as a shared FirmwareSchema.
+type Reconciler struct {
+	Client    client.Client
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
+	// Provisioner reads the host's settings and their schema.
+	Provisioner provisioner.FirmwareReader
+	Config      Config
+
+	written patch.Tracker
+	schemas *schemas
+	// skipNameValidation lets tests run several managers in one process.
+	skipNameValidation bool
+}
+
+// +kubebuilder:rbac:groups=metal3.io,resources=hostfirmwaresettings,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=metal3.io,resources=hostfirmwaresettings/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=metal3.io,resources=firmwareschemas,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=metal3.io,resources=hardwaredata,verbs=get
+// +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;list;watch
+
+// SetupWithManager registers the controller (keyed by host: a host's changes and its
+// HostFirmwareSettings' spec changes wake it) and the schema cleaner.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("metal3-hostfirmwaresettings-controller")
+	}
+	def := DefaultConfig()
+	for _, d := range []struct{ v, def *time.Duration }{
+		{&r.Config.Resync, &def.Resync}, {&r.Config.ChangeResync, &def.ChangeResync}, {&r.Config.SchemaGrace, &def.SchemaGrace},
+	} {
+		if *d.v == 0 {
+			*d.v = *d.def
+		}
+	}
+	r.schemas = &schemas{client: r.Client, now: r.now, grace: r.Config.SchemaGrace}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &metal3.HostFirmwareSettings{}, schemaRefField, schemaRefOf); err != nil {
+		return fmt.Errorf("indexing host firmware settings by schema: %w", err)
+	}
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("hostfirmwaresettings").
+		For(&metal3.HostFirmwareSettings{}, builder.WithPredicates(specChanged())).
+		Watches(&metal3.BareMetalHost{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(companion.HostChanges())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.Concurrency), SkipNameValidation: &r.skipNameValidation}).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("setting up the host firmware settings controller: %w", err)
+	}
+	return setupCleaner(mgr, &cleaner{client: r.Client, schemas: r.schemas, now: r.now, checked: r.Config.SchemaChecked}, r.skipNameValidation)
+}
+
+// specChanged passes spec edits of HostFirmwareSettings only: their creation (ours, or the user's
+// before the host registered) and deletion are followed through the host's events and the resync,
+// and our own status writes must not wake us.
+func specChanged() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
+		DeleteFunc:  func(ctrlevent.DeleteEvent) bool { return false },
+		GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
+		UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+			return e.ObjectNew.GetGeneration() != e.ObjectOld.GetGeneration()
+		},
+	}
+}
+
+// Reconcile is the driver: the host, its settings from the provisioner, the schema, then one
+// status write when something changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	hfs := &metal3.HostFirmwareSettings{}
+	stale := false
+	if r.Config.Reconciled != nil {
+		defer func() {
+			if !stale {
+				r.Config.Reconciled(req.NamespacedName, hfs.ResourceVersion)
+			}
+		}()
+	}
+	host := &metal3.BareMetalHost{}
+	if err := r.Client.Get(ctx, req.NamespacedName, host); apierrors.IsNotFound(err) {
+		r.written.Forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	} else if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading host %s: %w", req.NamespacedName, err)
+	}
+	if !companion.Registered(host) {
+		return ctrl.Result{}, nil // the host's next relevant change wakes us
+	}
+	exists := true
+	if err := r.Client.Get(ctx, req.NamespacedName, hfs); apierrors.IsNotFound(err) {
+		exists = false
+	} else if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading host firmware settings %s: %w", req.NamespacedName, err)
+	}
+	if exists && r.written.Stale(hfs) {
+		stale = true
+		return ctrl.Result{RequeueAfter: staleRetry}, nil // our last write is on its way
+	}
+
+	settings, schema, err := r.Provisioner.FirmwareSettings(ctx, companion.ProvisionerHost(host), true)
+	if err != nil {
+		return companion.ProvisionerError(ctx, err, "reading the firmware settings of host "+req.String())
+	}
+	published := publishedSchema(schema)
+	schemaKey := types.NamespacedName{Namespace: host.Namespace, Name: schemaName(published)}
+	if err := r.schemas.ensure(ctx, schemaKey, func() *metal3.FirmwareSchema { return newSchema(published, r.hardware(ctx, host)) }); err != nil {
+		return ctrl.Result{}, err
+	}
+	if !exists {
+		hfs.Spec.Settings = metal3.DesiredSettingsMap{}
+		created, err := companion.Create(ctx, r.Client, host, hfs)
+		if err != nil || !created {
+			return ctrl.Result{RequeueAfter: staleRetry}, err
+		}
+	}
+
+	p := patch.NewHelper(r.Client, hfs, &r.written)
+	now := r.now()
+	list := setStatus(hfs, observed{settings: settings, schema: published,
+		schemaRef: metal3.SchemaReference{Namespace: schemaKey.Namespace, Name: schemaKey.Name}}, now)
+	stamp := metav1.NewTime(now.Truncate(time.Second))
+	if _, err := p.PatchStatus(ctx, hfs, patch.IgnoringFields("lastUpdated"),
+		patch.Stamping(func() { hfs.Status.LastUpdated = &stamp }),
+		patch.Replacing(p.Snapshot().(*metal3.HostFirmwareSettings).Status.LastUpdated == nil)); err != nil {
+		return ctrl.Result{}, err
+	}
+	list.Emit(r.Recorder, hfs)
+
+	after := r.Config.Resync
+	if conditions.IsTrue(hfs.Status.Conditions, string(metal3.FirmwareSettingsChangeDetected)) {
+		after = r.Config.ChangeResync
+	}
+	return ctrl.Result{RequeueAfter: jitter(after)}, nil
+}
+
+// hardware returns the host's inspected hardware for the vendor and model of a new schema, or nil
+// (not inspected yet, or inspection disabled): they are informative only. HardwareData is not
+// cached, so this reads the API server, once per new schema.
+func (r *Reconciler) hardware(ctx context.Context, host *metal3.BareMetalHost) *metal3.HardwareDetails {
+	hd := &metal3.HardwareData{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(host), hd); err != nil {
+		return nil
+	}
+	return hd.Spec.HardwareDetails
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Config.Now != nil {
+		return r.Config.Now()
+	}
+	return time.Now()
+}
+
+// staleRetry is how soon a host looks again when the cache does not show our last write yet.
+const staleRetry = 200 * time.Millisecond
+
+// jitter spreads periodic re-reads (up to 10 % later), so that hosts created together do not all
+// ask the provisioner in the same second every five minutes.
+func jitter(d time.Duration) time.Duration {
+	return d + time.Duration(rand.Int64N(int64(d)/10+1)) //nolint:gosec // spreading load, not security
+}

@@ -1,0 +1,285 @@
+package hostfirmwaresettings
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner"
+	"github.com/metalforge/metalforge/internal/provisioner/fixture"
+	"github.com/metalforge/metalforge/internal/test/apicount"
+)
+
+func schemasIn(t *testing.T, ns string) []metal3.FirmwareSchema {
+	t.Helper()
+	var list metal3.FirmwareSchemaList
+	if err := env.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// TestSettingsAndOneSharedSchema: every registered host gets its HostFirmwareSettings (owned by
+// it, the host's settings without passwords, both conditions), and identical hardware shares one
+// FirmwareSchema, created once, with no owner references, never written again.
+func TestSettingsAndOneSharedSchema(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	writes := &apicount.Writes{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(writes.Wrap)
+	startOperator(t, cfg, ns, fix)
+
+	hd := &metal3.HardwareData{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h0"}, Spec: metal3.HardwareDataSpec{
+		HardwareDetails: &metal3.HardwareDetails{SystemVendor: metal3.HardwareSystemVendor{Manufacturer: "Metalforge", ProductName: "Fixture R740"}}}}
+	if err := env.Client.Create(context.Background(), hd); err != nil {
+		t.Fatal(err)
+	}
+	const n = 4
+	var schema string
+	for i := range n {
+		name := fmt.Sprintf("h%d", i)
+		h := newHost(t, fix, ns, name)
+		hfs := waitHFS(t, ns, name, "status filled", func(hfs *metal3.HostFirmwareSettings) bool {
+			return hfs.Status.FirmwareSchema != nil && current(hfs)
+		})
+		if refs := hfs.OwnerReferences; len(refs) != 1 || refs[0].UID != h.UID || refs[0].Controller == nil || !*refs[0].Controller {
+			t.Errorf("%s: owner references %+v, want the host as controller", name, refs)
+		}
+		if len(hfs.Status.Settings) != 8 || hfs.Status.Settings["ProcTurboMode"] != "Enabled" || hfs.Status.Settings["PowerOnDelaySeconds"] != "0" {
+			t.Errorf("%s: settings %v, want the fixture's eight (no password)", name, hfs.Status.Settings)
+		}
+		if _, ok := hfs.Status.Settings["AdminPassword"]; ok {
+			t.Errorf("%s: a password setting is in status", name)
+		}
+		if c := condition(hfs, metal3.FirmwareSettingsValid); c.Status != metav1.ConditionTrue || c.Reason != "Success" {
+			t.Errorf("%s: Valid %+v", name, c)
+		}
+		if c := condition(hfs, metal3.FirmwareSettingsChangeDetected); c.Status != metav1.ConditionFalse || c.Reason != "Success" {
+			t.Errorf("%s: ChangeDetected %+v", name, c)
+		}
+		if hfs.Status.LastUpdated == nil || hfs.Status.FirmwareSchema.Namespace != ns {
+			t.Errorf("%s: lastUpdated %v, schema %+v", name, hfs.Status.LastUpdated, hfs.Status.FirmwareSchema)
+		}
+		if schema == "" {
+			schema = hfs.Status.FirmwareSchema.Name
+		} else if hfs.Status.FirmwareSchema.Name != schema {
+			t.Errorf("%s: schema %s, want the shared %s", name, hfs.Status.FirmwareSchema.Name, schema)
+		}
+	}
+	list := schemasIn(t, ns)
+	if len(list) != 1 {
+		t.Fatalf("%d FirmwareSchemas, want one shared", len(list))
+	}
+	fs := list[0]
+	if fs.Name != schema || len(fs.OwnerReferences) != 0 || fs.Generation != 1 {
+		t.Errorf("schema %s: owners %v, generation %d; want %s, none, 1", fs.Name, fs.OwnerReferences, fs.Generation, schema)
+	}
+	if fs.Spec.HardwareVendor != "Metalforge" || fs.Spec.HardwareModel != "Fixture R740" {
+		t.Errorf("schema vendor/model %q/%q, want the first host's HardwareData", fs.Spec.HardwareVendor, fs.Spec.HardwareModel)
+	}
+	turbo := fs.Spec.Schema["ProcTurboMode"]
+	delay := fs.Spec.Schema["PowerOnDelaySeconds"]
+	if len(fs.Spec.Schema) != 8 || turbo.AttributeType != "Enumeration" || len(turbo.AllowableValues) != 2 ||
+		delay.UpperBound == nil || *delay.UpperBound != 300 || fs.Spec.Schema["SystemModelName"].ReadOnly == nil {
+		t.Errorf("schema content %+v", fs.Spec.Schema)
+	}
+	if c := writes.Count("firmwareschemas create"); c != 1 {
+		t.Errorf("%d FirmwareSchema creates, want 1 (writes: %v)", c, writes.All())
+	}
+	if c := writes.Count("firmwareschemas update") + writes.Count("firmwareschemas patch"); c != 0 {
+		t.Errorf("the shared FirmwareSchema was written %d more times", c)
+	}
+}
+
+// TestOnlyRegisteredHosts: a host not registered, paused or detached gets nothing; it gets its
+// HostFirmwareSettings once registered.
+func TestOnlyRegisteredHosts(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	op := startOperator(t, env.Config, ns, fix)
+	key := types.NamespacedName{Namespace: ns, Name: "h"}
+	mark := op.mark(key)
+	h := newHost(t, nil, ns, "h")
+	op.waitAfter(t, key, mark, 1)
+	if _, ok := getHFS(t, ns, "h"); ok {
+		t.Fatal("an unregistered host got HostFirmwareSettings")
+	}
+	for _, annotation := range []string{metal3.PausedAnnotation, metal3.DetachedAnnotation} {
+		h.Annotations = map[string]string{annotation: ""}
+		if err := env.Client.Update(context.Background(), h); err != nil {
+			t.Fatal(err)
+		}
+		mark := op.mark(key)
+		register(t, fix, h)
+		op.waitAfter(t, key, mark, 1)
+		if _, ok := getHFS(t, ns, "h"); ok {
+			t.Fatalf("a host with the %s annotation got HostFirmwareSettings", annotation)
+		}
+		mark = op.mark(key)
+		setHostStatus(t, h, func(st *metal3.BareMetalHostStatus) { st.Provisioning.State = metal3.StateRegistering })
+		op.waitAfter(t, key, mark, 1)
+	}
+	h.Annotations = nil
+	if err := env.Client.Update(context.Background(), h); err != nil {
+		t.Fatal(err)
+	}
+	register(t, fix, h)
+	waitHFS(t, ns, "h", "created once registered", current)
+}
+
+// TestValidationRules: each rule a spec setting can break gives Valid=False with the
+// ConfigurationError reason, a message naming the setting and the rule, and one ValidationFailed
+// Event; a valid change gives Valid and ChangeDetected.
+func TestValidationRules(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	op := startOperator(t, env.Config, ns, fix)
+	newHost(t, fix, ns, "h")
+	waitHFS(t, ns, "h", "created", current)
+	str, num := intstr.FromString, intstr.FromInt32
+	rules := []struct {
+		name    string
+		setting string
+		value   intstr.IntOrString
+		want    string
+	}{
+		{"unknown name", "NoSuchSetting", str("1"), "spec.settings.NoSuchSetting: unknown setting: the host's firmware has no setting of this name"},
+		{"read-only", "SystemModelName", str("X"), "spec.settings.SystemModelName: read-only setting: the host's firmware does not allow changing it"},
+		{"password", "AdminPassword", str("hunter2"), "spec.settings.AdminPassword: password settings cannot be set through HostFirmwareSettings"},
+		{"wrong type: integer", "PowerOnDelaySeconds", str("soon"), `spec.settings.PowerOnDelaySeconds: "soon" is not an integer`},
+		{"wrong type: boolean", "SerialConsole", str("yes"), `spec.settings.SerialConsole: "yes" is not a boolean (true or false)`},
+		{"out of range", "PowerOnDelaySeconds", num(301), "spec.settings.PowerOnDelaySeconds: 301 is out of range [0, 300]"},
+		{"too long", "AssetTag", str("a-very-long-asset-tag"), "spec.settings.AssetTag: \"a-very-long-asset-tag\" is 21 characters long, the length must be in [0, 16]"},
+		{"value not allowed", "ProcTurboMode", str("Off"), `spec.settings.ProcTurboMode: "Off" is not an allowed value; allowed: Enabled, Disabled`},
+	}
+	for _, rule := range rules {
+		gen := setSpec(t, ns, "h", metal3.DesiredSettingsMap{rule.setting: rule.value})
+		hfs := waitHFS(t, ns, "h", rule.name+" judged", func(hfs *metal3.HostFirmwareSettings) bool {
+			return current(hfs) && hfs.Generation == gen
+		})
+		valid := condition(hfs, metal3.FirmwareSettingsValid)
+		if valid.Status != metav1.ConditionFalse || valid.Reason != "ConfigurationError" || valid.Message != "Invalid BIOS setting: "+rule.want {
+			t.Errorf("%s: Valid %s %s %q, want False ConfigurationError %q", rule.name, valid.Status, valid.Reason, valid.Message, rule.want)
+		}
+		eventually(t, rule.name+": its event", func() (bool, string) {
+			list := eventsFor(t, ns, "HostFirmwareSettings", "h")
+			return countContaining(list, "ValidationFailed: Invalid BIOS setting: "+rule.want) == 1, strings.Join(list, "\n")
+		})
+	}
+	// Re-reads of the same invalid spec neither write nor emit again.
+	key := types.NamespacedName{Namespace: ns, Name: "h"}
+	op.waitAfter(t, key, op.mark(key), 3)
+	if n := countContaining(eventsFor(t, ns, "HostFirmwareSettings", "h"), "Invalid BIOS setting: "+rules[len(rules)-1].want); n != 1 {
+		t.Errorf("%d events for the last rule after re-reads, want 1", n)
+	}
+
+	gen := setSpec(t, ns, "h", metal3.DesiredSettingsMap{"ProcTurboMode": str("Disabled"), "PowerOnDelaySeconds": num(30)})
+	hfs := waitHFS(t, ns, "h", "a valid change judged", func(hfs *metal3.HostFirmwareSettings) bool {
+		return current(hfs) && hfs.Generation == gen
+	})
+	if c := condition(hfs, metal3.FirmwareSettingsValid); c.Status != metav1.ConditionTrue || c.Reason != "Success" {
+		t.Errorf("valid change: Valid %+v", c)
+	}
+	if c := condition(hfs, metal3.FirmwareSettingsChangeDetected); c.Status != metav1.ConditionTrue ||
+		c.Message != "Settings that differ from the host's: PowerOnDelaySeconds, ProcTurboMode" {
+		t.Errorf("valid change: ChangeDetected %+v", c)
+	}
+}
+
+// TestRereadsWriteOnlyChanges: periodic re-reads of unchanged settings write nothing; a setting
+// the host changed (preparing or servicing applied it) reaches status and clears ChangeDetected.
+func TestRereadsWriteOnlyChanges(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	writes := &apicount.Writes{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(writes.Wrap)
+	op := startOperator(t, cfg, ns, fix, func(c *Config) { c.Resync, c.ChangeResync = 20*time.Millisecond, 20*time.Millisecond })
+	h := newHost(t, fix, ns, "h")
+	key := client.ObjectKeyFromObject(h)
+	first := waitHFS(t, ns, "h", "created", current)
+	for _, rv := range op.waitAfter(t, key, op.mark(key), 10) {
+		if rv != first.ResourceVersion {
+			t.Fatalf("a re-read of unchanged settings wrote: resourceVersion %s → %s (writes %v)", first.ResourceVersion, rv, writes.All())
+		}
+	}
+	if n := writes.Count("hostfirmwaresettings/status update") + writes.Count("hostfirmwaresettings/status patch"); n != 1 {
+		t.Errorf("%d status writes, want 1 (writes %v)", n, writes.All())
+	}
+
+	gen := setSpec(t, ns, "h", metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")})
+	waitHFS(t, ns, "h", "the change detected", func(hfs *metal3.HostFirmwareSettings) bool {
+		return hfs.Generation == gen && current(hfs) && condition(hfs, metal3.FirmwareSettingsChangeDetected).Status == metav1.ConditionTrue
+	})
+	res, err := fix.Service(context.Background(), provisioner.Host{Namespace: ns, Name: "h", NodeID: h.Status.Provisioning.ID},
+		provisioner.ServiceData{FirmwareSettings: metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")}})
+	if err != nil || res.Busy || res.Failed() {
+		t.Fatalf("applying the setting in the fixture: %+v %v", res, err)
+	}
+	hfs := waitHFS(t, ns, "h", "the applied setting read", func(hfs *metal3.HostFirmwareSettings) bool {
+		return hfs.Status.Settings["ProcTurboMode"] == "Disabled"
+	})
+	if c := condition(hfs, metal3.FirmwareSettingsChangeDetected); c.Status != metav1.ConditionFalse {
+		t.Errorf("after the change was applied: ChangeDetected %+v", c)
+	}
+	if !hfs.Status.LastUpdated.After(first.Status.LastUpdated.Time) && !hfs.Status.LastUpdated.Equal(first.Status.LastUpdated) {
+		t.Errorf("lastUpdated went back: %v → %v", first.Status.LastUpdated, hfs.Status.LastUpdated)
+	}
+}
+
+// TestUnusedSchemaIsDeleted: a schema stays while any HostFirmwareSettings names it and goes once
+// none does; a host that needs it again creates it again under the same name.
+func TestUnusedSchemaIsDeleted(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	// No periodic re-read: a deleted HostFirmwareSettings stays deleted until the host changes.
+	op := startOperator(t, env.Config, ns, fix, func(c *Config) { c.Resync, c.ChangeResync = time.Hour, time.Hour })
+	a := newHost(t, fix, ns, "a")
+	newHost(t, fix, ns, "b")
+	waitHFS(t, ns, "a", "created", current)
+	schema := waitHFS(t, ns, "b", "created", current).Status.FirmwareSchema.Name
+	key := types.NamespacedName{Namespace: ns, Name: schema}
+
+	mark := len(op.checks(key))
+	deleteHFS(t, ns, "a")
+	// The deletion makes the cleaner look at the schema; b still names it, so it stays.
+	eventually(t, "the cleaner to look at the schema", func() (bool, string) { return len(op.checks(key)) > mark, "" })
+	if got := op.checks(key)[mark]; got || len(schemasIn(t, ns)) != 1 {
+		t.Fatalf("the schema was deleted (%v) while host b still uses it", got)
+	}
+	deleteHFS(t, ns, "b")
+	eventually(t, "the unused schema deleted", func() (bool, string) {
+		return len(schemasIn(t, ns)) == 0, fmt.Sprintf("%d schemas", len(schemasIn(t, ns)))
+	})
+
+	// The host changes (its operational status): its HostFirmwareSettings and schema come back.
+	setHostStatus(t, a, func(st *metal3.BareMetalHostStatus) { st.OperationalStatus = metal3.OperationalStatusServicing })
+	again := waitHFS(t, ns, "a", "created again", current)
+	if again.Status.FirmwareSchema.Name != schema || len(schemasIn(t, ns)) != 1 {
+		t.Fatalf("schema %s after re-creation, %d schemas; want %s again", again.Status.FirmwareSchema.Name, len(schemasIn(t, ns)), schema)
+	}
+}
+
+func deleteHFS(t *testing.T, ns, name string) {
+	t.Helper()
+	hfs := &metal3.HostFirmwareSettings{}
+	hfs.Namespace, hfs.Name = ns, name
+	if err := env.Client.Delete(context.Background(), hfs); err != nil {
+		t.Fatal(err)
+	}
+}
