@@ -6,8 +6,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
-	"github.com/metalforge/metalforge/internal/test/apicount"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
+	"github.com/metalforge/metalforge/internal/test/apicount"
 )
 
 // TestWriteBudget: a new host with an image reaches provisioned with four API writes (host
