@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 func TestHasBMCDetails(t *testing.T) {
@@ -163,5 +164,32 @@ func TestImageKinds(t *testing.T) {
 		if got := tc.image.IsOCI(); got != tc.oci {
 			t.Errorf("%s: IsOCI() = %v", name, got)
 		}
+	}
+}
+
+func TestPendingFirmwareChanges(t *testing.T) {
+	hfs := &HostFirmwareSettings{
+		Spec: HostFirmwareSettingsSpec{Settings: DesiredSettingsMap{
+			"Same": intstr.FromString("A"), "Differs": intstr.FromString("B"), "Number": intstr.FromInt32(30), "Missing": intstr.FromString("C"),
+		}},
+		Status: HostFirmwareSettingsStatus{Settings: SettingsMap{"Same": "A", "Differs": "A", "Number": "30"}},
+	}
+	got := hfs.PendingSettings()
+	differs, missing := got["Differs"], got["Missing"]
+	if len(got) != 2 || differs.String() != "B" || missing.String() != "C" {
+		t.Errorf("pending settings %v, want Differs and Missing", got)
+	}
+	hfs.Spec.Settings = DesiredSettingsMap{"Same": intstr.FromString("A")}
+	if got := hfs.PendingSettings(); got != nil {
+		t.Errorf("pending settings %v, want none", got)
+	}
+	applied, next := FirmwareUpdate{Component: "bios", URL: "http://x/1"}, FirmwareUpdate{Component: "bios", URL: "http://x/2"}
+	hfc := &HostFirmwareComponents{Spec: HostFirmwareComponentsSpec{Updates: []FirmwareUpdate{next}}, Status: HostFirmwareComponentsStatus{Updates: []FirmwareUpdate{applied}}}
+	if got := hfc.PendingUpdates(); len(got) != 1 || got[0] != next {
+		t.Errorf("pending updates %v, want the new URL", got)
+	}
+	hfc.Status.Updates = []FirmwareUpdate{next}
+	if got := hfc.PendingUpdates(); got != nil {
+		t.Errorf("pending updates %v, want none", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -102,4 +103,27 @@ func Create(ctx context.Context, c client.Client, host *metal3.BareMetalHost, ob
 		return false, fmt.Errorf("creating %T %s/%s: %w", obj, host.Namespace, host.Name, err)
 	}
 	return true, nil
+}
+
+// StaleRetry is how soon a companion looks again when the cache does not show its last write yet.
+const StaleRetry = 200 * time.Millisecond
+
+// Jitter spreads periodic re-reads (up to 10 % later), so that hosts created together do not all
+// ask the provisioner in the same second every few minutes.
+func Jitter(d time.Duration) time.Duration {
+	return d + time.Duration(rand.Int64N(int64(d)/10+1)) //nolint:gosec // spreading load, not security
+}
+
+// SpecChanged passes spec edits of a companion only: its creation (ours, or the user's before the
+// host registered) and deletion are followed through the host's events and the resync, and the
+// controller's own status writes must not wake it.
+func SpecChanged() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
+		DeleteFunc:  func(ctrlevent.DeleteEvent) bool { return false },
+		GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
+		UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+			return e.ObjectNew.GetGeneration() != e.ObjectOld.GetGeneration()
+		},
+	}
 }

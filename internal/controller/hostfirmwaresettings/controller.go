@@ -3,7 +3,6 @@ package hostfirmwaresettings
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,9 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -105,7 +102,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("hostfirmwaresettings").
-		For(&metal3.HostFirmwareSettings{}, builder.WithPredicates(specChanged())).
+		For(&metal3.HostFirmwareSettings{}, builder.WithPredicates(companion.SpecChanged())).
 		Watches(&metal3.BareMetalHost{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(companion.HostChanges())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.Concurrency), SkipNameValidation: &r.skipNameValidation}).
 		Complete(r)
@@ -113,20 +110,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		return fmt.Errorf("setting up the host firmware settings controller: %w", err)
 	}
 	return setupCleaner(mgr, &cleaner{client: r.Client, schemas: r.schemas, now: r.now, checked: r.Config.SchemaChecked}, r.skipNameValidation)
-}
-
-// specChanged passes spec edits of HostFirmwareSettings only: their creation (ours, or the user's
-// before the host registered) and deletion are followed through the host's events and the resync,
-// and our own status writes must not wake us.
-func specChanged() predicate.Funcs {
-	return predicate.Funcs{
-		CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
-		DeleteFunc:  func(ctrlevent.DeleteEvent) bool { return false },
-		GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
-		UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
-			return e.ObjectNew.GetGeneration() != e.ObjectOld.GetGeneration()
-		},
-	}
 }
 
 // Reconcile is the driver: the host, its settings from the provisioner, the schema, then one
@@ -159,7 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	}
 	if exists && r.written.Stale(hfs) {
 		stale = true
-		return ctrl.Result{RequeueAfter: staleRetry}, nil // our last write is on its way
+		return ctrl.Result{RequeueAfter: companion.StaleRetry}, nil // our last write is on its way
 	}
 
 	settings, schema, err := r.Provisioner.FirmwareSettings(ctx, companion.ProvisionerHost(host), true)
@@ -175,7 +158,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		hfs.Spec.Settings = metal3.DesiredSettingsMap{}
 		created, err := companion.Create(ctx, r.Client, host, hfs)
 		if err != nil || !created {
-			return ctrl.Result{RequeueAfter: staleRetry}, err
+			return ctrl.Result{RequeueAfter: companion.StaleRetry}, err
 		}
 	}
 
@@ -195,7 +178,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	if conditions.IsTrue(hfs.Status.Conditions, string(metal3.FirmwareSettingsChangeDetected)) {
 		after = r.Config.ChangeResync
 	}
-	return ctrl.Result{RequeueAfter: jitter(after)}, nil
+	return ctrl.Result{RequeueAfter: companion.Jitter(after)}, nil
 }
 
 // hardware returns the host's inspected hardware for the vendor and model of a new schema, or nil
@@ -214,13 +197,4 @@ func (r *Reconciler) now() time.Time {
 		return r.Config.Now()
 	}
 	return time.Now()
-}
-
-// staleRetry is how soon a host looks again when the cache does not show our last write yet.
-const staleRetry = 200 * time.Millisecond
-
-// jitter spreads periodic re-reads (up to 10 % later), so that hosts created together do not all
-// ask the provisioner in the same second every five minutes.
-func jitter(d time.Duration) time.Duration {
-	return d + time.Duration(rand.Int64N(int64(d)/10+1)) //nolint:gosec // spreading load, not security
 }

@@ -3,7 +3,6 @@ package hostfirmwaresettings
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/metalforge/metalforge/internal/provisioner"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
 	"github.com/metalforge/metalforge/internal/test/apicount"
+	"github.com/metalforge/metalforge/internal/test/companiontest"
 )
 
 func schemasIn(t *testing.T, ns string) []metal3.FirmwareSchema {
@@ -110,9 +110,9 @@ func TestOnlyRegisteredHosts(t *testing.T) {
 	fix := fixture.New(fixture.Config{})
 	op := startOperator(t, env.Config, ns, fix)
 	key := types.NamespacedName{Namespace: ns, Name: "h"}
-	mark := op.mark(key)
+	mark := op.Mark(key)
 	h := newHost(t, nil, ns, "h")
-	op.waitAfter(t, key, mark, 1)
+	op.WaitAfter(t, key, mark, 1)
 	if _, ok := getHFS(t, ns, "h"); ok {
 		t.Fatal("an unregistered host got HostFirmwareSettings")
 	}
@@ -121,15 +121,15 @@ func TestOnlyRegisteredHosts(t *testing.T) {
 		if err := env.Client.Update(context.Background(), h); err != nil {
 			t.Fatal(err)
 		}
-		mark := op.mark(key)
+		mark := op.Mark(key)
 		register(t, fix, h)
-		op.waitAfter(t, key, mark, 1)
+		op.WaitAfter(t, key, mark, 1)
 		if _, ok := getHFS(t, ns, "h"); ok {
 			t.Fatalf("a host with the %s annotation got HostFirmwareSettings", annotation)
 		}
-		mark = op.mark(key)
+		mark = op.Mark(key)
 		setHostStatus(t, h, func(st *metal3.BareMetalHostStatus) { st.Provisioning.State = metal3.StateRegistering })
-		op.waitAfter(t, key, mark, 1)
+		op.WaitAfter(t, key, mark, 1)
 	}
 	h.Annotations = nil
 	if err := env.Client.Update(context.Background(), h); err != nil {
@@ -174,15 +174,12 @@ func TestValidationRules(t *testing.T) {
 		if valid.Status != metav1.ConditionFalse || valid.Reason != "ConfigurationError" || valid.Message != "Invalid BIOS setting: "+rule.want {
 			t.Errorf("%s: Valid %s %s %q, want False ConfigurationError %q", rule.name, valid.Status, valid.Reason, valid.Message, rule.want)
 		}
-		eventually(t, rule.name+": its event", func() (bool, string) {
-			list := eventsFor(t, ns, "HostFirmwareSettings", "h")
-			return countContaining(list, "ValidationFailed: Invalid BIOS setting: "+rule.want) == 1, strings.Join(list, "\n")
-		})
+		companiontest.WaitEvent(t, env.Client, ns, "HostFirmwareSettings", "h", "ValidationFailed: Invalid BIOS setting: "+rule.want)
 	}
 	// Re-reads of the same invalid spec neither write nor emit again.
 	key := types.NamespacedName{Namespace: ns, Name: "h"}
-	op.waitAfter(t, key, op.mark(key), 3)
-	if n := countContaining(eventsFor(t, ns, "HostFirmwareSettings", "h"), "Invalid BIOS setting: "+rules[len(rules)-1].want); n != 1 {
+	op.WaitAfter(t, key, op.Mark(key), 3)
+	if n := companiontest.Count(companiontest.Events(t, env.Client, ns, "HostFirmwareSettings", "h"), "Invalid BIOS setting: "+rules[len(rules)-1].want); n != 1 {
 		t.Errorf("%d events for the last rule after re-reads, want 1", n)
 	}
 
@@ -212,7 +209,7 @@ func TestRereadsWriteOnlyChanges(t *testing.T) {
 	h := newHost(t, fix, ns, "h")
 	key := client.ObjectKeyFromObject(h)
 	first := waitHFS(t, ns, "h", "created", current)
-	for _, rv := range op.waitAfter(t, key, op.mark(key), 10) {
+	for _, rv := range op.WaitAfter(t, key, op.Mark(key), 10) {
 		if rv != first.ResourceVersion {
 			t.Fatalf("a re-read of unchanged settings wrote: resourceVersion %s → %s (writes %v)", first.ResourceVersion, rv, writes.All())
 		}

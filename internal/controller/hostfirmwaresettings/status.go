@@ -2,6 +2,7 @@ package hostfirmwaresettings
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -47,7 +48,7 @@ func setStatus(hfs *metal3.HostFirmwareSettings, obs observed, now time.Time) ev
 	st.FirmwareSchema = &metal3.SchemaReference{Namespace: obs.schemaRef.Namespace, Name: obs.schemaRef.Name}
 	gen := hfs.Generation
 
-	changed := differing(hfs.Spec.Settings, st.Settings)
+	changed := slices.Sorted(maps.Keys(hfs.PendingSettings()))
 	change := conditions.False(string(metal3.FirmwareSettingsChangeDetected), metal3.FirmwareSuccessReason, "")
 	if len(changed) > 0 {
 		change = conditions.True(string(metal3.FirmwareSettingsChangeDetected), metal3.FirmwareSuccessReason,
@@ -78,19 +79,6 @@ func setStatus(hfs *metal3.HostFirmwareSettings, obs observed, now time.Time) ev
 		list.Normal(reasonSettingsValid, "Validate", "The firmware settings in spec are valid")
 	}
 	return list
-}
-
-// differing lists (sorted) the spec settings whose value differs from the host's, or that the host
-// does not report.
-func differing(spec metal3.DesiredSettingsMap, current metal3.SettingsMap) []string {
-	var names []string
-	for name, want := range spec {
-		if got, ok := current[name]; !ok || got != want.String() {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	return names
 }
 
 func joinErrors(errs []error) string {

@@ -1,0 +1,70 @@
+package hostfirmwarecomponents
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+)
+
+// Component names Ironic's firmware interface updates (metal3's rule): the BIOS, the BMC, or a
+// NIC by the id Ironic reports ("nic:<id>").
+const (
+	componentBIOS = "bios"
+	componentBMC  = "bmc"
+	nicPrefix     = "nic:"
+)
+
+// validateUpdates checks spec.updates against the components the host reports (none known yet:
+// only the names are checked). Each error names the field and the rule it breaks.
+func validateUpdates(updates []metal3.FirmwareUpdate, reported []metal3.FirmwareComponentStatus) []error {
+	var errs []error
+	first := map[string]int{}
+	for i, u := range updates {
+		field := fmt.Sprintf("spec.updates[%d]", i)
+		if err := validateComponent(u.Component, reported); err != nil {
+			errs = append(errs, fmt.Errorf("%s.component: %w", field, err))
+		} else if j, dup := first[u.Component]; dup {
+			errs = append(errs, fmt.Errorf("%s.component: %q is updated twice (also spec.updates[%d])", field, u.Component, j))
+		} else {
+			first[u.Component] = i
+		}
+		if err := validateURL(u.URL); err != nil {
+			errs = append(errs, fmt.Errorf("%s.url: %w", field, err))
+		}
+	}
+	return errs
+}
+
+func validateComponent(c string, reported []metal3.FirmwareComponentStatus) error {
+	nic, isNIC := strings.CutPrefix(c, nicPrefix)
+	if c != componentBIOS && c != componentBMC && (!isNIC || nic == "") {
+		return fmt.Errorf("%q is not a firmware component; use bios, bmc or nic:<id>", c)
+	}
+	if len(reported) == 0 {
+		return nil
+	}
+	names := make([]string, len(reported))
+	for i, r := range reported {
+		names[i] = r.Component
+	}
+	if !slices.Contains(names, c) {
+		return fmt.Errorf("%q is not among the host's components (%s)", c, strings.Join(names, ", "))
+	}
+	return nil
+}
+
+// validateURL: Ironic downloads the image (and hands the BMC a URL to it), so it must be an
+// absolute http or https URL.
+func validateURL(raw string) error {
+	if raw == "" {
+		return fmt.Errorf("missing: the URL of the firmware image")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http or https URL", raw)
+	}
+	return nil
+}

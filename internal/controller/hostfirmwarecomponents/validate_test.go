@@ -1,0 +1,53 @@
+package hostfirmwarecomponents
+
+import (
+	"errors"
+	"testing"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+)
+
+var reported = []metal3.FirmwareComponentStatus{{Component: "bios"}, {Component: "bmc"}, {Component: "nic:NIC.Slot.1"}}
+
+func TestValidateUpdates(t *testing.T) {
+	const img = "http://fw.example/bios-2.1.bin"
+	u := func(component, url string) metal3.FirmwareUpdate { return metal3.FirmwareUpdate{Component: component, URL: url} }
+	tests := map[string]struct {
+		updates  []metal3.FirmwareUpdate
+		reported []metal3.FirmwareComponentStatus
+		want     string // "" for valid; the errors joined by newlines
+	}{
+		"bios, bmc and a nic": {updates: []metal3.FirmwareUpdate{u("bios", img), u("bmc", "https://fw.example/bmc.bin"), u("nic:NIC.Slot.1", img)}, reported: reported},
+		"nothing":             {reported: reported},
+		"unknown kind of component": {updates: []metal3.FirmwareUpdate{u("cpld", img)}, reported: reported,
+			want: `spec.updates[0].component: "cpld" is not a firmware component; use bios, bmc or nic:<id>`},
+		"nic without an id": {updates: []metal3.FirmwareUpdate{u("nic:", img)},
+			want: `spec.updates[0].component: "nic:" is not a firmware component; use bios, bmc or nic:<id>`},
+		"a nic the host does not have": {updates: []metal3.FirmwareUpdate{u("nic:NIC.Slot.9", img)}, reported: reported,
+			want: `spec.updates[0].component: "nic:NIC.Slot.9" is not among the host's components (bios, bmc, nic:NIC.Slot.1)`},
+		"any nic while nothing is reported": {updates: []metal3.FirmwareUpdate{u("nic:NIC.Slot.9", img)}},
+		"twice the same component": {updates: []metal3.FirmwareUpdate{u("bios", img), u("bios", img)}, reported: reported,
+			want: `spec.updates[1].component: "bios" is updated twice (also spec.updates[0])`},
+		"no URL": {updates: []metal3.FirmwareUpdate{u("bmc", "")}, reported: reported,
+			want: `spec.updates[0].url: missing: the URL of the firmware image`},
+		"a file URL": {updates: []metal3.FirmwareUpdate{u("bmc", "file:///tmp/bmc.bin")}, reported: reported,
+			want: `spec.updates[0].url: "file:///tmp/bmc.bin" is not an http or https URL`},
+		"a relative URL": {updates: []metal3.FirmwareUpdate{u("bios", "bios.bin")}, reported: reported,
+			want: `spec.updates[0].url: "bios.bin" is not an http or https URL`},
+		"both fields wrong": {updates: []metal3.FirmwareUpdate{u("gpu", "ftp://x/y")}, reported: reported,
+			want: "spec.updates[0].component: \"gpu\" is not a firmware component; use bios, bmc or nic:<id>\n" +
+				`spec.updates[0].url: "ftp://x/y" is not an http or https URL`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			errs := validateUpdates(tc.updates, tc.reported)
+			got := ""
+			if len(errs) > 0 {
+				got = errors.Join(errs...).Error()
+			}
+			if got != tc.want {
+				t.Fatalf("errors:\n%s\nwant:\n%s", got, tc.want)
+			}
+		})
+	}
+}
