@@ -188,6 +188,9 @@ type Deployer interface {
 
 // Servicer applies live updates to provisioned hosts.
 type Servicer interface {
+	// ServicingSupported reports whether the engine can service provisioned hosts at all (an
+	// Ironic API older than servicing cannot); asked before a live update starts.
+	ServicingSupported(ctx context.Context) (bool, error)
 	// Service starts or follows servicing with data and is done when the host is back in service
 	// with data applied; data applied before (the same request finished) is done at once. A failed
 	// servicing is reported again for the same data and started again for different data (the user

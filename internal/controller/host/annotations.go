@@ -56,6 +56,16 @@ type rebootRequest struct {
 
 func (r rebootRequest) any() bool { return r.oneShot || r.held }
 
+// hasRebootAnnotation: any reboot annotation is on the host.
+func hasRebootAnnotation(host *metal3.BareMetalHost) bool {
+	for key := range host.Annotations {
+		if key == metal3.RebootAnnotationPrefix || strings.HasPrefix(key, metal3.RebootAnnotationPrefix+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // rebootRequests reads reboot.metal3.io and reboot.metal3.io/<suffix>; any hard one wins, the
 // default is soft.
 func (s *hostScope) rebootRequests() rebootRequest {

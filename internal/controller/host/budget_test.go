@@ -50,9 +50,9 @@ func TestWriteBudget(t *testing.T) {
 func TestWriteBudgetWithImages(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	counter := &writeCounter{counts: map[string]int{}}
+	counter := &apicount.Writes{}
 	cfg := rest.CopyConfig(env.Config)
-	cfg.Wrap(counter.wrap)
+	cfg.Wrap(counter.Wrap)
 	op := startManager(t, cfg, ns, fixture.New(fixture.Config{PreprovisioningImages: true}), builtInImageController, withImages)
 	names := []string{"a", "b", "c"}
 	for _, name := range names {
@@ -63,8 +63,7 @@ func TestWriteBudgetWithImages(t *testing.T) {
 		waitImageGone(t, ns, name)
 		op.waitSeen(t, ns, name, h.ResourceVersion, 2) // trailing reconciles must not write either
 	}
-	counter.mu.Lock()
-	defer counter.mu.Unlock()
+	counts := counter.All()
 	n := len(names)
 	want := map[string]int{
 		"baremetalhosts patch": n, "secrets patch": n, "preprovisioningimages create": n,
@@ -72,14 +71,14 @@ func TestWriteBudgetWithImages(t *testing.T) {
 		"baremetalhosts/status update": 2 * n, "hardwaredata create": n, "preprovisioningimages delete": n,
 		"preprovisioningimages/status patch": n, "events create": 2 * n,
 	}
-	for k, v := range counter.counts {
+	for k, v := range counts {
 		if k != "events patch" && want[k] != v {
-			t.Fatalf("writes for %d hosts: %v, want %v", n, counter.counts, want)
+			t.Fatalf("writes for %d hosts: %v, want %v", n, counts, want)
 		}
 	}
 	for k, v := range want {
-		if counter.counts[k] != v {
-			t.Fatalf("writes for %d hosts: %v, want %v", n, counter.counts, want)
+		if counts[k] != v {
+			t.Fatalf("writes for %d hosts: %v, want %v", n, counts, want)
 		}
 	}
 }

@@ -122,3 +122,25 @@ func setCondition(host *metal3.BareMetalHost, condType string, c cond, now metav
 	conditions.Set(&host.Status.Conditions, metav1.Condition{Type: condType, Status: c.status, Reason: c.reason, Message: c.message},
 		host.Generation, now.Time)
 }
+
+// setLiveUpdatesCondition records what the provisioner said about servicing in this reconcile:
+// unable to service → LiveUpdates False (with one Event, when it turns so); able → the condition
+// goes (metal3 has none; it only shows when something is wrong). Not asked → unchanged.
+func (s *hostScope) setLiveUpdatesCondition() {
+	supported := s.fx.servicingSupported
+	if supported == nil {
+		return
+	}
+	host := s.host
+	if *supported {
+		conditions.Remove(&host.Status.Conditions, metal3.LiveUpdatesCondition)
+		return
+	}
+	msg := "The host has live updates its HostUpdatePolicy allows, but the provisioner cannot service provisioned hosts " +
+		"(an Ironic API older than 1.87); the changes wait, and the host reboots without them"
+	if prev := conditions.Get(host.Status.Conditions, metal3.LiveUpdatesCondition); prev == nil || prev.Status != metav1.ConditionFalse {
+		s.event(eventWarning, reasonLiveUpdatesUnsupported, "Servicing", msg)
+	}
+	conditions.Set(&host.Status.Conditions, conditions.False(metal3.LiveUpdatesCondition, metal3.ServicingUnsupportedReason, msg),
+		host.Generation, s.now.Time)
+}

@@ -88,8 +88,14 @@ func (r *Reconciler) loadInputs(ctx context.Context, s *hostScope) error {
 			return err
 		}
 	}
-	if stateOf(s.state()).mayPrepare.is() {
+	row := stateOf(s.state())
+	if row.mayPrepare.is() || row.liveUpdates.is() {
 		if err := r.loadFirmwareChanges(ctx, s); err != nil {
+			return err
+		}
+	}
+	if row.liveUpdates.is() {
+		if err := r.loadUpdatePolicy(ctx, s); err != nil {
 			return err
 		}
 	}

@@ -25,8 +25,8 @@ func (s *hostScope) checkDetached() (outcome, bool) {
 	if s.detached() {
 		return waitFor(s.cfg.UnmanagedPoll, waiting), true
 	}
-	if !stateOf(s.state()).detachable.is() && !args.Force {
-		return outcome{}, false // detached later, once the host reaches a state that allows it
+	if (!stateOf(s.state()).detachable.is() || s.servicing()) && !args.Force {
+		return outcome{}, false // detached later, once the host reaches a state (or ends the live update) that allows it
 	}
 	res, err := s.prov.Detach(s.ctx, s.provHost())
 	if err != nil {

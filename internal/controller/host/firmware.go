@@ -2,35 +2,67 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/conditions"
 )
 
-// loadFirmwareChanges reads the host's HostFirmwareSettings and HostFirmwareComponents (same
-// name) when they exist, and keeps the changes their controller found valid for preparing.
-// Creating them (and the shared FirmwareSchema) is the firmware controller's job, not ours.
+// firmwareInputs are the host's pending firmware changes, as its HostFirmwareSettings and
+// HostFirmwareComponents (same name; created and checked by their own controllers) say.
+type firmwareInputs struct {
+	// settings and updates are the changes found valid for the current generation and not yet
+	// on the host.
+	settings metal3.DesiredSettingsMap
+	updates  []metal3.FirmwareUpdate
+	// specUpdates is HostFirmwareComponents' spec.updates as read, recorded as status.updates
+	// once the pending ones are applied; nil without a HostFirmwareComponents.
+	specUpdates []metal3.FirmwareUpdate
+	// uncheckedSettings / uncheckedUpdates: the spec asks for something its controller has not
+	// judged yet (conditions of an older generation, or none). The host waits rather than act on
+	// half of what the user asked: applying without it, or aborting a servicing because the
+	// changes look gone, would lose the change.
+	uncheckedSettings, uncheckedUpdates bool
+}
+
+// updatePolicy is what the host's HostUpdatePolicy (same name) allows on reboot of a provisioned
+// host; both false without one (metal3's default: updates only while preparing).
+type updatePolicy struct {
+	settings, updates bool
+	// policy is the object when it still needs the host's owner reference (metal3 adds one on
+	// access, so that the policy goes with its host).
+	adopt *metal3.HostUpdatePolicy
+}
+
+// loadFirmwareChanges reads the host's HostFirmwareSettings and HostFirmwareComponents (same name)
+// when they exist, and keeps the changes their controllers found valid.
 func (r *Reconciler) loadFirmwareChanges(ctx context.Context, s *hostScope) error {
 	key := types.NamespacedName{Namespace: s.host.Namespace, Name: s.host.Name}
+	fw := &s.in.firmware
 	hfs := &metal3.HostFirmwareSettings{}
 	switch err := r.Client.Get(ctx, key, hfs); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return fmt.Errorf("reading host firmware settings %s: %w", key, err)
-	case changeReady(hfs.Status.Conditions, string(metal3.FirmwareSettingsChangeDetected), string(metal3.FirmwareSettingsValid), hfs.Generation):
-		for name, want := range hfs.Spec.Settings {
-			if hfs.Status.Settings[name] != want.String() {
-				if s.in.firmwareSettings == nil {
-					s.in.firmwareSettings = metal3.DesiredSettingsMap{}
-				}
-				s.in.firmwareSettings[name] = want
-			}
+	default:
+		pending := hfs.PendingSettings()
+		switch ready, judged := changeReady(hfs.Status.Conditions, string(metal3.FirmwareSettingsChangeDetected), string(metal3.FirmwareSettingsValid), hfs.Generation); {
+		case !judged && len(hfs.Spec.Settings) > 0:
+			fw.uncheckedSettings = true
+		case ready:
+			fw.settings = pending
 		}
 	}
 	hfc := &metal3.HostFirmwareComponents{}
@@ -38,19 +70,124 @@ func (r *Reconciler) loadFirmwareChanges(ctx context.Context, s *hostScope) erro
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return fmt.Errorf("reading host firmware components %s: %w", key, err)
-	case changeReady(hfc.Status.Conditions, string(metal3.HostFirmwareComponentsChangeDetected), string(metal3.HostFirmwareComponentsValid), hfc.Generation):
-		for _, u := range hfc.Spec.Updates {
-			if !slices.Contains(hfc.Status.Updates, u) {
-				s.in.firmwareUpdates = append(s.in.firmwareUpdates, u)
-			}
+	default:
+		fw.specUpdates = append([]metal3.FirmwareUpdate{}, hfc.Spec.Updates...)
+		switch ready, judged := changeReady(hfc.Status.Conditions, string(metal3.HostFirmwareComponentsChangeDetected), string(metal3.HostFirmwareComponentsValid), hfc.Generation); {
+		case !judged && len(hfc.Spec.Updates) > 0:
+			fw.uncheckedUpdates = true
+		case ready:
+			fw.updates = hfc.PendingUpdates()
 		}
 	}
 	return nil
 }
 
-// changeReady: a change was detected and found valid for the current generation.
-func changeReady(conds []metav1.Condition, changed, valid string, generation int64) bool {
-	c, v := meta.FindStatusCondition(conds, changed), meta.FindStatusCondition(conds, valid)
-	return c != nil && v != nil && c.Status == metav1.ConditionTrue && v.Status == metav1.ConditionTrue &&
-		c.ObservedGeneration == generation && v.ObservedGeneration == generation
+// changeReady: a change was detected and found valid (ready); judged: both conditions were
+// computed for the current generation.
+func changeReady(conds []metav1.Condition, changed, valid string, generation int64) (ready, judged bool) {
+	c, v := conditions.Get(conds, changed), conditions.Get(conds, valid)
+	judged = c != nil && v != nil && c.ObservedGeneration == generation && v.ObservedGeneration == generation
+	return judged && c.Status == metav1.ConditionTrue && v.Status == metav1.ConditionTrue, judged
+}
+
+// loadUpdatePolicy reads the host's HostUpdatePolicy (same name), if any.
+func (r *Reconciler) loadUpdatePolicy(ctx context.Context, s *hostScope) error {
+	key := types.NamespacedName{Namespace: s.host.Namespace, Name: s.host.Name}
+	policy := &metal3.HostUpdatePolicy{}
+	if err := r.Client.Get(ctx, key, policy); apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("reading host update policy %s: %w", key, err)
+	}
+	s.in.policy = updatePolicy{
+		settings: policy.Spec.FirmwareSettings == metal3.HostUpdatePolicyOnReboot,
+		updates:  policy.Spec.FirmwareUpdates == metal3.HostUpdatePolicyOnReboot,
+	}
+	if !slices.ContainsFunc(policy.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == s.host.UID }) {
+		s.in.policy.adopt = policy
+	}
+	return nil
+}
+
+// adoptPolicy gives the HostUpdatePolicy an owner reference to its host (not a controller one),
+// so that it is deleted with the host, as metal3 does. The owner references are a list, so the
+// patch is guarded by the resourceVersion; a conflict (the cached policy is older than our own
+// last patch, or someone changed it) is left to the next reconcile, which reads it again.
+func (r *Reconciler) adoptPolicy(ctx context.Context, host *metal3.BareMetalHost, policy *metal3.HostUpdatePolicy) error {
+	patch := client.MergeFromWithOptions(policy.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if err := controllerutil.SetOwnerReference(host, policy, r.Client.Scheme()); err != nil {
+		return fmt.Errorf("owning host update policy %s/%s: %w", policy.Namespace, policy.Name, err)
+	}
+	err := r.Client.Patch(ctx, policy, patch)
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("owning host update policy %s/%s: %w", policy.Namespace, policy.Name, err)
+	}
+	return nil
+}
+
+// hostOfPolicy wakes the host of a HostUpdatePolicy's name: the policy is taken into account (and
+// owned) at once rather than at the host's next poll. Watching the kind also starts its informer
+// with the manager, so the host controller's reads of it never wait for a first sync.
+func hostOfPolicy(_ context.Context, o client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
+}
+
+// recordAppliedUpdates writes HostFirmwareComponents' status.updates once preparing or servicing
+// applied its updates: the applied list is the spec as read (the pending ones plus those applied
+// before). A merge patch of that one field: the HostFirmwareComponents controller writes the rest
+// of the status, and this write wakes it to read the new versions.
+func (r *Reconciler) recordAppliedUpdates(ctx context.Context, host *metal3.BareMetalHost, updates []metal3.FirmwareUpdate) error {
+	data, err := json.Marshal(map[string]any{"status": map[string]any{"updates": updates}})
+	if err != nil {
+		return fmt.Errorf("encoding applied firmware updates: %w", err)
+	}
+	hfc := &metal3.HostFirmwareComponents{ObjectMeta: metav1.ObjectMeta{Namespace: host.Namespace, Name: host.Name}}
+	if err := r.Client.Status().Patch(ctx, hfc, client.RawPatch(types.MergePatchType, data)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("recording applied firmware updates in host firmware components %s/%s: %w", host.Namespace, host.Name, err)
+	}
+	return nil
+}
+
+// firmwareVerdictChanged passes HostFirmwareSettings/Components updates whose verdict changed:
+// the status, reason or generation of their conditions (a change was judged, found valid or
+// invalid, applied, or taken back). Their other status writes (versions read again) do not matter
+// to the host.
+func firmwareVerdictChanged() predicate.Funcs {
+	verdict := func(o any) []metav1.Condition {
+		var conds []metav1.Condition
+		switch obj := o.(type) {
+		case *metal3.HostFirmwareSettings:
+			conds = obj.Status.Conditions
+		case *metal3.HostFirmwareComponents:
+			conds = obj.Status.Conditions
+		}
+		out := make([]metav1.Condition, len(conds))
+		for i, c := range conds {
+			out[i] = metav1.Condition{Type: c.Type, Status: c.Status, Reason: c.Reason, ObservedGeneration: c.ObservedGeneration}
+		}
+		return out
+	}
+	return predicate.Funcs{
+		CreateFunc: func(ctrlevent.CreateEvent) bool { return false },
+		UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+			return !reflect.DeepEqual(verdict(e.ObjectOld), verdict(e.ObjectNew))
+		},
+	}
+}
+
+// hostWaitingOnFirmware wakes the host of the same name when the verdict can change what it does:
+// it waits in preparing, is servicing (or failed to), or may start a live update.
+func (r *Reconciler) hostWaitingOnFirmware(ctx context.Context, o client.Object) []reconcile.Request {
+	host := &metal3.BareMetalHost{}
+	key := client.ObjectKeyFromObject(o)
+	if err := r.Client.Get(ctx, key, host); err != nil {
+		return nil
+	}
+	row := stateOf(host.Status.Provisioning.State)
+	st := host.Status
+	if row.mayPrepare.is() || (row.liveUpdates.is() && (st.OperationalStatus == metal3.OperationalStatusServicing ||
+		st.ErrorType == metal3.ServicingError || hasRebootAnnotation(host))) {
+		return []reconcile.Request{{NamespacedName: key}}
+	}
+	return nil
 }

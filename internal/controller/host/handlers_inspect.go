@@ -40,7 +40,11 @@ func (s *hostScope) setHardware(hw *metal3.HardwareDetails) {
 func handleMatchProfile(*hostScope) outcome { return advance(metal3.StatePreparing) }
 
 func handlePreparing(s *hostScope) outcome {
-	res, err := s.prov.Prepare(s.ctx, s.provHost(), s.prepareData(), s.restartOnFailure(metal3.PreparationError))
+	if fw := s.in.firmware; fw.uncheckedSettings || fw.uncheckedUpdates {
+		return waitFor(s.cfg.InputRetryDelay, "the firmware changes in spec to be checked by their controller")
+	}
+	data := s.prepareData()
+	res, err := s.prov.Prepare(s.ctx, s.provHost(), data, s.restartOnFailure(metal3.PreparationError))
 	if err != nil {
 		return s.provError(err, "preparing")
 	}
@@ -50,6 +54,9 @@ func handlePreparing(s *hostScope) outcome {
 	st := &s.host.Status.Provisioning
 	st.RAID = s.host.Spec.RAID.DeepCopy()
 	st.RootDeviceHints = s.host.Spec.RootDeviceHints.DeepCopy()
+	if len(data.FirmwareUpdates) > 0 {
+		s.recordAppliedUpdates()
+	}
 	return advance(metal3.StateAvailable)
 }
 
@@ -59,8 +66,8 @@ func (s *hostScope) prepareData() provisioner.PrepareData {
 	spec, st := s.host.Spec, s.host.Status.Provisioning
 	data := provisioner.PrepareData{
 		ActualRAIDConfig: st.RAID.DeepCopy(),
-		FirmwareSettings: s.in.firmwareSettings,
-		FirmwareUpdates:  s.in.firmwareUpdates,
+		FirmwareSettings: s.in.firmware.settings,
+		FirmwareUpdates:  s.in.firmware.updates,
 	}
 	if spec.RAID != nil && !reflect.DeepEqual(spec.RAID, st.RAID) {
 		data.TargetRAIDConfig = spec.RAID.DeepCopy()

@@ -168,6 +168,9 @@ func (s *hostScope) steadyState() outcome {
 		return out
 	}
 	s.clearErrorOf(errType)
+	if s.servicing() {
+		return s.continueServicing() // the provisioner has the power until servicing ends
+	}
 	return s.reconcilePower()
 }
 

@@ -104,6 +104,8 @@ const secretNamesField = ".metalforge.secretNames"
 // +kubebuilder:rbac:groups=metal3.io,resources=hardwaredata,verbs=get;create;update;patch;delete
 // +kubebuilder:rbac:groups=metal3.io,resources=preprovisioningimages,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=metal3.io,resources=hostfirmwaresettings;hostfirmwarecomponents,verbs=get;list;watch
+// +kubebuilder:rbac:groups=metal3.io,resources=hostfirmwarecomponents/status,verbs=get;patch
+// +kubebuilder:rbac:groups=metal3.io,resources=hostupdatepolicies,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
@@ -146,6 +148,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
 			predicate.LabelChangedPredicate{}, deletionPredicate(), statusClearedPredicate()))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.hostsUsingSecret), builder.WithPredicates(secretDataChanged())).
+		Watches(&metal3.HostFirmwareSettings{}, handler.EnqueueRequestsFromMapFunc(r.hostWaitingOnFirmware), builder.WithPredicates(firmwareVerdictChanged())).
+		Watches(&metal3.HostFirmwareComponents{}, handler.EnqueueRequestsFromMapFunc(r.hostWaitingOnFirmware), builder.WithPredicates(firmwareVerdictChanged())).
+		Watches(&metal3.HostUpdatePolicy{}, handler.EnqueueRequestsFromMapFunc(hostOfPolicy), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.Concurrency), SkipNameValidation: &r.skipNameValidation}).
 		Complete(r)
 }
@@ -257,6 +262,7 @@ func (r *Reconciler) reconcile(ctx context.Context, host *metal3.BareMetalHost) 
 	ran := time.Since(start)
 	s.fx.image = s.planImage()
 	setConditions(host, out, s.now)
+	s.setLiveUpdatesCondition()
 	if err := r.write(ctx, s, p); err != nil {
 		return ctrl.Result{}, errors.Join(out.err, err)
 	}
@@ -298,6 +304,16 @@ func (r *Reconciler) write(ctx context.Context, s *hostScope, p *patch.Helper) e
 		return slices.Contains(secretNames(host), name)
 	}); len(replaced) > 0 {
 		if err := r.releaseSecrets(ctx, host, replaced); err != nil {
+			return err
+		}
+	}
+	if s.fx.recordUpdates {
+		if err := r.recordAppliedUpdates(ctx, host, s.fx.appliedUpdates); err != nil {
+			return err
+		}
+	}
+	if policy := s.in.policy.adopt; policy != nil {
+		if err := r.adoptPolicy(ctx, host, policy); err != nil {
 			return err
 		}
 	}

@@ -34,10 +34,19 @@ var (
 	metricWaitingForImage = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "metal3_waiting_for_preprov_image_total", Help: "Reconciles that ended with the host waiting for its PreprovisioningImage.",
 	})
+	metricServicingFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "metal3_servicing_failures_total", Help: "Live updates (servicing) that failed.",
+	})
+	metricServicingDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "metal3_operation_service_duration_seconds",
+		Help:    "Duration of live updates (servicing), from operationalStatus servicing to OK.",
+		Buckets: prometheus.ExponentialBuckets(5, 2, 12),
+	})
 	// operationDuration: metal3_operation_{register,inspect,provision,deprovision}_duration_seconds.
 	operationDuration = map[metal3.ProvisioningState]prometheus.Histogram{}
 	hostsPerState     = &stateCollector{desc: prometheus.NewDesc("metal3_hosts",
-		"BareMetalHosts by provisioning state.", []string{"state"}, nil)}
+		"BareMetalHosts by provisioning state.", []string{"state"}, nil),
+		servicing: prometheus.NewDesc("metal3_hosts_servicing", "BareMetalHosts in a live update (operationalStatus servicing).", nil, nil)}
 )
 
 func init() {
@@ -53,7 +62,7 @@ func init() {
 		metrics.Registry.MustRegister(operationDuration[state])
 	}
 	metrics.Registry.MustRegister(metricReconciles, metricReconcileErrors, metricHostErrors, metricStateChanges,
-		metricProvisionerUnavailable, metricDeleteDelayed, metricWaitingForImage, hostsPerState)
+		metricProvisionerUnavailable, metricDeleteDelayed, metricWaitingForImage, metricServicingFailures, metricServicingDuration, hostsPerState)
 }
 
 // recordMetrics counts what a reconcile did, once its writes succeeded.
@@ -75,14 +84,21 @@ func recordMetrics(fx *effects) {
 	if fx.waitedForImage {
 		metricWaitingForImage.Inc()
 	}
+	if fx.servicingFailed {
+		metricServicingFailures.Inc()
+	}
+	if fx.serviced != nil {
+		metricServicingDuration.Observe(fx.serviced.Seconds())
+	}
 }
 
 // stateCollector counts hosts per state from the manager's cache when scraped, so no bookkeeping
 // can drift. The newest manager's cache wins (tests run several in one process).
 type stateCollector struct {
-	desc   *prometheus.Desc
-	mu     sync.Mutex
-	reader client.Reader
+	desc      *prometheus.Desc
+	servicing *prometheus.Desc
+	mu        sync.Mutex
+	reader    client.Reader
 }
 
 func (c *stateCollector) use(r client.Reader) {
@@ -91,7 +107,7 @@ func (c *stateCollector) use(r client.Reader) {
 	c.reader = r
 }
 
-func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc; ch <- c.servicing }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
@@ -106,9 +122,14 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	counts := map[metal3.ProvisioningState]int{}
+	servicing := 0
 	for i := range hosts.Items {
 		counts[hosts.Items[i].Status.Provisioning.State]++
+		if hosts.Items[i].Status.OperationalStatus == metal3.OperationalStatusServicing {
+			servicing++
+		}
 	}
+	ch <- prometheus.MustNewConstMetric(c.servicing, prometheus.GaugeValue, float64(servicing))
 	for state, n := range counts {
 		label := string(state)
 		if label == "" {

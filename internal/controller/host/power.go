@@ -29,6 +29,12 @@ func (s *hostScope) reconcilePower() outcome {
 		s.clearErrorOf(metal3.PowerManagementError)
 		return waitFor(s.cfg.PowerPoll, "")
 	}
+	if wantOn && stateOf(s.state()).liveUpdates.is() {
+		// The moment metal3's design services a host: it would be powered on.
+		if out, ok := s.startServicing(); ok {
+			return out
+		}
+	}
 	host := s.provHost()
 	var res provisioner.Result
 	what := "the host to power on"

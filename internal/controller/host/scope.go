@@ -58,9 +58,11 @@ type inputs struct {
 	// host's PreprovisioningImage as cached, nil when there is none.
 	imageFormats []metal3.ImageFormat
 	image        *metal3.PreprovisioningImage
-	// firmware holds pending HostFirmwareSettings/Components changes (read in preparing).
-	firmwareSettings metal3.DesiredSettingsMap
-	firmwareUpdates  []metal3.FirmwareUpdate
+	// firmware holds pending HostFirmwareSettings/Components changes (read where the state row
+	// says the host may prepare or take live updates).
+	firmware firmwareInputs
+	// policy is what the HostUpdatePolicy allows (read where the row says liveUpdates).
+	policy updatePolicy
 }
 
 // effects are what the handlers decided that needs the API server; the driver writes them.
@@ -84,6 +86,17 @@ type effects struct {
 	transitions    [][2]metal3.ProvisioningState
 	finishedOps    []finishedOp
 	hostErrors     []metal3.ErrorType
+	// appliedUpdates, when recordUpdates is set, is written to HostFirmwareComponents'
+	// status.updates before the host's status (preparing or servicing applied them).
+	appliedUpdates []metal3.FirmwareUpdate
+	recordUpdates  bool
+	// servicingSupported is what the provisioner said about servicing in this reconcile (nil:
+	// not asked); it sets the LiveUpdates condition.
+	servicingSupported *bool
+	// serviced is the duration of a live update that finished in this reconcile; servicingFailed
+	// counts a new servicing failure.
+	serviced        *time.Duration
+	servicingFailed bool
 }
 
 type finishedOp struct {

@@ -120,6 +120,10 @@ func (s *hostScope) moveTo(next metal3.ProvisioningState, keepError bool) (outco
 	if !keepError {
 		s.clearError()
 	}
+	if st.OperationalStatus == metal3.OperationalStatusServicing && !stateOf(next).liveUpdates.is() {
+		// Deprovisioning (the image changed, or the host is deleted) ends a live update.
+		st.OperationalStatus = metal3.OperationalStatusOK
+	}
 	s.fx.transitions = append(s.fx.transitions, [2]metal3.ProvisioningState{from, next})
 	return outcome{}, false
 }

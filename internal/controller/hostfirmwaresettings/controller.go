@@ -198,3 +198,6 @@ func (r *Reconciler) now() time.Time {
 	}
 	return time.Now()
 }
+
+// SkipNameValidation lets a test process run several managers with this controller.
+func (r *Reconciler) SkipNameValidation() { r.skipNameValidation = true }

@@ -64,6 +64,15 @@ func (p *Provisioner) Service(ctx context.Context, host provisioner.Host, data p
 	return res, nil
 }
 
+// ServicingSupported reports whether the negotiated API has servicing (1.87).
+func (p *Provisioner) ServicingSupported(ctx context.Context) (bool, error) {
+	s, err := p.session(ctx)
+	if err != nil {
+		return false, err
+	}
+	return s.features.Servicing, nil
+}
+
 func (p *Provisioner) startServicing(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access,
 	steps []nodes.ServiceStep, fp string) (provisioner.Result, error) {
 	var pt patch

@@ -1,0 +1,160 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/conditions"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// Live updates (servicing) of provisioned hosts: the behaviour of the states whose row says
+// liveUpdates (provisioned, externally provisioned), as metal3's design has it.
+//
+// A host whose HostUpdatePolicy says onReboot for firmwareSettings and/or firmwareUpdates, with
+// pending valid changes of those kinds, is serviced when it would be powered on: after the reboot
+// annotation powered it off (the one-shot annotation is removed then), or when spec.online turns
+// it back on. The host is not powered on; instead operationalStatus becomes servicing and the
+// status is written before the provisioner is asked (so that a restart in between finds the host
+// servicing, never a second servicing started behind an OK status; with an image builder the
+// agent image is also made ready in between). The provisioner then runs the service steps and
+// does the reboots; the host ends powered on with operationalStatus OK, and applied firmware
+// updates are recorded in HostFirmwareComponents' status.updates.
+//
+// A failure is errorType servicing error with the provisioner's (sanitized) message, reported once
+// and kept until the user changes the pending changes (the provisioner then starts over with the
+// new ones) or removes them (the provisioner aborts, the host returns to OK). Servicing keeps power
+// and detaching to the provisioner until it ends; deleting or deprovisioning the host ends it.
+
+// servicing: a live update is running, or failed and waits for the user.
+func (s *hostScope) servicing() bool {
+	st := s.host.Status
+	return st.OperationalStatus == metal3.OperationalStatusServicing || st.ErrorType == metal3.ServicingError
+}
+
+// liveUpdate is what the host may apply on reboot: the pending valid changes its policy allows.
+// unchecked: the spec asks for changes of an allowed kind that their controller has not judged yet.
+func (s *hostScope) liveUpdate() (data provisioner.ServiceData, unchecked bool) {
+	fw, policy := s.in.firmware, s.in.policy
+	if policy.settings {
+		data.FirmwareSettings, unchecked = fw.settings, fw.uncheckedSettings
+	}
+	if policy.updates {
+		data.FirmwareUpdates, unchecked = fw.updates, unchecked || fw.uncheckedUpdates
+	}
+	return data, unchecked
+}
+
+// waitingChecked is the Progressing message while changes wait for their controller's verdict.
+const waitingChecked = "the firmware changes in spec to be checked by their controller"
+
+// startServicing is called when the host would be powered on. It starts a live update when there
+// is one, answering true; false lets the host power on as usual.
+func (s *hostScope) startServicing() (outcome, bool) {
+	data, unchecked := s.liveUpdate()
+	if unchecked {
+		return waitFor(s.cfg.InputRetryDelay, waitingChecked), true
+	}
+	if data.Empty() {
+		return outcome{}, false
+	}
+	supported, err := s.prov.ServicingSupported(s.ctx)
+	if err != nil {
+		return s.provError(err, "asking about servicing for"), true
+	}
+	s.fx.servicingSupported = &supported
+	if !supported {
+		return outcome{}, false // powered on as usual; the LiveUpdates condition says why
+	}
+	if out, wait := s.checkCapacity(); wait {
+		return out, true
+	}
+	s.clearError()
+	s.host.Status.OperationalStatus = metal3.OperationalStatusServicing
+	s.event(eventNormal, reasonServicingStarted, "Servicing", "Live update started: "+describeServiceData(data))
+	// Written before the provisioner starts anything (see above); the next reconcile continues.
+	return waitFor(time.Millisecond, "the live update to start"), true
+}
+
+// continueServicing follows a live update that started, or failed and waits for the user.
+func (s *hostScope) continueServicing() outcome {
+	data, unchecked := s.liveUpdate()
+	if unchecked {
+		return waitFor(s.cfg.InputRetryDelay, waitingChecked)
+	}
+	res, err := s.prov.Service(s.ctx, s.provHost(), data)
+	if errors.Is(err, provisioner.ErrServicingUnsupported) {
+		supported := false
+		s.fx.servicingSupported = &supported
+		s.endServicing(reasonServicingAborted, "Live update not started: the provisioner cannot service provisioned hosts")
+		return repeat()
+	}
+	if err != nil {
+		return s.provError(err, "servicing")
+	}
+	st := &s.host.Status
+	switch {
+	case res.Failed():
+		if st.ErrorType == metal3.ServicingError && st.ErrorMessage == res.ErrorMessage {
+			// The same failure: reported already; it stays until the changes do.
+			return waitFor(s.cfg.PowerPoll, "the live update's changes to be changed or removed")
+		}
+		s.fx.servicingFailed = true
+		return s.fail(metal3.ServicingError, res.ErrorMessage)
+	case res.Busy:
+		if st.OperationalStatus != metal3.OperationalStatusServicing {
+			// A failed live update started again with the changed request.
+			s.clearError()
+			st.OperationalStatus = metal3.OperationalStatusServicing
+			s.event(eventNormal, reasonServicingStarted, "Servicing", "Live update started again: "+describeServiceData(data))
+		}
+		return waitOn(res, "the provisioner to apply the live update (servicing)")
+	}
+	if data.Empty() {
+		s.endServicing(reasonServicingAborted, "Live update aborted: its changes were removed")
+		return repeat()
+	}
+	if ready := conditions.Get(st.Conditions, metal3.ReadyCondition); ready != nil && ready.Reason == metal3.ServicingReason {
+		d := s.now.Sub(ready.LastTransitionTime.Time)
+		s.fx.serviced = &d
+	}
+	if len(data.FirmwareUpdates) > 0 {
+		s.recordAppliedUpdates()
+	}
+	s.endServicing(reasonServicingComplete, "Live update complete: "+describeServiceData(data))
+	return repeat() // power as spec.online says (the provisioner left the host on)
+}
+
+// endServicing returns the host to OK with an event.
+func (s *hostScope) endServicing(reason, note string) {
+	st := &s.host.Status
+	st.ErrorType, st.ErrorMessage, st.ErrorCount = "", "", 0
+	st.OperationalStatus = metal3.OperationalStatusOK
+	s.event(eventNormal, reason, "Servicing", note)
+}
+
+// recordAppliedUpdates asks the driver to record HostFirmwareComponents' spec.updates (as read) in
+// its status.updates.
+func (s *hostScope) recordAppliedUpdates() {
+	if s.in.firmware.specUpdates != nil {
+		s.fx.appliedUpdates, s.fx.recordUpdates = s.in.firmware.specUpdates, true
+	}
+}
+
+// describeServiceData names what a live update changes, for events.
+func describeServiceData(d provisioner.ServiceData) string {
+	var parts []string
+	if n := len(d.FirmwareSettings); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d firmware setting(s)", n))
+	}
+	for _, u := range d.FirmwareUpdates {
+		parts = append(parts, "firmware update of "+u.Component)
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,183 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/hostfirmwarecomponents"
+	"github.com/metalforge/metalforge/internal/controller/hostfirmwaresettings"
+	"github.com/metalforge/metalforge/internal/provisioner"
+	"github.com/metalforge/metalforge/internal/provisioner/fixture"
+)
+
+// startWithFirmware runs the host controller with the HostFirmwareSettings and
+// HostFirmwareComponents controllers in the same manager, as main wires them.
+func startWithFirmware(t *testing.T, ns string, fix *fixture.Fixture, tune ...func(*Config)) *operator {
+	t.Helper()
+	return startManager(t, env.Config, ns, fix, func(mgr ctrl.Manager) error {
+		hfs := &hostfirmwaresettings.Reconciler{Provisioner: fix, Config: hostfirmwaresettings.Config{
+			Resync: time.Second, ChangeResync: 200 * time.Millisecond, SchemaGrace: time.Second, Concurrency: 4}}
+		hfs.SkipNameValidation()
+		if err := hfs.SetupWithManager(context.Background(), mgr); err != nil {
+			return err
+		}
+		hfc := &hostfirmwarecomponents.Reconciler{Provisioner: fix, Config: hostfirmwarecomponents.Config{
+			Resync: time.Second, ChangeResync: 200 * time.Millisecond, Concurrency: 4}}
+		hfc.SkipNameValidation()
+		return hfc.SetupWithManager(mgr)
+	}, tune...)
+}
+
+// provisionedWithFirmware creates a host, waits until it is provisioned and its HostFirmwareSettings
+// and HostFirmwareComponents are filled in, and gives it a HostUpdatePolicy when policy is set.
+func provisionedWithFirmware(t *testing.T, ns, name string, policy *metal3.HostUpdatePolicySpec) {
+	t.Helper()
+	h := newHost(ns, name).Build()
+	h.Spec.BMC.CredentialsName = "bmc-" + name
+	createHost(t, h)
+	waitState(t, ns, name, metal3.StateProvisioned)
+	waitHFS(t, ns, name, "filled in", func(hfs *metal3.HostFirmwareSettings) bool { return len(hfs.Status.Settings) > 0 })
+	waitHFC(t, ns, name, "filled in", func(hfc *metal3.HostFirmwareComponents) bool { return len(hfc.Status.Components) > 0 })
+	if policy != nil {
+		create(t, &metal3.HostUpdatePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: *policy})
+	}
+}
+
+var (
+	onReboot    = metal3.HostUpdatePolicyOnReboot
+	onPreparing = metal3.HostUpdatePolicyOnPreparing
+)
+
+func getHFS(t *testing.T, ns, name string) *metal3.HostFirmwareSettings {
+	t.Helper()
+	hfs := &metal3.HostFirmwareSettings{}
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, hfs); err != nil {
+		t.Fatalf("getting HostFirmwareSettings %s: %v", name, err)
+	}
+	return hfs
+}
+
+func waitHFS(t *testing.T, ns, name, what string, cond func(*metal3.HostFirmwareSettings) bool) *metal3.HostFirmwareSettings {
+	t.Helper()
+	var hfs *metal3.HostFirmwareSettings
+	eventually(t, "HostFirmwareSettings "+name+": "+what, func() (bool, string) {
+		hfs = &metal3.HostFirmwareSettings{}
+		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, hfs); err != nil {
+			return false, err.Error()
+		}
+		return cond(hfs), fmt.Sprintf("%+v", hfs.Status)
+	})
+	return hfs
+}
+
+func waitHFC(t *testing.T, ns, name, what string, cond func(*metal3.HostFirmwareComponents) bool) *metal3.HostFirmwareComponents {
+	t.Helper()
+	var hfc *metal3.HostFirmwareComponents
+	eventually(t, "HostFirmwareComponents "+name+": "+what, func() (bool, string) {
+		hfc = &metal3.HostFirmwareComponents{}
+		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, hfc); err != nil {
+			return false, err.Error()
+		}
+		return cond(hfc), fmt.Sprintf("%+v", hfc.Status)
+	})
+	return hfc
+}
+
+// judged: the companion's conditions were computed for its current spec.
+func judged(conds []metav1.Condition, generation int64) bool {
+	n := 0
+	for _, c := range conds {
+		if c.ObservedGeneration != generation {
+			return false
+		}
+		n++
+	}
+	return n == 2
+}
+
+// setSettings replaces the HostFirmwareSettings' spec and waits until its controller judged it.
+func setSettings(t *testing.T, ns, name string, settings map[string]string) *metal3.HostFirmwareSettings {
+	t.Helper()
+	desired := metal3.DesiredSettingsMap{}
+	for k, v := range settings {
+		desired[k] = intstr.FromString(v)
+	}
+	update(t, &metal3.HostFirmwareSettings{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, func(hfs *metal3.HostFirmwareSettings) {
+		hfs.Spec.Settings = desired
+	})
+	return waitHFS(t, ns, name, "spec judged", func(hfs *metal3.HostFirmwareSettings) bool { return judged(hfs.Status.Conditions, hfs.Generation) })
+}
+
+// setUpdates replaces the HostFirmwareComponents' spec.updates and waits until it is judged.
+func setUpdates(t *testing.T, ns, name string, updates ...metal3.FirmwareUpdate) *metal3.HostFirmwareComponents {
+	t.Helper()
+	update(t, &metal3.HostFirmwareComponents{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, func(hfc *metal3.HostFirmwareComponents) {
+		hfc.Spec.Updates = updates
+	})
+	return waitHFC(t, ns, name, "spec judged", func(hfc *metal3.HostFirmwareComponents) bool { return judged(hfc.Status.Conditions, hfc.Generation) })
+}
+
+// biosValue is the host's current BIOS setting in the fixture.
+func biosValue(t *testing.T, fix *fixture.Fixture, ns, name, setting string) string {
+	t.Helper()
+	settings, _, err := fix.FirmwareSettings(context.Background(), provisioner.Host{Namespace: ns, Name: name}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return settings[setting]
+}
+
+// firmwareVersion is a component's current version in the fixture.
+func firmwareVersion(t *testing.T, fix *fixture.Fixture, ns, name, component string) string {
+	t.Helper()
+	list, err := fix.FirmwareComponents(context.Background(), provisioner.Host{Namespace: ns, Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range list {
+		if c.Component == component {
+			return c.CurrentVersion
+		}
+	}
+	return ""
+}
+
+// reboot adds the one-shot reboot annotation and returns the resourceVersion of that write.
+func reboot(t *testing.T, ns, name string) string {
+	t.Helper()
+	return annotate(t, ns, name, metal3.RebootAnnotationPrefix, "")
+}
+
+// servicedOK waits until the host ran a live update and is back: OK, powered on, provisioned, no
+// reboot annotation left.
+func servicedOK(t *testing.T, ns, name string, fix *fixture.Fixture, services int) *metal3.BareMetalHost {
+	t.Helper()
+	return waitHost(t, ns, name, fmt.Sprintf("serviced %d time(s) and OK", services), func(h *metal3.BareMetalHost) bool {
+		_, rebooting := h.Annotations[metal3.RebootAnnotationPrefix]
+		return fix.Count(ns, name, fixture.OpService) == services && h.Status.OperationalStatus == metal3.OperationalStatusOK &&
+			h.Status.PoweredOn && h.Status.Provisioning.State == metal3.StateProvisioned && !rebooting
+	})
+}
+
+func deleteObject(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := env.Client.Delete(context.Background(), obj); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+}
+
+func objectKey(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
+
+func intstrS(v string) intstr.IntOrString { return intstr.FromString(v) }

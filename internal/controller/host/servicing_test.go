@@ -1,0 +1,309 @@
+package host
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner/fixture"
+)
+
+const newBIOS = "http://fw.example/bios-2.20.0.bin"
+
+// TestLiveUpdatePolicies: a provisioned host with pending changes is serviced on reboot only for
+// the kinds its HostUpdatePolicy sets to onReboot; without a policy, or onPreparing, the reboot is
+// a plain reboot and the changes stay pending.
+func TestLiveUpdatePolicies(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{Latency: map[fixture.Op]time.Duration{fixture.OpService: 300 * time.Millisecond}})
+	startWithFirmware(t, ns, fix)
+	cases := []struct {
+		name                      string
+		policy                    *metal3.HostUpdatePolicySpec
+		wantSettings, wantUpdates bool
+		wantServiced              bool
+	}{
+		{name: "no-policy"},
+		{name: "on-preparing", policy: &metal3.HostUpdatePolicySpec{FirmwareSettings: onPreparing, FirmwareUpdates: onPreparing}},
+		{name: "settings", policy: &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot}, wantSettings: true, wantServiced: true},
+		{name: "updates", policy: &metal3.HostUpdatePolicySpec{FirmwareUpdates: onReboot}, wantUpdates: true, wantServiced: true},
+		{name: "both", policy: &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot, FirmwareUpdates: onReboot},
+			wantSettings: true, wantUpdates: true, wantServiced: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			name := tc.name
+			provisionedWithFirmware(t, ns, name, tc.policy)
+			setSettings(t, ns, name, map[string]string{"ProcTurboMode": "Disabled"})
+			setUpdates(t, ns, name, metal3.FirmwareUpdate{Component: "bios", URL: newBIOS})
+			offs := fix.Count(ns, name, fixture.OpPowerOff)
+			reboot(t, ns, name)
+			if tc.wantServiced {
+				waitHost(t, ns, name, "servicing", func(h *metal3.BareMetalHost) bool {
+					return h.Status.OperationalStatus == metal3.OperationalStatusServicing
+				})
+				h := servicedOK(t, ns, name, fix, 1)
+				if c := condition(h, metal3.ReadyCondition); c == nil || c.Status != metav1.ConditionTrue {
+					t.Errorf("Ready after servicing: %+v", c)
+				}
+				waitEvent(t, ns, name, reasonServicingComplete)
+			} else {
+				waitHost(t, ns, name, "rebooted without servicing", func(h *metal3.BareMetalHost) bool {
+					_, rebooting := h.Annotations[metal3.RebootAnnotationPrefix]
+					return !rebooting && h.Status.PoweredOn && fix.Count(ns, name, fixture.OpPowerOff) == offs+1
+				})
+				if n := fix.Count(ns, name, fixture.OpService); n != 0 {
+					t.Errorf("serviced %d times without a policy allowing it", n)
+				}
+			}
+			if got := biosValue(t, fix, ns, name, "ProcTurboMode"); (got == "Disabled") != tc.wantSettings {
+				t.Errorf("ProcTurboMode %s (settings applied: want %v)", got, tc.wantSettings)
+			}
+			if got := firmwareVersion(t, fix, ns, name, "bios"); (got == "2.20.0") != tc.wantUpdates {
+				t.Errorf("bios version %s (update applied: want %v)", got, tc.wantUpdates)
+			}
+			hfs := waitHFS(t, ns, name, "status follows the host", func(hfs *metal3.HostFirmwareSettings) bool {
+				return (hfs.Status.Settings["ProcTurboMode"] == "Disabled") == tc.wantSettings
+			})
+			if c := conditionOf(hfs.Status.Conditions, metal3.FirmwareSettingsChangeDetected); (c.Status == metav1.ConditionTrue) == tc.wantSettings {
+				t.Errorf("HostFirmwareSettings ChangeDetected %s after servicing (settings applied: %v)", c.Status, tc.wantSettings)
+			}
+			hfc := waitHFC(t, ns, name, "status follows the host", func(hfc *metal3.HostFirmwareComponents) bool {
+				return (len(hfc.Status.Updates) == 1) == tc.wantUpdates && (hfc.Status.Components[0].CurrentVersion == "2.20.0") == tc.wantUpdates
+			})
+			if tc.wantUpdates && (hfc.Status.Updates[0].URL != newBIOS ||
+				conditionOf(hfc.Status.Conditions, metal3.HostFirmwareComponentsChangeDetected).Status != metav1.ConditionFalse) {
+				t.Errorf("HostFirmwareComponents after the update: %+v", hfc.Status)
+			}
+			if tc.policy != nil {
+				policy := &metal3.HostUpdatePolicy{}
+				eventually(t, "the policy owned by its host", func() (bool, string) {
+					if err := env.Client.Get(t.Context(), objectKey(ns, name), policy); err != nil {
+						return false, err.Error()
+					}
+					return len(policy.OwnerReferences) == 1 && policy.OwnerReferences[0].Name == name, fmt.Sprint(policy.OwnerReferences)
+				})
+			}
+		})
+	}
+}
+
+// TestServicingFailureRetryAndAbort: a failed live update is servicing error with the provisioner's
+// message, reported once and not retried on its own; changing the pending changes starts it again;
+// removing them aborts it and the host returns to OK.
+func TestServicingFailureRetryAndAbort(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	op := startWithFirmware(t, ns, fix)
+	provisionedWithFirmware(t, ns, "h", &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot})
+
+	fix.FailNextFor(ns, "h", fixture.OpService, 1)
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
+	reboot(t, ns, "h")
+	h := waitHost(t, ns, "h", "servicing error", func(h *metal3.BareMetalHost) bool { return h.Status.ErrorType == metal3.ServicingError })
+	if h.Status.OperationalStatus != metal3.OperationalStatusError || h.Status.ErrorMessage != "fixture: injected service failure" ||
+		h.Status.Provisioning.State != metal3.StateProvisioned || h.Status.ErrorCount != 1 {
+		t.Fatalf("after the failure: %s", describe(h))
+	}
+	if c := condition(h, metal3.ReadyCondition); c == nil || c.Reason != metal3.ErrorReason || c.Message != h.Status.ErrorMessage {
+		t.Fatalf("Ready after the failure: %+v", c)
+	}
+	waitEvent(t, ns, "h", "ServicingError")
+	// Looked at again (a new resourceVersion), nothing more happens: no retry, no new event.
+	op.waitSeen(t, ns, "h", annotate(t, ns, "h", "touch", "1"), 2)
+	if n := fix.Count(ns, "h", fixture.OpService); n != 1 {
+		t.Fatalf("serviced %d times after one failure, want no retry until the changes change", n)
+	}
+	if h := getHost(t, ns, "h"); h.Status.ErrorCount != 1 || countReason(eventsFor(t, ns, "h"), "ServicingError") != 1 {
+		t.Fatalf("the same failure reported again: %s, events %v", describe(h), eventsFor(t, ns, "h"))
+	}
+
+	// Retry: the user changes the request.
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled", "LogicalProc": "Disabled"})
+	servicedOK(t, ns, "h", fix, 2)
+	if biosValue(t, fix, ns, "h", "LogicalProc") != "Disabled" || biosValue(t, fix, ns, "h", "ProcTurboMode") != "Disabled" {
+		t.Fatal("the changed request was not applied")
+	}
+
+	// Abort: another failure, then the user removes the pending change.
+	fix.FailNextFor(ns, "h", fixture.OpService, 1)
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled", "LogicalProc": "Disabled", "ProcVirtualization": "Disabled"})
+	reboot(t, ns, "h")
+	waitHost(t, ns, "h", "servicing error again", func(h *metal3.BareMetalHost) bool { return h.Status.ErrorType == metal3.ServicingError })
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled", "LogicalProc": "Disabled"})
+	h = waitHost(t, ns, "h", "aborted and OK", func(h *metal3.BareMetalHost) bool {
+		return h.Status.OperationalStatus == metal3.OperationalStatusOK && h.Status.ErrorType == "" && h.Status.PoweredOn
+	})
+	if n, _ := fix.Node(ns, "h"); n.Busy != "" || biosValue(t, fix, ns, "h", "ProcVirtualization") != "Enabled" {
+		t.Fatalf("after the abort: node %+v, ProcVirtualization %s", n, biosValue(t, fix, ns, "h", "ProcVirtualization"))
+	}
+	if h.Status.ErrorMessage != "" || fix.Count(ns, "h", fixture.OpService) != 3 {
+		t.Fatalf("after the abort: %s, serviced %d times", describe(h), fix.Count(ns, "h", fixture.OpService))
+	}
+	waitEvent(t, ns, "h", reasonServicingAborted)
+}
+
+// TestServicingWaitsForDetachedAndPausedHosts: a detached or paused host is not serviced until it
+// is attached or unpaused; then it is.
+func TestServicingWaitsForDetachedAndPausedHosts(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	op := startWithFirmware(t, ns, fix)
+	policy := &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot}
+	for name, annotation := range map[string]string{"detached": metal3.DetachedAnnotation, "paused": metal3.PausedAnnotation} {
+		provisionedWithFirmware(t, ns, name, policy)
+		setSettings(t, ns, name, map[string]string{"ProcTurboMode": "Disabled"})
+		annotate(t, ns, name, annotation, "")
+		if annotation == metal3.DetachedAnnotation {
+			waitHost(t, ns, name, "detached", func(h *metal3.BareMetalHost) bool {
+				return h.Status.OperationalStatus == metal3.OperationalStatusDetached
+			})
+		}
+		op.waitSeen(t, ns, name, reboot(t, ns, name), 1)
+		op.waitSeen(t, ns, name, annotate(t, ns, name, "touch", "1"), 1)
+		if n := fix.Count(ns, name, fixture.OpService); n != 0 {
+			t.Fatalf("%s host serviced %d times", name, n)
+		}
+		unannotate(t, ns, name, annotation)
+		servicedOK(t, ns, name, fix, 1)
+		if biosValue(t, fix, ns, name, "ProcTurboMode") != "Disabled" {
+			t.Fatalf("%s host: the change was not applied once it was back", name)
+		}
+	}
+}
+
+// TestDeletingAServicingHost: a host deleted in the middle of a live update is deprovisioned and
+// goes, as any provisioned host.
+func TestDeletingAServicingHost(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{Latency: map[fixture.Op]time.Duration{fixture.OpService: time.Hour}})
+	startWithFirmware(t, ns, fix)
+	provisionedWithFirmware(t, ns, "h", &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot})
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
+	reboot(t, ns, "h")
+	waitHost(t, ns, "h", "servicing", func(h *metal3.BareMetalHost) bool {
+		n, _ := fix.Node(ns, "h")
+		return h.Status.OperationalStatus == metal3.OperationalStatusServicing && n.Busy == fixture.OpService
+	})
+	deleteHost(t, ns, "h")
+	waitGone(t, ns, "h")
+	if _, ok := fix.Node(ns, "h"); ok || fix.Count(ns, "h", fixture.OpDeprovision) != 1 {
+		t.Fatalf("after deletion: node still there or not deprovisioned (%d)", fix.Count(ns, "h", fixture.OpDeprovision))
+	}
+}
+
+// TestServicingSurvivesRestart: an operator stopped in the middle of a live update is replaced; the
+// new one follows the same servicing to its end (no second one) and records what it applied.
+func TestServicingSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{Latency: map[fixture.Op]time.Duration{fixture.OpService: time.Hour}})
+	first := startWithFirmware(t, ns, fix)
+	provisionedWithFirmware(t, ns, "h", &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot, FirmwareUpdates: onReboot})
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
+	setUpdates(t, ns, "h", metal3.FirmwareUpdate{Component: "bios", URL: newBIOS})
+	reboot(t, ns, "h")
+	waitHost(t, ns, "h", "servicing in the fixture", func(h *metal3.BareMetalHost) bool {
+		n, _ := fix.Node(ns, "h")
+		return h.Status.OperationalStatus == metal3.OperationalStatusServicing && n.Busy == fixture.OpService
+	})
+	waitEvent(t, ns, "h", reasonServicingStarted) // sent before the operator stops
+	first.stop()
+	fix.SetLatency(fixture.OpService, 0)
+	startWithFirmware(t, ns, fix)
+	servicedOK(t, ns, "h", fix, 1)
+	if biosValue(t, fix, ns, "h", "ProcTurboMode") != "Disabled" || firmwareVersion(t, fix, ns, "h", "bios") != "2.20.0" {
+		t.Fatal("the live update's changes are not on the host")
+	}
+	waitHFC(t, ns, "h", "the update recorded", func(hfc *metal3.HostFirmwareComponents) bool {
+		return len(hfc.Status.Updates) == 1 && hfc.Status.Updates[0].URL == newBIOS
+	})
+	if n := countReason(eventsFor(t, ns, "h"), reasonServicingStarted); n != 1 {
+		t.Fatalf("%d ServicingStarted events, want 1", n)
+	}
+}
+
+// TestServicingUnsupported: a provisioner that cannot service leaves the host provisioned: the
+// reboot is a plain reboot, the LiveUpdates condition says why, with one event however often.
+func TestServicingUnsupported(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	fix.SetServicingUnsupported(true)
+	startWithFirmware(t, ns, fix)
+	provisionedWithFirmware(t, ns, "h", &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot})
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
+	for i := range 2 {
+		offs := fix.Count(ns, "h", fixture.OpPowerOff)
+		reboot(t, ns, "h")
+		h := waitHost(t, ns, "h", fmt.Sprintf("reboot %d done", i+1), func(h *metal3.BareMetalHost) bool {
+			_, rebooting := h.Annotations[metal3.RebootAnnotationPrefix]
+			return !rebooting && h.Status.PoweredOn && fix.Count(ns, "h", fixture.OpPowerOff) == offs+1 &&
+				fix.Count(ns, "h", fixture.OpPowerOn) == offs+1 && condition(h, metal3.LiveUpdatesCondition) != nil
+		})
+		if h.Status.OperationalStatus != metal3.OperationalStatusOK || h.Status.Provisioning.State != metal3.StateProvisioned {
+			t.Fatalf("after the reboot: %s", describe(h))
+		}
+		c := condition(h, metal3.LiveUpdatesCondition)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != metal3.ServicingUnsupportedReason {
+			t.Fatalf("LiveUpdates condition: %+v", c)
+		}
+	}
+	if n := countReason(eventsFor(t, ns, "h"), reasonLiveUpdatesUnsupported); n != 1 || fix.Count(ns, "h", fixture.OpService) != 0 {
+		t.Fatalf("%d LiveUpdatesUnsupported events (want 1), %d servicings", n, fix.Count(ns, "h", fixture.OpService))
+	}
+	// Once the provisioner can service, the next reboot applies the change and the condition goes.
+	fix.SetServicingUnsupported(false)
+	reboot(t, ns, "h")
+	h := servicedOK(t, ns, "h", fix, 1)
+	if c := condition(h, metal3.LiveUpdatesCondition); c != nil {
+		t.Fatalf("LiveUpdates condition after a servicing: %+v", c)
+	}
+}
+
+// TestPreparingAppliesFirmwareChanges: changes written before the host is prepared (the
+// HostFirmwareSettings created by the user with the host) wait for their controller's verdict and
+// are applied while preparing; applied updates are recorded.
+func TestPreparingAppliesFirmwareChanges(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startWithFirmware(t, ns, fix)
+	create(t, &metal3.HostFirmwareSettings{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h"},
+		Spec: metal3.HostFirmwareSettingsSpec{Settings: metal3.DesiredSettingsMap{"ProcTurboMode": intstrS("Disabled")}}})
+	create(t, &metal3.HostFirmwareComponents{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h"},
+		Spec: metal3.HostFirmwareComponentsSpec{Updates: []metal3.FirmwareUpdate{{Component: "bmc", URL: "http://fw.example/bmc-8.1.bin"}}}})
+	createHost(t, newHost(ns, "h").Build())
+	waitState(t, ns, "h", metal3.StateProvisioned)
+	if biosValue(t, fix, ns, "h", "ProcTurboMode") != "Disabled" || firmwareVersion(t, fix, ns, "h", "bmc") != "8.1" || fix.Count(ns, "h", fixture.OpPrepare) != 1 {
+		t.Fatalf("after preparing: ProcTurboMode %s, bmc %s, prepared %d times", biosValue(t, fix, ns, "h", "ProcTurboMode"),
+			firmwareVersion(t, fix, ns, "h", "bmc"), fix.Count(ns, "h", fixture.OpPrepare))
+	}
+	waitHFC(t, ns, "h", "the update recorded", func(hfc *metal3.HostFirmwareComponents) bool { return len(hfc.Status.Updates) == 1 })
+	waitHFS(t, ns, "h", "no change left", func(hfs *metal3.HostFirmwareSettings) bool {
+		return judged(hfs.Status.Conditions, hfs.Generation) && hfs.Status.Settings["ProcTurboMode"] == "Disabled" &&
+			conditionOf(hfs.Status.Conditions, metal3.FirmwareSettingsChangeDetected).Status == metav1.ConditionFalse
+	})
+}
+
+func conditionOf[T ~string](conds []metav1.Condition, t T) metav1.Condition {
+	for _, c := range conds {
+		if c.Type == string(t) {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+func countReason(list []string, reason string) int {
+	return len(slices.DeleteFunc(slices.Clone(list), func(r string) bool { return r != reason }))
+}
