@@ -1,5 +1,6 @@
-// Command baremetal-operator runs the BareMetalHost controller (and, with --webhook-port, the
-// metal3.io admission webhooks). Flags and wiring only: the behaviour lives in internal/.
+// Command baremetal-operator runs the BareMetalHost controller with the HostFirmwareSettings (and
+// FirmwareSchema) and HostFirmwareComponents controllers (and, with --webhook-port, the metal3.io
+// admission webhooks). Flags and wiring only: the behaviour lives in internal/.
 package main
 
 import (
@@ -22,6 +23,8 @@ import (
 	"github.com/metalforge/metalforge/internal/apimetrics"
 	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/controller/host"
+	"github.com/metalforge/metalforge/internal/controller/hostfirmwarecomponents"
+	"github.com/metalforge/metalforge/internal/controller/hostfirmwaresettings"
 	"github.com/metalforge/metalforge/internal/controller/preprovisioningimage"
 	"github.com/metalforge/metalforge/internal/scheme"
 	"github.com/metalforge/metalforge/internal/webhooks"
@@ -126,7 +129,7 @@ func run(ctx context.Context, o options) error {
 	configureClient(cfg, o)
 
 	// Every controller of this manager reads the same cache: its reductions are declared once here.
-	views := host.CacheViews()
+	views := append(host.CacheViews(), hostfirmwaresettings.CacheViews()...)
 	cacheOpts, clientOpts, err := cacheview.Options(o.namespaces, views...)
 	if err != nil {
 		return err
@@ -163,6 +166,14 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("setting up the host controller: %w", err)
 	}
 	if err := setupImageController(ctx, mgr, o); err != nil {
+		return err
+	}
+	hfs := &hostfirmwaresettings.Reconciler{Provisioner: prov, Config: hostfirmwaresettings.DefaultConfig()}
+	if err := hfs.SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	hfc := &hostfirmwarecomponents.Reconciler{Provisioner: prov, Config: hostfirmwarecomponents.DefaultConfig()}
+	if err := hfc.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if o.webhookPort != 0 {

@@ -37,6 +37,11 @@ func StateMachineMarkdown() string {
 		fmt.Fprintf(&b, "    %s --> %s: %s\n", mermaidID(t.From), mermaidID(t.To), shortTrigger(t.Trigger))
 	}
 	fmt.Fprintf(&b, "    %s --> [*]: removed from the provisioner, finalizer removed\n", mermaidID(metal3.StateDeleting))
+	for _, s := range states {
+		if stateOf(s).liveUpdates.is() {
+			fmt.Fprintf(&b, "    note right of %s: live updates (servicing), see below\n", mermaidID(s))
+		}
+	}
 	b.WriteString("```\n\n## Transitions\n\n| From | To | When |\n|---|---|---|\n")
 	for _, t := range Transitions {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", stateName(t.From), stateName(t.To), t.Trigger)
@@ -53,6 +58,7 @@ func StateMachineMarkdown() string {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", stateName(s), row.progressing, doing)
 	}
 	writeImageTable(&b, states)
+	liveUpdatesSection(&b, states)
 	return b.String()
 }
 
@@ -107,6 +113,28 @@ func writeImageTable(b *strings.Builder, states []metal3.ProvisioningState) {
 			otherwise = strings.Join(other, "; ")
 		}
 		fmt.Fprintf(b, "| %s | %s | %s |\n", stateName(s), imageUseText[base], otherwise)
+	}
+}
+
+// liveUpdatesSection describes servicing: an operationalStatus flow inside the states that take
+// live updates, not a provisioning state of its own (metal3's design).
+func liveUpdatesSection(b *strings.Builder, states []metal3.ProvisioningState) {
+	var in []string
+	for _, s := range states {
+		if stateOf(s).liveUpdates.is() {
+			in = append(in, "`"+string(s)+"`")
+		}
+	}
+	b.WriteString("\n## Live updates (servicing)\n\n")
+	fmt.Fprintf(b, "In %s the host stays in its state while a live update runs; `operationalStatus` shows it\n", strings.Join(in, " and "))
+	b.WriteString("(`Ready` is False with reason `Servicing` meanwhile). See the user guide for the workflow.\n\n")
+	b.WriteString("```mermaid\nstateDiagram-v2\n")
+	for _, t := range LiveUpdateTransitions {
+		fmt.Fprintf(b, "    %s --> %s: %s\n", t.From, t.To, shortTrigger(t.Trigger))
+	}
+	b.WriteString("```\n\n| operationalStatus | becomes | When |\n|---|---|---|\n")
+	for _, t := range LiveUpdateTransitions {
+		fmt.Fprintf(b, "| %s | %s | %s |\n", t.From, t.To, t.Trigger)
 	}
 }
 

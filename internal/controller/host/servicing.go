@@ -29,6 +29,25 @@ import (
 // new ones) or removes them (the provisioner aborts, the host returns to OK). Servicing keeps power
 // and detaching to the provisioner until it ends; deleting or deprovisioning the host ends it.
 
+// OperationalTransition is a change of operationalStatus within a state (the live update flow).
+type OperationalTransition struct {
+	From, To metal3.OperationalStatus
+	Trigger  string
+}
+
+// LiveUpdateTransitions is how operationalStatus moves through a live update, in the states whose
+// row says liveUpdates. It documents the functions below (docs/host-state-machine.md is generated
+// from it); change both together.
+var LiveUpdateTransitions = []OperationalTransition{
+	{metal3.OperationalStatusOK, metal3.OperationalStatusServicing,
+		"reboot with allowed changes; the host would power on (after a reboot annotation, or online again) with pending valid changes its HostUpdatePolicy sets to onReboot"},
+	{metal3.OperationalStatusServicing, metal3.OperationalStatusOK, "changes applied; applied updates recorded in HostFirmwareComponents status.updates"},
+	{metal3.OperationalStatusServicing, metal3.OperationalStatusError, "a service step failed; errorType servicing error, with the provisioner's message"},
+	{metal3.OperationalStatusError, metal3.OperationalStatusServicing, "retry; the pending changes changed, servicing starts again with them"},
+	{metal3.OperationalStatusError, metal3.OperationalStatusOK, "abort; the pending changes were removed"},
+	{metal3.OperationalStatusServicing, metal3.OperationalStatusOK, "abort; the pending changes were removed while the provisioner waits"},
+}
+
 // servicing: a live update is running, or failed and waits for the user.
 func (s *hostScope) servicing() bool {
 	st := s.host.Status
