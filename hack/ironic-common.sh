@@ -134,9 +134,27 @@ prepare_root() {
 	for tool in ironic ironic-dbsync mkisofs; do
 		in_root sh -c "command -v $tool" >/dev/null || die "$tool missing in the root after install"
 	done
+	check_sushy_registries
 	date -u +%FT%TZ >"$ROOT/$ROOT_STAMP"
 	log "root ready in $((SECONDS - start)) s: Ironic $(ironic_version)"
 	exec 8>&-
+}
+
+# check_sushy_registries makes sure sushy finds its packaged standard registries directory. sushy
+# lists it (importlib.resources ... iterdir) before it reads any registry the BMC serves, so without
+# it every registry lookup fails, the BIOS attribute registry included: Ironic then logs "Cannot
+# get BIOS Registry attributes ... sushy/standard_registries" and caches BIOS settings without their
+# types, bounds and allowed values (FirmwareSchemas come out empty). Debian trixie's python3-sushy
+# (5.5.0-2) does not ship the directory; sid's (5.13.0-3) does. With it missing, an empty directory
+# is enough for the attribute registry (the standard message registries it should hold only
+# translate BMC error messages). See docs/ironic-notes.md.
+check_sushy_registries() {
+	local dir
+	dir=$(ls -d "$ROOT"/usr/lib/python3/dist-packages/sushy 2>/dev/null) || die "sushy missing in the root after install"
+	if [ ! -d "$dir/standard_registries" ]; then
+		log "WARNING: $dir/standard_registries is missing (a packaging gap): creating it empty so that BIOS attribute registries reach Ironic"
+		mkdir -p "$dir/standard_registries"
+	fi
 }
 
 # prepare_mariadb installs MariaDB's server into the root once (IRONIC_USE_MARIADB). Ironic's
