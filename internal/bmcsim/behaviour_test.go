@@ -367,6 +367,18 @@ func TestFaultInjection(t *testing.T) {
 		equal(t, "BiosVersion", str(e.get(e.sys()).body, "BiosVersion"), "1.0.0")
 	})
 
+	t.Run("a BIOS setting the BMC rejects", func(t *testing.T) {
+		e := newEnv(t, envOptions{hosts: 1})
+		settings := e.sys() + "/Bios/Settings"
+		e.control(http.MethodPut, "/v1/servers/"+e.host.Name+"/faults", map[string]any{"rejectBIOSSetting": "ProcTurboMode"})
+		r := e.call(e.host, http.MethodPatch, settings, map[string]any{"Attributes": map[string]any{"ProcTurboMode": "Disabled", "NumLock": "Off"}}, nil)
+		equal(t, "PATCH with the rejected setting", r.status, http.StatusBadRequest)
+		equal(t, "nothing of it pending", len(e.get(settings).body["Attributes"].(map[string]any)), 0)
+		e.must(http.StatusNoContent, http.MethodPatch, settings, map[string]any{"Attributes": map[string]any{"NumLock": "Off"}})
+		e.control(http.MethodDelete, "/v1/faults", nil)
+		e.must(http.StatusNoContent, http.MethodPatch, settings, map[string]any{"Attributes": map[string]any{"ProcTurboMode": "Disabled"}})
+	})
+
 	t.Run("an agent that crashes mid-deploy", func(t *testing.T) {
 		e := newEnv(t, envOptions{})
 		srv := e.sim.Fleet.ByName(e.host.Name)

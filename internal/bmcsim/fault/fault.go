@@ -3,6 +3,7 @@
 package fault
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -25,6 +26,10 @@ type Set struct {
 	FailDeploy bool `json:"failDeploy,omitempty"`
 	// FailFirmwareUpdate makes firmware updates end in TaskState Exception, versions unchanged.
 	FailFirmwareUpdate bool `json:"failFirmwareUpdate,omitempty"`
+	// RejectBIOSSetting names a BIOS attribute the BMC refuses to change: a settings PATCH that
+	// includes it answers 400 (as some BMCs refuse settings their registry lists, for a license
+	// or a dependency), and nothing of that PATCH is applied.
+	RejectBIOSSetting string `json:"rejectBIOSSetting,omitempty"`
 }
 
 // Validate reports a Set with rates outside 0..1.
@@ -44,7 +49,8 @@ func (s Set) Validate() error {
 // IsZero reports whether the set injects nothing.
 func (s Set) IsZero() bool { return s == Set{} }
 
-// Merge combines a global set with a server's own: flags are OR-ed and rates take the larger value.
+// Merge combines a global set with a server's own: flags are OR-ed, rates take the larger value,
+// and the server's rejected BIOS setting wins over the global one.
 func Merge(global, server Set) Set {
 	return Set{
 		ErrorRate:          max(global.ErrorRate, server.ErrorRate),
@@ -53,6 +59,7 @@ func Merge(global, server Set) Set {
 		IgnorePowerOn:      global.IgnorePowerOn || server.IgnorePowerOn,
 		FailDeploy:         global.FailDeploy || server.FailDeploy,
 		FailFirmwareUpdate: global.FailFirmwareUpdate || server.FailFirmwareUpdate,
+		RejectBIOSSetting:  cmp.Or(server.RejectBIOSSetting, global.RejectBIOSSetting),
 	}
 }
 

@@ -3,8 +3,8 @@ package fault
 import "testing"
 
 func TestMergeAndValidate(t *testing.T) {
-	got := Merge(Set{ErrorRate: 0.1, IgnorePowerOn: true}, Set{ErrorRate: 0.3, TimeoutRate: 0.2, FailDeploy: true})
-	want := Set{ErrorRate: 0.3, TimeoutRate: 0.2, IgnorePowerOn: true, FailDeploy: true}
+	got := Merge(Set{ErrorRate: 0.1, IgnorePowerOn: true, RejectBIOSSetting: "A"}, Set{ErrorRate: 0.3, TimeoutRate: 0.2, FailDeploy: true, RejectBIOSSetting: "B"})
+	want := Set{ErrorRate: 0.3, TimeoutRate: 0.2, IgnorePowerOn: true, FailDeploy: true, RejectBIOSSetting: "B"}
 	if got != want {
 		t.Errorf("Merge = %+v, want %+v", got, want)
 	}
@@ -16,6 +16,9 @@ func TestMergeAndValidate(t *testing.T) {
 		if s.Validate() == nil {
 			t.Errorf("%s: Validate accepted %+v", name, s)
 		}
+	}
+	if got := Merge(Set{RejectBIOSSetting: "A"}, Set{}); got.RejectBIOSSetting != "A" {
+		t.Errorf("Merge kept rejectBIOSSetting %q, want the global A", got.RejectBIOSSetting)
 	}
 	if err := (Set{ErrorRate: 0.5, TimeoutRate: 0.5}).Validate(); err != nil {
 		t.Errorf("rates adding to 1: %v", err)

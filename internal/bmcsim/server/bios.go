@@ -47,6 +47,9 @@ func (s *Server) SetPendingBIOS(attrs map[string]any) error {
 		if err := a.Check(attrs[name]); err != nil {
 			return invalid("BIOS attribute %s: %v", name, err)
 		}
+		if s.fleet.Faults.For(s.Name).RejectBIOSSetting == name {
+			return invalid("BIOS attribute %s cannot be changed on this system", name)
+		}
 	}
 	s.update(func(st *State) bool {
 		if st.PendingBIOS == nil {
