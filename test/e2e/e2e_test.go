@@ -44,6 +44,8 @@ func TestE2E(t *testing.T) {
 			{"wrong-credentials", s.wrongCredentials},
 			{"bmc-failure", s.bmcFailure},
 			{"provisioned-for-wipe", s.provisionedForWipe},
+			{"live-update-settings", s.liveUpdateSettings},
+			{"live-update-firmware", s.liveUpdateFirmware},
 		} {
 			t.Run(sc.name, func(t *testing.T) {
 				t.Parallel()
