@@ -11,7 +11,9 @@ var reported = []metal3.FirmwareComponentStatus{{Component: "bios"}, {Component:
 
 func TestValidateUpdates(t *testing.T) {
 	const img = "http://fw.example/bios-2.1.bin"
-	u := func(component, url string) metal3.FirmwareUpdate { return metal3.FirmwareUpdate{Component: component, URL: url} }
+	u := func(component, url string) metal3.FirmwareUpdate {
+		return metal3.FirmwareUpdate{Component: component, URL: url}
+	}
 	tests := map[string]struct {
 		updates  []metal3.FirmwareUpdate
 		reported []metal3.FirmwareComponentStatus
