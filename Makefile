@@ -156,6 +156,11 @@ TEST_FUZZTIME ?= 20s
 bench-ironic: tools ironic-root ## N hosts through register → inspect → provision → deprovision → delete on real Ironic: operator vs. Ironic alone
 	go run ./test/bench/ironic -n $(N) $(BENCH_IRONIC_ARGS)
 
+# N is 50 unless given (the 1000 above is bench-hosts').
+.PHONY: bench-servicing
+bench-servicing: tools ironic-root ## N (50) provisioned hosts through a BIOS-setting live update on real Ironic: operator vs. a script on Ironic alone
+	go run ./test/bench/servicing -n $(if $(filter command line environment,$(origin N)),$(N),50)
+
 ##@ Image benchmark
 
 # Builds bin/image-customization-controller, writes a CoreOS-layout base ISO of about 1 GiB into

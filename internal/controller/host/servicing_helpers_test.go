@@ -18,6 +18,7 @@ import (
 	"github.com/metalforge/metalforge/internal/controller/hostfirmwaresettings"
 	"github.com/metalforge/metalforge/internal/provisioner"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
+	"github.com/metalforge/metalforge/internal/test/companiontest"
 )
 
 // startWithFirmware runs the host controller with the HostFirmwareSettings and
@@ -58,52 +59,21 @@ var (
 	onPreparing = metal3.HostUpdatePolicyOnPreparing
 )
 
-func getHFS(t *testing.T, ns, name string) *metal3.HostFirmwareSettings {
-	t.Helper()
-	hfs := &metal3.HostFirmwareSettings{}
-	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, hfs); err != nil {
-		t.Fatalf("getting HostFirmwareSettings %s: %v", name, err)
-	}
-	return hfs
-}
-
 func waitHFS(t *testing.T, ns, name, what string, cond func(*metal3.HostFirmwareSettings) bool) *metal3.HostFirmwareSettings {
 	t.Helper()
-	var hfs *metal3.HostFirmwareSettings
-	eventually(t, "HostFirmwareSettings "+name+": "+what, func() (bool, string) {
-		hfs = &metal3.HostFirmwareSettings{}
-		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, hfs); err != nil {
-			return false, err.Error()
-		}
-		return cond(hfs), fmt.Sprintf("%+v", hfs.Status)
-	})
+	hfs := &metal3.HostFirmwareSettings{}
+	companiontest.Wait(t, env.Client, ns, name, what, hfs, func() bool { return cond(hfs) })
 	return hfs
 }
 
 func waitHFC(t *testing.T, ns, name, what string, cond func(*metal3.HostFirmwareComponents) bool) *metal3.HostFirmwareComponents {
 	t.Helper()
-	var hfc *metal3.HostFirmwareComponents
-	eventually(t, "HostFirmwareComponents "+name+": "+what, func() (bool, string) {
-		hfc = &metal3.HostFirmwareComponents{}
-		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, hfc); err != nil {
-			return false, err.Error()
-		}
-		return cond(hfc), fmt.Sprintf("%+v", hfc.Status)
-	})
+	hfc := &metal3.HostFirmwareComponents{}
+	companiontest.Wait(t, env.Client, ns, name, what, hfc, func() bool { return cond(hfc) })
 	return hfc
 }
 
-// judged: the companion's conditions were computed for its current spec.
-func judged(conds []metav1.Condition, generation int64) bool {
-	n := 0
-	for _, c := range conds {
-		if c.ObservedGeneration != generation {
-			return false
-		}
-		n++
-	}
-	return n == 2
-}
+var judged = companiontest.Judged
 
 // setSettings replaces the HostFirmwareSettings' spec and waits until its controller judged it.
 func setSettings(t *testing.T, ns, name string, settings map[string]string) *metal3.HostFirmwareSettings {

@@ -10,6 +10,7 @@ import (
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
+	"github.com/metalforge/metalforge/internal/test/companiontest"
 )
 
 const newBIOS = "http://fw.example/bios-2.20.0.bin"
@@ -71,14 +72,14 @@ func TestLiveUpdatePolicies(t *testing.T) {
 			hfs := waitHFS(t, ns, name, "status follows the host", func(hfs *metal3.HostFirmwareSettings) bool {
 				return (hfs.Status.Settings["ProcTurboMode"] == "Disabled") == tc.wantSettings
 			})
-			if c := conditionOf(hfs.Status.Conditions, metal3.FirmwareSettingsChangeDetected); (c.Status == metav1.ConditionTrue) == tc.wantSettings {
+			if c := companiontest.Condition(hfs.Status.Conditions, metal3.FirmwareSettingsChangeDetected); (c.Status == metav1.ConditionTrue) == tc.wantSettings {
 				t.Errorf("HostFirmwareSettings ChangeDetected %s after servicing (settings applied: %v)", c.Status, tc.wantSettings)
 			}
 			hfc := waitHFC(t, ns, name, "status follows the host", func(hfc *metal3.HostFirmwareComponents) bool {
 				return (len(hfc.Status.Updates) == 1) == tc.wantUpdates && (hfc.Status.Components[0].CurrentVersion == "2.20.0") == tc.wantUpdates
 			})
 			if tc.wantUpdates && (hfc.Status.Updates[0].URL != newBIOS ||
-				conditionOf(hfc.Status.Conditions, metal3.HostFirmwareComponentsChangeDetected).Status != metav1.ConditionFalse) {
+				companiontest.Condition(hfc.Status.Conditions, metal3.HostFirmwareComponentsChangeDetected).Status != metav1.ConditionFalse) {
 				t.Errorf("HostFirmwareComponents after the update: %+v", hfc.Status)
 			}
 			if tc.policy != nil {
@@ -291,17 +292,8 @@ func TestPreparingAppliesFirmwareChanges(t *testing.T) {
 	waitHFC(t, ns, "h", "the update recorded", func(hfc *metal3.HostFirmwareComponents) bool { return len(hfc.Status.Updates) == 1 })
 	waitHFS(t, ns, "h", "no change left", func(hfs *metal3.HostFirmwareSettings) bool {
 		return judged(hfs.Status.Conditions, hfs.Generation) && hfs.Status.Settings["ProcTurboMode"] == "Disabled" &&
-			conditionOf(hfs.Status.Conditions, metal3.FirmwareSettingsChangeDetected).Status == metav1.ConditionFalse
+			companiontest.Condition(hfs.Status.Conditions, metal3.FirmwareSettingsChangeDetected).Status == metav1.ConditionFalse
 	})
-}
-
-func conditionOf[T ~string](conds []metav1.Condition, t T) metav1.Condition {
-	for _, c := range conds {
-		if c.Type == string(t) {
-			return c
-		}
-	}
-	return metav1.Condition{}
 }
 
 func countReason(list []string, reason string) int {

@@ -6,8 +6,6 @@ import (
 	"reflect"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -58,6 +56,7 @@ type Reconciler struct {
 	Config      Config
 
 	written patch.Tracker
+	driver  companion.Driver
 	// skipNameValidation lets tests run several managers in one process.
 	skipNameValidation bool
 }
@@ -82,6 +81,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Config.ChangeResync == 0 {
 		r.Config.ChangeResync = def.ChangeResync
 	}
+	r.driver = companion.Driver{Client: r.Client, Written: &r.written, Reconciled: r.Config.Reconciled}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("hostfirmwarecomponents").
 		For(&metal3.HostFirmwareComponents{}, builder.WithPredicates(predicate.Or[client.Object](companion.SpecChanged(), updatesRecorded()))).
@@ -113,68 +113,37 @@ func updatesRecorded() predicate.Funcs {
 // when something changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
 	hfc := &metal3.HostFirmwareComponents{}
-	stale := false
-	if r.Config.Reconciled != nil {
-		defer func() {
-			if !stale {
-				r.Config.Reconciled(req.NamespacedName, hfc.ResourceVersion)
+	return r.driver.Run(ctx, req.NamespacedName, hfc, func(host *metal3.BareMetalHost, exists bool) (ctrl.Result, error) {
+		components, err := r.Provisioner.FirmwareComponents(ctx, companion.ProvisionerHost(host))
+		if err != nil {
+			return companion.ProvisionerError(ctx, err, "reading the firmware components of host "+req.String())
+		}
+		if !exists {
+			if len(components) == 0 {
+				// Nothing to show or update (the host's driver has no firmware interface): metal3
+				// creates no HostFirmwareComponents then; look again at the resync.
+				return ctrl.Result{RequeueAfter: companion.Jitter(r.Config.Resync)}, nil
 			}
-		}()
-	}
-	host := &metal3.BareMetalHost{}
-	if err := r.Client.Get(ctx, req.NamespacedName, host); apierrors.IsNotFound(err) {
-		r.written.Forget(req.NamespacedName)
-		return ctrl.Result{}, nil
-	} else if err != nil {
-		return ctrl.Result{}, fmt.Errorf("reading host %s: %w", req.NamespacedName, err)
-	}
-	if !companion.Registered(host) {
-		return ctrl.Result{}, nil
-	}
-	exists := true
-	if err := r.Client.Get(ctx, req.NamespacedName, hfc); apierrors.IsNotFound(err) {
-		exists = false
-	} else if err != nil {
-		return ctrl.Result{}, fmt.Errorf("reading host firmware components %s: %w", req.NamespacedName, err)
-	}
-	if exists && r.written.Stale(hfc) {
-		stale = true
-		return ctrl.Result{RequeueAfter: companion.StaleRetry}, nil
-	}
-
-	components, err := r.Provisioner.FirmwareComponents(ctx, companion.ProvisionerHost(host))
-	if err != nil {
-		return companion.ProvisionerError(ctx, err, "reading the firmware components of host "+req.String())
-	}
-	if !exists {
-		if len(components) == 0 {
-			// Nothing to show or update (the host's driver has no firmware interface): metal3
-			// creates no HostFirmwareComponents then; look again at the resync.
-			return ctrl.Result{RequeueAfter: companion.Jitter(r.Config.Resync)}, nil
+			hfc.Spec.Updates = []metal3.FirmwareUpdate{}
+			created, err := companion.Create(ctx, r.Client, host, hfc)
+			if err != nil || !created {
+				return ctrl.Result{RequeueAfter: companion.StaleRetry}, err
+			}
 		}
-		hfc.Spec.Updates = []metal3.FirmwareUpdate{}
-		created, err := companion.Create(ctx, r.Client, host, hfc)
-		if err != nil || !created {
-			return ctrl.Result{RequeueAfter: companion.StaleRetry}, err
+		p := patch.NewHelper(r.Client, hfc, &r.written)
+		now := r.now()
+		list := setStatus(hfc, components, now)
+		first := p.Snapshot().(*metal3.HostFirmwareComponents).Status.LastUpdated == nil
+		if err := companion.WriteStatus(ctx, p, hfc, &hfc.Status.LastUpdated, first, now); err != nil {
+			return ctrl.Result{}, err
 		}
-	}
-
-	p := patch.NewHelper(r.Client, hfc, &r.written)
-	now := r.now()
-	list := setStatus(hfc, components, now)
-	stamp := metav1.NewTime(now.Truncate(time.Second))
-	if _, err := p.PatchStatus(ctx, hfc, patch.IgnoringFields("lastUpdated"),
-		patch.Stamping(func() { hfc.Status.LastUpdated = &stamp }),
-		patch.Replacing(p.Snapshot().(*metal3.HostFirmwareComponents).Status.LastUpdated == nil)); err != nil {
-		return ctrl.Result{}, err
-	}
-	list.Emit(r.Recorder, hfc)
-
-	after := r.Config.Resync
-	if conditions.IsTrue(hfc.Status.Conditions, string(metal3.HostFirmwareComponentsChangeDetected)) {
-		after = r.Config.ChangeResync
-	}
-	return ctrl.Result{RequeueAfter: companion.Jitter(after)}, nil
+		list.Emit(r.Recorder, hfc)
+		after := r.Config.Resync
+		if conditions.IsTrue(hfc.Status.Conditions, string(metal3.HostFirmwareComponentsChangeDetected)) {
+			after = r.Config.ChangeResync
+		}
+		return ctrl.Result{RequeueAfter: companion.Jitter(after)}, nil
+	})
 }
 
 func (r *Reconciler) now() time.Time {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -65,6 +63,7 @@ type Reconciler struct {
 	Config      Config
 
 	written patch.Tracker
+	driver  companion.Driver
 	schemas *schemas
 	// skipNameValidation lets tests run several managers in one process.
 	skipNameValidation bool
@@ -97,6 +96,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		}
 	}
 	r.schemas = &schemas{client: r.Client, now: r.now, grace: r.Config.SchemaGrace}
+	r.driver = companion.Driver{Client: r.Client, Written: &r.written, Reconciled: r.Config.Reconciled}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &metal3.HostFirmwareSettings{}, schemaRefField, schemaRefOf); err != nil {
 		return fmt.Errorf("indexing host firmware settings by schema: %w", err)
 	}
@@ -116,69 +116,38 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 // status write when something changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
 	hfs := &metal3.HostFirmwareSettings{}
-	stale := false
-	if r.Config.Reconciled != nil {
-		defer func() {
-			if !stale {
-				r.Config.Reconciled(req.NamespacedName, hfs.ResourceVersion)
-			}
-		}()
-	}
-	host := &metal3.BareMetalHost{}
-	if err := r.Client.Get(ctx, req.NamespacedName, host); apierrors.IsNotFound(err) {
-		r.written.Forget(req.NamespacedName)
-		return ctrl.Result{}, nil
-	} else if err != nil {
-		return ctrl.Result{}, fmt.Errorf("reading host %s: %w", req.NamespacedName, err)
-	}
-	if !companion.Registered(host) {
-		return ctrl.Result{}, nil // the host's next relevant change wakes us
-	}
-	exists := true
-	if err := r.Client.Get(ctx, req.NamespacedName, hfs); apierrors.IsNotFound(err) {
-		exists = false
-	} else if err != nil {
-		return ctrl.Result{}, fmt.Errorf("reading host firmware settings %s: %w", req.NamespacedName, err)
-	}
-	if exists && r.written.Stale(hfs) {
-		stale = true
-		return ctrl.Result{RequeueAfter: companion.StaleRetry}, nil // our last write is on its way
-	}
-
-	settings, schema, err := r.Provisioner.FirmwareSettings(ctx, companion.ProvisionerHost(host), true)
-	if err != nil {
-		return companion.ProvisionerError(ctx, err, "reading the firmware settings of host "+req.String())
-	}
-	published := publishedSchema(schema)
-	schemaKey := types.NamespacedName{Namespace: host.Namespace, Name: schemaName(published)}
-	if err := r.schemas.ensure(ctx, schemaKey, func() *metal3.FirmwareSchema { return newSchema(published, r.hardware(ctx, host)) }); err != nil {
-		return ctrl.Result{}, err
-	}
-	if !exists {
-		hfs.Spec.Settings = metal3.DesiredSettingsMap{}
-		created, err := companion.Create(ctx, r.Client, host, hfs)
-		if err != nil || !created {
-			return ctrl.Result{RequeueAfter: companion.StaleRetry}, err
+	return r.driver.Run(ctx, req.NamespacedName, hfs, func(host *metal3.BareMetalHost, exists bool) (ctrl.Result, error) {
+		settings, schema, err := r.Provisioner.FirmwareSettings(ctx, companion.ProvisionerHost(host), true)
+		if err != nil {
+			return companion.ProvisionerError(ctx, err, "reading the firmware settings of host "+req.String())
 		}
-	}
-
-	p := patch.NewHelper(r.Client, hfs, &r.written)
-	now := r.now()
-	list := setStatus(hfs, observed{settings: settings, schema: published,
-		schemaRef: metal3.SchemaReference{Namespace: schemaKey.Namespace, Name: schemaKey.Name}}, now)
-	stamp := metav1.NewTime(now.Truncate(time.Second))
-	if _, err := p.PatchStatus(ctx, hfs, patch.IgnoringFields("lastUpdated"),
-		patch.Stamping(func() { hfs.Status.LastUpdated = &stamp }),
-		patch.Replacing(p.Snapshot().(*metal3.HostFirmwareSettings).Status.LastUpdated == nil)); err != nil {
-		return ctrl.Result{}, err
-	}
-	list.Emit(r.Recorder, hfs)
-
-	after := r.Config.Resync
-	if conditions.IsTrue(hfs.Status.Conditions, string(metal3.FirmwareSettingsChangeDetected)) {
-		after = r.Config.ChangeResync
-	}
-	return ctrl.Result{RequeueAfter: companion.Jitter(after)}, nil
+		published := publishedSchema(schema)
+		schemaKey := types.NamespacedName{Namespace: host.Namespace, Name: schemaName(published)}
+		if err := r.schemas.ensure(ctx, schemaKey, func() *metal3.FirmwareSchema { return newSchema(published, r.hardware(ctx, host)) }); err != nil {
+			return ctrl.Result{}, err
+		}
+		if !exists {
+			hfs.Spec.Settings = metal3.DesiredSettingsMap{}
+			created, err := companion.Create(ctx, r.Client, host, hfs)
+			if err != nil || !created {
+				return ctrl.Result{RequeueAfter: companion.StaleRetry}, err
+			}
+		}
+		p := patch.NewHelper(r.Client, hfs, &r.written)
+		now := r.now()
+		list := setStatus(hfs, observed{settings: settings, schema: published,
+			schemaRef: metal3.SchemaReference{Namespace: schemaKey.Namespace, Name: schemaKey.Name}}, now)
+		first := p.Snapshot().(*metal3.HostFirmwareSettings).Status.LastUpdated == nil
+		if err := companion.WriteStatus(ctx, p, hfs, &hfs.Status.LastUpdated, first, now); err != nil {
+			return ctrl.Result{}, err
+		}
+		list.Emit(r.Recorder, hfs)
+		after := r.Config.Resync
+		if conditions.IsTrue(hfs.Status.Conditions, string(metal3.FirmwareSettingsChangeDetected)) {
+			after = r.Config.ChangeResync
+		}
+		return ctrl.Result{RequeueAfter: companion.Jitter(after)}, nil
+	})
 }
 
 // hardware returns the host's inspected hardware for the vendor and model of a new schema, or nil

@@ -2,18 +2,17 @@ package hostfirmwaresettings
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/host"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
 	"github.com/metalforge/metalforge/internal/test/companiontest"
 	"github.com/metalforge/metalforge/internal/test/testenv"
@@ -58,7 +57,7 @@ func startOperator(t *testing.T, restCfg *rest.Config, ns string, fix *fixture.F
 	}
 	op := &operator{checked: map[types.NamespacedName][]bool{}}
 	cfg.Reconciled, cfg.SchemaChecked = op.Record, op.schemaChecked
-	companiontest.StartManager(t, env, restCfg, ns, CacheViews(), func(ctx context.Context, mgr ctrl.Manager) error {
+	companiontest.StartManager(t, env, restCfg, ns, append(host.CacheViews(), CacheViews()...), func(ctx context.Context, mgr ctrl.Manager) error {
 		return (&Reconciler{Provisioner: fix, Config: cfg, skipNameValidation: true}).SetupWithManager(ctx, mgr)
 	})
 	return op
@@ -84,66 +83,29 @@ func setHostStatus(t *testing.T, h *metal3.BareMetalHost, change func(*metal3.Ba
 func getHFS(t *testing.T, ns, name string) (*metal3.HostFirmwareSettings, bool) {
 	t.Helper()
 	hfs := &metal3.HostFirmwareSettings{}
-	err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, hfs)
-	if apierrors.IsNotFound(err) {
-		return nil, false
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hfs, true
+	return hfs, companiontest.Get(t, env.Client, ns, name, hfs)
 }
 
 // waitHFS waits until the host's HostFirmwareSettings exist and cond holds.
 func waitHFS(t *testing.T, ns, name, what string, cond func(*metal3.HostFirmwareSettings) bool) *metal3.HostFirmwareSettings {
 	t.Helper()
-	var hfs *metal3.HostFirmwareSettings
-	eventually(t, name+": "+what, func() (bool, string) {
-		var ok bool
-		if hfs, ok = getHFS(t, ns, name); !ok {
-			return false, "no HostFirmwareSettings"
-		}
-		return cond(hfs), fmt.Sprintf("status %+v", hfs.Status)
-	})
+	hfs := &metal3.HostFirmwareSettings{}
+	companiontest.Wait(t, env.Client, ns, name, what, hfs, func() bool { return cond(hfs) })
 	return hfs
 }
 
 // current: the conditions were computed for the spec as it is.
 func current(hfs *metal3.HostFirmwareSettings) bool {
-	for _, c := range hfs.Status.Conditions {
-		if c.ObservedGeneration != hfs.Generation {
-			return false
-		}
-	}
-	return len(hfs.Status.Conditions) == 2
+	return companiontest.Judged(hfs.Status.Conditions, hfs.Generation)
 }
 
 func condition(hfs *metal3.HostFirmwareSettings, t metal3.SettingsConditionType) metav1.Condition {
-	for _, c := range hfs.Status.Conditions {
-		if c.Type == string(t) {
-			return c
-		}
-	}
-	return metav1.Condition{}
+	return companiontest.Condition(hfs.Status.Conditions, t)
 }
 
 // setSpec replaces the HostFirmwareSettings' spec.settings and returns the new generation.
 func setSpec(t *testing.T, ns, name string, settings metal3.DesiredSettingsMap) int64 {
 	t.Helper()
-	for range 10 {
-		hfs, ok := getHFS(t, ns, name)
-		if !ok {
-			t.Fatalf("no HostFirmwareSettings %s", name)
-		}
-		hfs.Spec.Settings = settings
-		err := env.Client.Update(context.Background(), hfs)
-		if err == nil {
-			return hfs.Generation
-		}
-		if !apierrors.IsConflict(err) {
-			t.Fatal(err)
-		}
-	}
-	t.Fatal("too many conflicts")
-	return 0
+	hfs := &metal3.HostFirmwareSettings{}
+	return companiontest.Update(t, env.Client, ns, name, hfs, func() { hfs.Spec.Settings = settings })
 }

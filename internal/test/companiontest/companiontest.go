@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,7 +23,6 @@ import (
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/cacheview"
-	"github.com/metalforge/metalforge/internal/controller/host"
 	"github.com/metalforge/metalforge/internal/provisioner"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
 	"github.com/metalforge/metalforge/internal/test/builder"
@@ -71,11 +71,12 @@ func (r *Reconciles) WaitAfter(t *testing.T, key types.NamespacedName, mark, n i
 	return got
 }
 
-// StartManager starts a manager watching ns with the host controller's cache views plus views, sets
-// up the controllers with setup, and stops it when the test ends.
+// StartManager starts a manager watching ns with the cache views (pass the host controller's with
+// the controller's own, as the binary does), sets up the controllers with setup, and stops it when
+// the test ends.
 func StartManager(t *testing.T, env *testenv.Env, restCfg *rest.Config, ns string, views []cacheview.View, setup func(context.Context, ctrl.Manager) error) {
 	t.Helper()
-	cacheOpts, clientOpts, err := cacheview.Options([]string{ns}, append(host.CacheViews(), views...)...)
+	cacheOpts, clientOpts, err := cacheview.Options([]string{ns}, views...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,4 +202,72 @@ func Count(list []string, s string) int {
 		}
 	}
 	return n
+}
+
+// Get reads obj (ns/name); false when it does not exist.
+func Get(t *testing.T, c client.Client, ns, name string, obj client.Object) bool {
+	t.Helper()
+	err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+// Wait polls obj (ns/name) until it exists and cond (which reads obj) holds.
+func Wait(t *testing.T, c client.Client, ns, name, what string, obj client.Object, cond func() bool) {
+	t.Helper()
+	Eventually(t, fmt.Sprintf("%T %s: %s", obj, name, what), func() (bool, string) {
+		if !Get(t, c, ns, name, obj) {
+			return false, "not found"
+		}
+		return cond(), fmt.Sprintf("%+v", obj)
+	})
+}
+
+// Update re-reads obj (ns/name), applies change and writes it, retrying conflicts; it returns the
+// new generation.
+func Update(t *testing.T, c client.Client, ns, name string, obj client.Object, change func()) int64 {
+	t.Helper()
+	for range 10 {
+		if !Get(t, c, ns, name, obj) {
+			t.Fatalf("%T %s not found", obj, name)
+		}
+		change()
+		err := c.Update(context.Background(), obj)
+		if err == nil {
+			return obj.GetGeneration()
+		}
+		if !apierrors.IsConflict(err) {
+			t.Fatal(err)
+		}
+	}
+	t.Fatal("too many conflicts")
+	return 0
+}
+
+// Judged reports whether the two conditions of a companion (ChangeDetected and Valid) were
+// computed for the generation.
+func Judged(conds []metav1.Condition, generation int64) bool {
+	n := 0
+	for _, c := range conds {
+		if c.ObservedGeneration != generation {
+			return false
+		}
+		n++
+	}
+	return n == 2
+}
+
+// Condition returns the condition of type t (zero when absent).
+func Condition[T ~string](conds []metav1.Condition, t T) metav1.Condition {
+	for _, c := range conds {
+		if c.Type == string(t) {
+			return c
+		}
+	}
+	return metav1.Condition{}
 }
