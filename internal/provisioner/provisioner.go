@@ -141,10 +141,21 @@ type ServiceData struct {
 	// FirmwareSettings holds only the settings that differ from the current ones.
 	FirmwareSettings metal3.DesiredSettingsMap
 	FirmwareUpdates  []metal3.FirmwareUpdate
+	// Since is when the host's servicing started (zero when unknown). The same data applied by a
+	// servicing that ended before is not this servicing's work (the values were changed back since,
+	// behind the operator's back): it is applied again. Applied after it, it is (an operator restarted
+	// while the engine finished), and not applied twice.
+	Since time.Time
 }
 
 // Empty reports whether there is nothing to apply.
 func (d ServiceData) Empty() bool { return len(d.FirmwareSettings) == 0 && len(d.FirmwareUpdates) == 0 }
+
+// FinishedBy reports whether an engine's servicing of this data that ended at ended is this
+// servicing's (see Since).
+func (d ServiceData) FinishedBy(ended time.Time) bool {
+	return d.Since.IsZero() || !ended.Before(d.Since)
+}
 
 // Registrar enrolls hosts and removes them.
 type Registrar interface {

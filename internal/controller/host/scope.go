@@ -37,6 +37,8 @@ type hostScope struct {
 	needsRegistration bool
 	// refreshInspection: inspection was requested by the inspect annotation.
 	refreshInspection bool
+	// servicedNow: a live update ended in this reconcile.
+	servicedNow bool
 }
 
 // inputs are read by the driver before the handlers run (they need the API server).

@@ -54,9 +54,14 @@ func (s *hostScope) servicing() bool {
 	return st.OperationalStatus == metal3.OperationalStatusServicing || st.ErrorType == metal3.ServicingError
 }
 
-// liveUpdate is what the host may apply on reboot: the pending valid changes its policy allows.
+// liveUpdate is what the host may apply on reboot: the pending valid changes its policy allows,
+// with the time its servicing started (the Ready condition turned to Servicing then; zero after a
+// failure, whose request the provisioner recognises by its content).
 // unchecked: the spec asks for changes of an allowed kind that their controller has not judged yet.
 func (s *hostScope) liveUpdate() (data provisioner.ServiceData, unchecked bool) {
+	if ready := conditions.Get(s.host.Status.Conditions, metal3.ReadyCondition); ready != nil && ready.Reason == metal3.ServicingReason {
+		data.Since = ready.LastTransitionTime.Time
+	}
 	fw, policy := s.in.firmware, s.in.policy
 	if policy.settings {
 		data.FirmwareSettings, unchecked = fw.settings, fw.uncheckedSettings
@@ -73,6 +78,9 @@ const waitingChecked = "the firmware changes in spec to be checked by their cont
 // startServicing is called when the host would be powered on. It starts a live update when there
 // is one, answering true; false lets the host power on as usual.
 func (s *hostScope) startServicing() (outcome, bool) {
+	if s.servicedNow {
+		return outcome{}, false
+	}
 	data, unchecked := s.liveUpdate()
 	if unchecked {
 		return waitFor(s.cfg.InputRetryDelay, waitingChecked), true
@@ -136,15 +144,19 @@ func (s *hostScope) continueServicing() outcome {
 		s.endServicing(reasonServicingAborted, "Live update aborted: its changes were removed")
 		return repeat()
 	}
-	if ready := conditions.Get(st.Conditions, metal3.ReadyCondition); ready != nil && ready.Reason == metal3.ServicingReason {
-		d := s.now.Sub(ready.LastTransitionTime.Time)
+	if !data.Since.IsZero() {
+		d := s.now.Sub(data.Since)
 		s.fx.serviced = &d
 	}
 	if len(data.FirmwareUpdates) > 0 {
 		s.recordAppliedUpdates()
 	}
 	s.endServicing(reasonServicingComplete, "Live update complete: "+describeServiceData(data))
-	return repeat() // power as spec.online says (the provisioner left the host on)
+	// Power as spec.online says (the provisioner left the host on). The changes' controllers have
+	// not read the host again yet, so the same changes still look pending: no new live update may
+	// start from them in this reconcile.
+	s.servicedNow = true
+	return repeat()
 }
 
 // endServicing returns the host to OK with an event.

@@ -76,10 +76,11 @@ func TestLiveUpdatePolicies(t *testing.T) {
 				t.Errorf("HostFirmwareSettings ChangeDetected %s after servicing (settings applied: %v)", c.Status, tc.wantSettings)
 			}
 			hfc := waitHFC(t, ns, name, "status follows the host", func(hfc *metal3.HostFirmwareComponents) bool {
-				return (len(hfc.Status.Updates) == 1) == tc.wantUpdates && (hfc.Status.Components[0].CurrentVersion == "2.20.0") == tc.wantUpdates
+				changed := companiontest.Condition(hfc.Status.Conditions, metal3.HostFirmwareComponentsChangeDetected).Status == metav1.ConditionTrue
+				return (len(hfc.Status.Updates) == 1) == tc.wantUpdates && (hfc.Status.Components[0].CurrentVersion == "2.20.0") == tc.wantUpdates &&
+					changed != tc.wantUpdates
 			})
-			if tc.wantUpdates && (hfc.Status.Updates[0].URL != newBIOS ||
-				companiontest.Condition(hfc.Status.Conditions, metal3.HostFirmwareComponentsChangeDetected).Status != metav1.ConditionFalse) {
+			if tc.wantUpdates && hfc.Status.Updates[0].URL != newBIOS {
 				t.Errorf("HostFirmwareComponents after the update: %+v", hfc.Status)
 			}
 			if tc.policy != nil {
@@ -298,4 +299,38 @@ func TestPreparingAppliesFirmwareChanges(t *testing.T) {
 
 func countReason(list []string, reason string) int {
 	return len(slices.DeleteFunc(slices.Clone(list), func(r string) bool { return r != reason }))
+}
+
+// TestServicingAfterAnOutOfBandChange: a setting applied by a live update and then changed back on
+// the BMC (behind the operator's back) is applied again by the next live update; a live update that
+// ends never starts another from changes its controller has not read back yet.
+func TestServicingAfterAnOutOfBandChange(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startWithFirmware(t, ns, fix)
+	provisionedWithFirmware(t, ns, "h", &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot})
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
+	reboot(t, ns, "h")
+	servicedOK(t, ns, "h", fix, 1)
+	waitHFS(t, ns, "h", "the value read back", func(hfs *metal3.HostFirmwareSettings) bool {
+		return hfs.Status.Settings["ProcTurboMode"] == "Disabled"
+	})
+	fix.SetBIOS(ns, "h", "ProcTurboMode", "Enabled")
+	waitHFS(t, ns, "h", "the change behind the operator's back read", func(hfs *metal3.HostFirmwareSettings) bool {
+		return hfs.Status.Settings["ProcTurboMode"] == "Enabled" &&
+			companiontest.Condition(hfs.Status.Conditions, metal3.FirmwareSettingsChangeDetected).Status == metav1.ConditionTrue
+	})
+	// The host dates a servicing by its Ready condition, in whole seconds: the next one must start
+	// in a later second than the first ended for the two to be told apart (with Ironic, a
+	// servicing takes tens of seconds; the fixture's takes none).
+	time.Sleep(time.Second)
+	reboot(t, ns, "h")
+	servicedOK(t, ns, "h", fix, 2)
+	if biosValue(t, fix, ns, "h", "ProcTurboMode") != "Disabled" {
+		t.Fatal("the second live update did not apply the setting again")
+	}
+	if n := countReason(eventsFor(t, ns, "h"), reasonServicingStarted); n != 2 {
+		t.Fatalf("%d ServicingStarted events, want 2", n)
+	}
 }

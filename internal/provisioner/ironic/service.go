@@ -41,7 +41,10 @@ func (p *Provisioner) Service(ctx context.Context, host provisioner.Host, data p
 	fp := fingerprint(steps)
 	same, _ := n.Extra[extraServiced].(string)
 
-	d := decideServicing(n, len(steps) > 0, p.finished(n, extraServiced, fp), same == fp)
+	// Finished: this request ran to its end on the node, and (as far as Ironic's clock tells) after
+	// the host's servicing started; an older run of the same request does not count.
+	finished := p.finished(n, extraServiced, fp) && data.FinishedBy(n.ProvisionUpdatedAt)
+	d := decideServicing(n, len(steps) > 0, finished, same == fp)
 	switch d.act {
 	case actService:
 		return p.startServicing(ctx, s, n, host, access, steps, fp)

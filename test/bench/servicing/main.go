@@ -42,6 +42,7 @@ type options struct {
 	longPoll  time.Duration
 	heartbeat time.Duration
 	operator  string
+	rounds    int
 	timeout   time.Duration
 }
 
@@ -63,6 +64,7 @@ func main() {
 	flag.DurationVar(&o.longPoll, "long-poll", 10*time.Second, "Poll interval of long operations (provisioning, servicing) for the script and the operator's --ironic-long-poll (metal3: 10s).")
 	flag.DurationVar(&o.heartbeat, "heartbeat", 10*time.Second, "Heartbeat interval of the simulated agents (they also heartbeat when a command ends).")
 	flag.StringVar(&o.operator, "operator", "", "Operator binary (default: build ./cmd/baremetal-operator into bin/).")
+	flag.IntVar(&o.rounds, "rounds", 2, "Rounds of operator, then script.")
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Minute, "Give up after this long.")
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -138,17 +140,28 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
-	opResult, err := b.runOperator(ctx, op)
-	if err != nil {
-		return fmt.Errorf("operator run: %w", err)
+	// Rounds alternate, so that a change of load on the (shared) machine does not favour one side:
+	// the operator sets ProcTurboMode to Disabled, the script back to Enabled.
+	var rounds [][2]*result
+	for round := range o.rounds {
+		if round > 0 {
+			if err := op.start(ctx, b); err != nil {
+				return err
+			}
+		}
+		opResult, err := b.runOperator(ctx, op)
+		if err != nil {
+			return fmt.Errorf("operator run %d: %w", round+1, err)
+		}
+		op.stop()
+		fmt.Println("operator stopped; the script services the same nodes")
+		scriptResult, err := b.runScript(ctx, nodeIDs)
+		if err != nil {
+			return fmt.Errorf("script run %d: %w", round+1, err)
+		}
+		rounds = append(rounds, [2]*result{scriptResult, opResult})
 	}
-	op.stop()
-	fmt.Println("operator stopped; the script services the same nodes")
-	scriptResult, err := b.runScript(ctx, nodeIDs)
-	if err != nil {
-		return fmt.Errorf("script run: %w", err)
-	}
-	report(o, scriptResult, opResult)
+	report(o, rounds)
 	return nil
 }
 
@@ -160,28 +173,32 @@ type bench struct {
 	imageURL, imageSHA string
 }
 
-func report(o options, results ...*result) {
+func report(o options, rounds [][2]*result) {
 	fmt.Println()
 	fmt.Printf("hosts: %d, bmcsim at zero latency, agents heartbeat every %s, Ironic polled every %s / %s\n", o.n, o.heartbeat, o.shortPoll, o.longPoll)
 	fmt.Println("one BIOS setting (ProcTurboMode) per host, all hosts at once: soft power off, then Ironic servicing (bios.apply_configuration)")
-	base := results[0].wall()
-	for _, r := range results {
-		q := quantiles(r.hostTimes, 0.5, 0.9, 1)
-		line := fmt.Sprintf("%-9s all hosts done in %7.1f s (per host median %.1f s, p90 %.1f s, max %.1f s)",
-			r.name, r.wall().Seconds(), q[0].Seconds(), q[1].Seconds(), q[2].Seconds())
-		if r != results[0] && base > 0 {
-			line += fmt.Sprintf("; %+.1f %% against the script", 100*(r.wall().Seconds()/base.Seconds()-1))
+	var sums [2]time.Duration
+	for i, pair := range rounds {
+		fmt.Printf("round %d\n", i+1)
+		for j, r := range pair {
+			sums[j] += r.wall()
+			q := quantiles(r.hostTimes, 0.5, 0.9, 1)
+			fmt.Printf("  %-9s all hosts done in %7.1f s (per host median %.1f s, p90 %.1f s, max %.1f s), hosts errored %d",
+				r.name, r.wall().Seconds(), q[0].Seconds(), q[1].Seconds(), q[2].Seconds(), len(r.errors))
+			if len(r.errors) > 0 {
+				fmt.Printf(" (first: %s)", r.errors[0])
+			}
+			fmt.Println()
+			fmt.Printf("            Ironic CPU %.1f s", r.ironicCPU)
+			if r.driverCPU > 0 {
+				fmt.Printf(", operator CPU %.1f s, kube-apiserver + etcd CPU %.1f s", r.driverCPU, r.apiCPU)
+			}
+			fmt.Printf(", load average after %s\n", r.load)
 		}
-		fmt.Println(line)
-		fmt.Printf("          hosts errored %d", len(r.errors))
-		if len(r.errors) > 0 {
-			fmt.Printf(" (first: %s)", r.errors[0])
-		}
-		fmt.Printf("; Ironic CPU %.1f s", r.ironicCPU)
-		if r.driverCPU > 0 {
-			fmt.Printf("; operator CPU %.1f s; kube-apiserver + etcd CPU %.1f s", r.driverCPU, r.apiCPU)
-		}
-		fmt.Printf("; load average after: %s\n", r.load)
+	}
+	if sums[0] > 0 {
+		fmt.Printf("operator against the script, all rounds: %.1f s against %.1f s: %+.1f %%\n",
+			sums[1].Seconds(), sums[0].Seconds(), 100*(sums[1].Seconds()/sums[0].Seconds()-1))
 	}
 }
 

@@ -61,31 +61,38 @@ func (b *bench) startOperator(ctx context.Context) (*operator, error) {
 		op.close()
 		return nil, err
 	}
+	if err := op.start(ctx, b); err != nil {
+		op.close()
+		return nil, err
+	}
+	return op, nil
+}
+
+// start runs the operator process (again: rounds after the first restart it, as the script ran
+// behind its back).
+func (op *operator) start(ctx context.Context, b *bench) error {
 	probe := loopback.FreeAddr()
 	args := []string{"--provisioner=ironic", "--webhook-port=0", "--namespace=" + benchNS, "--metrics-bind-address=0",
 		"--health-probe-bind-address=" + probe, "--concurrency=50",
 		"--ironic-short-poll=" + b.o.shortPoll.String(), "--ironic-long-poll=" + b.o.longPoll.String(), "-v=0"}
 	logPath := filepath.Join(os.TempDir(), "bench-servicing-operator.log")
-	logFile, err := os.Create(logPath)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		op.close()
-		return nil, err
+		return err
 	}
 	op.proc = exec.Command(b.o.operator, args...)
-	op.proc.Env = append(os.Environ(), "KUBECONFIG="+kube.KubeconfigPath, "METAL3_AUTH_ROOT_DIR="+filepath.Join(os.TempDir(), "bench-servicing-no-auth"))
+	op.proc.Env = append(os.Environ(), "KUBECONFIG="+op.kube.KubeconfigPath, "METAL3_AUTH_ROOT_DIR="+filepath.Join(os.TempDir(), "bench-servicing-no-auth"))
 	op.proc.Env = append(op.proc.Env, b.ironic.OperatorEnv()...)
 	op.proc.Stdout, op.proc.Stderr = logFile, logFile
 	op.proc.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := op.proc.Start(); err != nil {
-		op.close()
-		return nil, err
+		return err
 	}
 	if err := loopback.WaitOK(ctx, "http://"+probe+"/readyz"); err != nil {
-		op.close()
-		return nil, fmt.Errorf("operator not ready (log %s): %w", logPath, err)
+		return fmt.Errorf("operator not ready (log %s): %w", logPath, err)
 	}
 	fmt.Printf("operator ready (pid %d, %s), log %s\n", op.proc.Process.Pid, strings.Join(args, " "), logPath)
-	return op, nil
+	return nil
 }
 
 // stop stops the operator process (idempotent); close also stops the API server.
@@ -134,41 +141,13 @@ func (b *bench) setup(ctx context.Context, op *operator) ([]string, error) {
 	}); err != nil {
 		return nil, err
 	}
-	fmt.Printf("setup: provisioned in %s; policies and settings\n", time.Since(start).Round(time.Second))
+	fmt.Printf("setup: provisioned in %s\n", time.Since(start).Round(time.Second))
 	err = parallel(len(hosts), func(i int) error {
-		key := types.NamespacedName{Namespace: benchNS, Name: hostName(i)}
-		policy := &metal3.HostUpdatePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
-			Spec: metal3.HostUpdatePolicySpec{FirmwareSettings: metal3.HostUpdatePolicyOnReboot}}
-		if err := op.c.Create(ctx, policy); err != nil {
-			return err
-		}
-		return retry(ctx, func() error {
-			hfs := &metal3.HostFirmwareSettings{}
-			if err := op.c.Get(ctx, key, hfs); err != nil {
-				return err
-			}
-			hfs.Spec.Settings = metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")}
-			return op.c.Update(ctx, hfs)
-		})
+		return op.c.Create(ctx, &metal3.HostUpdatePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: hostName(i)},
+			Spec: metal3.HostUpdatePolicySpec{FirmwareSettings: metal3.HostUpdatePolicyOnReboot}})
 	})
 	if err != nil {
 		return nil, err
-	}
-	// Every change judged valid by the HostFirmwareSettings controller before the clock starts.
-	for i := range hosts {
-		key := types.NamespacedName{Namespace: benchNS, Name: hostName(i)}
-		if err := retry(ctx, func() error {
-			hfs := &metal3.HostFirmwareSettings{}
-			if err := op.c.Get(ctx, key, hfs); err != nil {
-				return err
-			}
-			if ready(hfs) {
-				return nil
-			}
-			return fmt.Errorf("%s: the change is not judged valid yet", key.Name)
-		}); err != nil {
-			return nil, err
-		}
 	}
 	ids := make([]string, len(hosts))
 	for i := range hosts {
@@ -188,16 +167,49 @@ func ready(hfs *metal3.HostFirmwareSettings) bool {
 	return n == 2
 }
 
-// runOperator adds the reboot annotation to every host at once and waits until each went through
-// servicing back to OK.
+// runOperator asks every host for ProcTurboMode: Disabled in its HostFirmwareSettings, waits until
+// every change is judged valid (not measured), then adds the reboot annotation to every host at once
+// and waits until each went through servicing back to OK.
 func (b *bench) runOperator(ctx context.Context, op *operator) (*result, error) {
 	hosts := b.sim.Hosts()
+	err := parallel(len(hosts), func(i int) error {
+		key := types.NamespacedName{Namespace: benchNS, Name: hostName(i)}
+		return retry(ctx, func() error {
+			hfs := &metal3.HostFirmwareSettings{}
+			if err := op.c.Get(ctx, key, hfs); err != nil {
+				return err
+			}
+			if hfs.Spec.Settings["ProcTurboMode"] == intstr.FromString("Disabled") {
+				return nil
+			}
+			hfs.Spec.Settings = metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")}
+			return op.c.Update(ctx, hfs)
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range hosts {
+		key := types.NamespacedName{Namespace: benchNS, Name: hostName(i)}
+		if err := retry(ctx, func() error {
+			hfs := &metal3.HostFirmwareSettings{}
+			if err := op.c.Get(ctx, key, hfs); err != nil {
+				return err
+			}
+			if ready(hfs) {
+				return nil
+			}
+			return fmt.Errorf("%s: the change is not judged valid yet", key.Name)
+		}); err != nil {
+			return nil, err
+		}
+	}
 	ironic0, api0 := ironicCPU(b.ironic), procstat.CPUSeconds(op.apiPIDs...)
 	op0 := procstat.CPUSeconds(op.proc.Process.Pid)
 	fmt.Printf("operator: reboot annotation on %d hosts\n", len(hosts))
 	start := time.Now()
 	op.hosts.reset()
-	err := parallel(len(hosts), func(i int) error {
+	err = parallel(len(hosts), func(i int) error {
 		h := &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: hostName(i)}}
 		return op.c.Patch(ctx, h, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"reboot.metal3.io":""}}}`)))
 	})
@@ -229,15 +241,14 @@ func (b *bench) runOperator(ctx context.Context, op *operator) (*result, error) 
 // hostWatch follows the hosts through an informer: whether each went servicing, when each met the
 // condition waited for, and the errors shown.
 type hostWatch struct {
-	inf   cache.Informer
-	mu    sync.Mutex
-	last  map[string]*metal3.BareMetalHost
-	svc   map[string]bool
-	done  map[string]time.Time
-	errs  map[string]string
-	cond  func(*metal3.BareMetalHost) bool
-	wake  chan struct{}
-	total int
+	inf  cache.Informer
+	mu   sync.Mutex
+	last map[string]*metal3.BareMetalHost
+	svc  map[string]bool
+	done map[string]time.Time
+	errs map[string]string
+	cond func(*metal3.BareMetalHost) bool
+	wake chan struct{}
 }
 
 func watchHosts(ctx context.Context, cfg *rest.Config) (*hostWatch, error) {

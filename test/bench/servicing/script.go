@@ -8,6 +8,8 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/noauth"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/metalforge/metalforge/internal/test/procstat"
 )
 
 // runScript services every node directly through Ironic's API, one goroutine per node: the steps
@@ -43,7 +45,7 @@ func (b *bench) runScript(ctx context.Context, ids []string) (*result, error) {
 		})
 	}
 	wg.Wait()
-	r := &result{name: "script", hostTimes: times, errors: errs, ironicCPU: ironicCPU(b.ironic) - ironic0}
+	r := &result{name: "script", hostTimes: times, errors: errs, ironicCPU: ironicCPU(b.ironic) - ironic0, load: procstat.LoadAverage()}
 	for _, srv := range b.sim.Hosts() {
 		if d, err := b.sim.Control.Server(srv.Name); err == nil && d.State.BIOS["ProcTurboMode"] != nil && d.State.BIOS["ProcTurboMode"] != "Enabled" {
 			r.errors = append(r.errors, fmt.Sprintf("%s: bmcsim ProcTurboMode %v after servicing", srv.Name, d.State.BIOS["ProcTurboMode"]))
