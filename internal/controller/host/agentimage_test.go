@@ -341,6 +341,9 @@ func TestImageUseOfStates(t *testing.T) {
 		"provisioned: deleted (seed 001)":      {metal3.StateProvisioned, host(nil), imageDeleted},
 		"externally provisioned: deleted":      {metal3.StateExternallyProvisioned, host(nil), imageDeleted},
 		"servicing boots the agent (the hook)": {metal3.StateProvisioned, host(func(h *metal3.BareMetalHost) { h.Status.OperationalStatus = metal3.OperationalStatusServicing }), imageBooted},
+		"a failed servicing keeps it for the retry": {metal3.StateProvisioned, host(func(h *metal3.BareMetalHost) {
+			h.Status.OperationalStatus, h.Status.ErrorType = metal3.OperationalStatusError, metal3.ServicingError
+		}), imageBooted},
 		"deprovisioning cleans with the agent": {metal3.StateDeprovisioning, host(nil), imageBooted},
 		"deprovisioning without cleaning":      {metal3.StateDeprovisioning, host(noCleaning), imageLeft},
 		"powering off before delete":           {metal3.StatePoweringOffBeforeDelete, host(nil), imageDeleted},

@@ -84,6 +84,7 @@ var imageVariants = []struct {
 		h.Spec.AutomatedCleaningMode = metal3.CleaningModeDisabled
 	}},
 	{"`operationalStatus: servicing`", func(h *metal3.BareMetalHost) { h.Status.OperationalStatus = metal3.OperationalStatusServicing }},
+	{"`errorType: servicing error`", func(h *metal3.BareMetalHost) { h.Status.ErrorType = metal3.ServicingError }},
 }
 
 // writeImageTable renders each state's agentImage fact, evaluated for a plain host and for every

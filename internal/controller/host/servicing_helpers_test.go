@@ -25,7 +25,13 @@ import (
 // HostFirmwareComponents controllers in the same manager, as main wires them.
 func startWithFirmware(t *testing.T, ns string, fix *fixture.Fixture, tune ...func(*Config)) *operator {
 	t.Helper()
-	return startManager(t, env.Config, ns, fix, func(mgr ctrl.Manager) error {
+	return startManager(t, env.Config, ns, fix, firmwareControllers(fix), tune...)
+}
+
+// firmwareControllers adds the HostFirmwareSettings and HostFirmwareComponents controllers to a
+// manager, with short resyncs.
+func firmwareControllers(fix *fixture.Fixture) func(mgr ctrl.Manager) error {
+	return func(mgr ctrl.Manager) error {
 		hfs := &hostfirmwaresettings.Reconciler{Provisioner: fix, Config: hostfirmwaresettings.Config{
 			Resync: time.Second, ChangeResync: 200 * time.Millisecond, SchemaGrace: time.Second, Concurrency: 4}}
 		hfs.SkipNameValidation()
@@ -36,7 +42,7 @@ func startWithFirmware(t *testing.T, ns string, fix *fixture.Fixture, tune ...fu
 			Resync: time.Second, ChangeResync: 200 * time.Millisecond, Concurrency: 4}}
 		hfc.SkipNameValidation()
 		return hfc.SetupWithManager(mgr)
-	}, tune...)
+	}
 }
 
 // provisionedWithFirmware creates a host, waits until it is provisioned and its HostFirmwareSettings

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
@@ -333,4 +334,43 @@ func TestServicingAfterAnOutOfBandChange(t *testing.T) {
 	if n := countReason(eventsFor(t, ns, "h"), reasonServicingStarted); n != 2 {
 		t.Fatalf("%d ServicingStarted events, want 2", n)
 	}
+}
+
+// TestServicingBootsTheAgentImage: with --build-preprov-image, a live update waits for the host's
+// PreprovisioningImage (made again: a provisioned host has none) and hands it to the provisioner,
+// which boots the agent from it; a failed live update keeps it for the retry; the image goes again
+// once the host is back to OK.
+func TestServicingBootsTheAgentImage(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := imageFixture()
+	firmware := firmwareControllers(fix)
+	startManager(t, env.Config, ns, fix, func(mgr ctrl.Manager) error {
+		if err := builtInImageController(mgr); err != nil {
+			return err
+		}
+		return firmware(mgr)
+	}, withImages)
+	h := newHost(ns, "h").WithBMC(testVMediaBMC, "bmc-h").Build()
+	createHost(t, h)
+	waitState(t, ns, "h", metal3.StateProvisioned)
+	waitImageGone(t, ns, "h")
+	waitHFS(t, ns, "h", "filled in", func(hfs *metal3.HostFirmwareSettings) bool { return len(hfs.Status.Settings) > 0 })
+	create(t, &metal3.HostUpdatePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h"},
+		Spec: metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot}})
+
+	fix.FailNextFor(ns, "h", fixture.OpService, 1)
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
+	reboot(t, ns, "h")
+	waitHost(t, ns, "h", "servicing error", func(h *metal3.BareMetalHost) bool { return h.Status.ErrorType == metal3.ServicingError })
+	waitImage(t, ns, "h", "kept while the live update failed", func(*metal3.PreprovisioningImage) bool { return true })
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled", "LogicalProc": "Disabled"})
+	servicedOK(t, ns, "h", fix, 2)
+	if node, _ := fix.Node(ns, "h"); node.AgentImage.ImageURL != testISOURL {
+		t.Fatalf("the live update booted %+v, want the host's image", node.AgentImage)
+	}
+	if biosValue(t, fix, ns, "h", "LogicalProc") != "Disabled" {
+		t.Fatal("the retried live update was not applied")
+	}
+	waitImageGone(t, ns, "h")
 }

@@ -291,10 +291,12 @@ func deprovisioningImage(h *metal3.BareMetalHost) imageUse {
 	return imageBooted
 }
 
-// servicingImage is the live-update hook: a provisioned host boots the agent only while servicing
-// (operationalStatus servicing); otherwise its image is deleted.
+// servicingImage is the live-update hook: a provisioned host boots the agent only while a live
+// update runs or failed (servicing.go: a changed request starts it again, and the provisioner
+// boots the agent then); otherwise its image is deleted. The host waits for the image after
+// operationalStatus turned servicing, before the provisioner is asked to service.
 func servicingImage(h *metal3.BareMetalHost) imageUse {
-	if h.Status.OperationalStatus == metal3.OperationalStatusServicing {
+	if h.Status.OperationalStatus == metal3.OperationalStatusServicing || h.Status.ErrorType == metal3.ServicingError {
 		return imageBooted
 	}
 	return imageDeleted
