@@ -3,6 +3,7 @@ package testenv
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,4 +63,21 @@ func ModuleDir(modulePath string) (string, error) {
 		return "", fmt.Errorf("module %s is not downloaded (run go mod download)", modulePath)
 	}
 	return dir, nil
+}
+
+// BuildOperator builds ./cmd/baremetal-operator into <root>/bin (the benchmarks and the
+// end-to-end suite run the binary as a subprocess) and returns its path; the compiler's output
+// goes to w.
+func BuildOperator(w io.Writer) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(root, "bin", "baremetal-operator")
+	build := exec.Command("go", "build", "-o", out, "./cmd/baremetal-operator")
+	build.Dir, build.Stdout, build.Stderr = root, w, w
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("building the operator: %w", err)
+	}
+	return out, nil
 }

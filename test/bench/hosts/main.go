@@ -72,17 +72,11 @@ func main() {
 }
 
 func run(o options) error {
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return err
-	}
+	var err error
 	if o.operator == "" {
-		o.operator = filepath.Join(root, "bin", "baremetal-operator")
-		fmt.Println("building", o.operator)
-		build := exec.Command("go", "build", "-o", o.operator, "./cmd/baremetal-operator")
-		build.Dir, build.Stdout, build.Stderr = root, os.Stdout, os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("building the operator: %w", err)
+		fmt.Println("building bin/baremetal-operator")
+		if o.operator, err = testenv.BuildOperator(os.Stdout); err != nil {
+			return err
 		}
 	}
 

@@ -28,7 +28,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -36,6 +35,7 @@ import (
 
 	"github.com/metalforge/metalforge/internal/test/ironicenv"
 	"github.com/metalforge/metalforge/internal/test/procstat"
+	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
 type options struct {
@@ -116,12 +116,10 @@ func run(o options) error {
 		conf += "\n" + string(b)
 	}
 	if o.mode != "baseline" && o.operator == "" {
-		o.operator = filepath.Join(ironicenv.RepoRoot(), "bin", "baremetal-operator")
-		fmt.Println("building", o.operator)
-		build := exec.Command("go", "build", "-o", o.operator, "./cmd/baremetal-operator")
-		build.Dir, build.Stdout, build.Stderr = ironicenv.RepoRoot(), os.Stdout, os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("building the operator: %w", err)
+		fmt.Println("building bin/baremetal-operator")
+		var err error
+		if o.operator, err = testenv.BuildOperator(os.Stdout); err != nil {
+			return err
 		}
 	}
 

@@ -25,15 +25,14 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"syscall"
 	"time"
 
 	"github.com/metalforge/metalforge/internal/test/ironicenv"
 	"github.com/metalforge/metalforge/internal/test/procstat"
+	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
 type options struct {
@@ -91,12 +90,10 @@ func run(o options) error {
 		return errors.New("Ironic cannot run here: " + why)
 	}
 	if o.operator == "" {
-		o.operator = filepath.Join(ironicenv.RepoRoot(), "bin", "baremetal-operator")
-		fmt.Println("building", o.operator)
-		build := exec.Command("go", "build", "-o", o.operator, "./cmd/baremetal-operator")
-		build.Dir, build.Stdout, build.Stderr = ironicenv.RepoRoot(), os.Stdout, os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("building the operator: %w", err)
+		fmt.Println("building bin/baremetal-operator")
+		var err error
+		if o.operator, err = testenv.BuildOperator(os.Stdout); err != nil {
+			return err
 		}
 	}
 	fmt.Println("starting Ironic")
