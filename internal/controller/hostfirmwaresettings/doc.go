@@ -19,7 +19,8 @@
 // FirmwareSchemas are content-addressed and shared (schema.go): one object per distinct schema in a
 // namespace, written once and never updated, without owner references; the cleaner (cleanup.go)
 // deletes a schema once no HostFirmwareSettings names it, found through a cache index of
-// HostFirmwareSettings by schema name.
+// HostFirmwareSettings by schema name. docs/dev/firmware.md explains why (metal3's shared schema
+// with one owner reference per host was rewritten for every host).
 //
 // Files: controller.go (driver, configuration), status.go (status and conditions from what was
 // read), validate.go (the rules), schema.go (naming and creating schemas), cleanup.go (deleting
