@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
@@ -107,10 +109,15 @@ func TestServicingFailureRetryAndAbort(t *testing.T) {
 	op := startWithFirmware(t, ns, fix)
 	provisionedWithFirmware(t, ns, "h", &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot})
 
+	failures := testutil.ToFloat64(metricServicingFailures)
 	fix.FailNextFor(ns, "h", fixture.OpService, 1)
 	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
 	reboot(t, ns, "h")
 	h := waitHost(t, ns, "h", "servicing error", func(h *metal3.BareMetalHost) bool { return h.Status.ErrorType == metal3.ServicingError })
+	eventually(t, "the failure counted (other tests run alongside)", func() (bool, string) {
+		got := testutil.ToFloat64(metricServicingFailures)
+		return got >= failures+1, fmt.Sprintf("%v, want at least %v", got, failures+1)
+	})
 	if h.Status.OperationalStatus != metal3.OperationalStatusError || h.Status.ErrorMessage != "fixture: injected service failure" ||
 		h.Status.Provisioning.State != metal3.StateProvisioned || h.Status.ErrorCount != 1 {
 		t.Fatalf("after the failure: %s", describe(h))
@@ -312,8 +319,13 @@ func TestServicingAfterAnOutOfBandChange(t *testing.T) {
 	startWithFirmware(t, ns, fix)
 	provisionedWithFirmware(t, ns, "h", &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot})
 	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
+	durations := servicingDurations(t)
 	reboot(t, ns, "h")
 	servicedOK(t, ns, "h", fix, 1)
+	eventually(t, "the live update's duration counted (other tests run alongside)", func() (bool, string) {
+		got := servicingDurations(t)
+		return got >= durations+1, fmt.Sprintf("%d, want at least %d", got, durations+1)
+	})
 	waitHFS(t, ns, "h", "the value read back", func(hfs *metal3.HostFirmwareSettings) bool {
 		return hfs.Status.Settings["ProcTurboMode"] == "Disabled"
 	})
@@ -373,4 +385,20 @@ func TestServicingBootsTheAgentImage(t *testing.T) {
 		t.Fatal("the retried live update was not applied")
 	}
 	waitImageGone(t, ns, "h")
+}
+
+// servicingDurations is how many live updates the duration histogram counted.
+func servicingDurations(t *testing.T) uint64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "metal3_operation_service_duration_seconds" && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatal("metal3_operation_service_duration_seconds is not registered")
+	return 0
 }
