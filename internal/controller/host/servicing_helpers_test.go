@@ -6,12 +6,10 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/hostfirmwarecomponents"
@@ -143,13 +141,6 @@ func servicedOK(t *testing.T, ns, name string, fix *fixture.Fixture, services in
 		return fix.Count(ns, name, fixture.OpService) == services && h.Status.OperationalStatus == metal3.OperationalStatusOK &&
 			h.Status.PoweredOn && h.Status.Provisioning.State == metal3.StateProvisioned && !rebooting
 	})
-}
-
-func deleteObject(t *testing.T, obj client.Object) {
-	t.Helper()
-	if err := env.Client.Delete(context.Background(), obj); err != nil && !apierrors.IsNotFound(err) {
-		t.Fatal(err)
-	}
 }
 
 func objectKey(ns, name string) types.NamespacedName {
