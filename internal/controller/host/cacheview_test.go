@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
@@ -51,7 +52,9 @@ func TestSecondControllerSeesTheDeclaredView(t *testing.T) {
 	var mgr ctrl.Manager
 	startManager(t, env.Config, ns, fixture.New(fixture.Config{}), func(m ctrl.Manager) error {
 		mgr, p.client = m, m.GetClient()
-		return ctrl.NewControllerManagedBy(m).Named("probe").For(&metal3.BareMetalHost{}).Complete(p)
+		skip := true // the name is per process: -count=2 registers it again
+		return ctrl.NewControllerManagedBy(m).Named("probe").For(&metal3.BareMetalHost{}).
+			WithOptions(controller.Options{SkipNameValidation: &skip}).Complete(p)
 	})
 	createHost(t, newHost(ns, "host-0").Build())
 	full := waitHost(t, ns, "host-0", "inspected", func(h *metal3.BareMetalHost) bool { return h.Status.HardwareDetails != nil })
