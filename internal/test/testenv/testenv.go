@@ -41,6 +41,8 @@ type Options struct {
 	// WebhookPaths replace config/webhook as the webhook configurations installed with
 	// Webhooks (relative to the repository root), for an operator with its own webhooks.
 	WebhookPaths []string
+	// APIServerFlags are more kube-apiserver flags (name without dashes → value).
+	APIServerFlags map[string]string
 }
 
 // Env is a running API server with the project's CRDs installed.
@@ -98,6 +100,9 @@ func Start(opts Options) (*Env, error) {
 		}
 	}
 
+	for name, value := range opts.APIServerFlags {
+		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		// A half-started control plane would leave etcd and kube-apiserver running.
