@@ -35,7 +35,7 @@ func (p *plan) planObject(o *observed, desired client.Object, owned bool) {
 	existing := stored(o, desired)
 	if existing == nil {
 		p.writes = append(p.writes, objectWrite{obj: desired})
-		p.events.Normal(ReasonCreated, "Create", "Created "+describe(desired))
+		p.events.NormalAbout(desired, ReasonCreated, "Create", "Created "+describe(desired))
 		return
 	}
 	merged := existing.DeepCopyObject().(client.Object)
@@ -46,7 +46,7 @@ func (p *plan) planObject(o *observed, desired client.Object, owned bool) {
 		m := merged.(*appsv1.Deployment)
 		if !covers(d.Spec.Selector, m.Spec.Selector) || !covers(m.Spec.Selector, d.Spec.Selector) {
 			p.writes = append(p.writes, objectWrite{obj: existing, recreate: true})
-			p.events.Normal(ReasonRecreated, "Recreate", "Recreating "+describe(desired)+": its selector differs and cannot be changed")
+			p.events.NormalAbout(existing, ReasonRecreated, "Recreate", "Recreating "+describe(desired)+": its selector differs and cannot be changed")
 			return
 		}
 		if !covers(&d.Spec, &m.Spec) {
@@ -75,11 +75,11 @@ func (p *plan) planObject(o *observed, desired client.Object, owned bool) {
 	_, claims := desired.GetAnnotations()[render.OwnedAnnotation]
 	switch {
 	case claims && !claimedBefore && !specChanged:
-		p.events.Normal(ReasonClaimed, "Claim", "Claimed "+describe(desired)+"; its pod template already matches, so its pods keep running")
+		p.events.NormalAbout(merged, ReasonClaimed, "Claim", "Claimed "+describe(desired)+"; its pod template already matches, so its pods keep running")
 	case claims && !claimedBefore:
-		p.events.Normal(ReasonClaimed, "Claim", "Claimed "+describe(desired)+" and updated its pod template")
+		p.events.NormalAbout(merged, ReasonClaimed, "Claim", "Claimed "+describe(desired)+" and updated its pod template")
 	case specChanged:
-		p.events.Normal(ReasonUpdated, "Update", "Updated "+describe(desired))
+		p.events.NormalAbout(merged, ReasonUpdated, "Update", "Updated "+describe(desired))
 	}
 }
 

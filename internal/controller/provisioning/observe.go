@@ -30,6 +30,9 @@ type observed struct {
 	release   string
 	resync    time.Duration
 
+	// serveWebhook: the operator serves its Provisioning webhook.
+	serveWebhook bool
+
 	features platform.Features
 	// co is the ClusterOperator; coMissing: it does not exist yet (co is a new one to create).
 	co        *configv1.ClusterOperator
@@ -57,6 +60,7 @@ var stackSecrets = []string{secrets.IronicCredentials, secrets.IronicTLS, secret
 
 func (r *Reconciler) observe(ctx context.Context, now time.Time) (*observed, error) {
 	o := &observed{now: now, namespace: r.Config.Namespace, release: r.Config.ReleaseVersion, resync: r.Config.Resync,
+		serveWebhook: r.WebhookCerts != nil,
 		secrets: map[string]*corev1.Secret{}, deployments: map[string]*appsv1.Deployment{},
 		services: map[string]*corev1.Service{}, webhookConfigs: map[string]*admissionv1.ValidatingWebhookConfiguration{}}
 

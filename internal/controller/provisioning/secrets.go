@@ -26,14 +26,14 @@ func (p *plan) planSecrets(o *observed) (render.Input, error) {
 			return in, err
 		}
 		p.putSecret(o, nil, secrets.IronicCredentials, data)
-		p.events.Normal(ReasonSecretGenerated, "Generate", "Generated the Ironic credentials in Secret "+secrets.IronicCredentials)
+		p.events.NormalAbout(secretRef(o, secrets.IronicCredentials), ReasonSecretGenerated, "Generate", "Generated the Ironic credentials in Secret "+secrets.IronicCredentials)
 	} else {
 		data, changed, err := secrets.RepairIronicCredentials(creds.Data)
 		if err != nil {
 			return in, err
 		}
 		if changed {
-			p.events.Normal(ReasonSecretGenerated, "Repair", "Rewrote the htpasswd of Secret "+secrets.IronicCredentials+" from its password")
+			p.events.NormalAbout(creds, ReasonSecretGenerated, "Repair", "Rewrote the htpasswd of Secret "+secrets.IronicCredentials+" from its password")
 		}
 		p.putSecret(o, creds, secrets.IronicCredentials, data)
 	}
@@ -47,8 +47,16 @@ func (p *plan) planSecrets(o *observed) (render.Input, error) {
 }
 
 // platformObjects are the operator's own webhook certificate and configuration: they exist
-// whenever the platform gets a stack, Provisioning object or not.
+// whenever the platform gets a stack and the operator serves its webhook, Provisioning object or
+// not. Without the webhook server (--webhook-port=0) the configuration is removed: a webhook
+// failing closed with nobody serving it would refuse every change of the Provisioning object.
 func (p *plan) platformObjects(o *observed) error {
+	if !o.serveWebhook {
+		if w := o.webhookConfigs[render.CBOWebhookConfig]; w != nil && w.Labels[render.ComponentLabel] != "" {
+			p.deletes = append(p.deletes, w)
+		}
+		return nil
+	}
 	data := p.planTLS(o, secrets.CBOWebhookCert, "cluster-baremetal-operator-webhook", render.ServiceSANs(o.namespace, render.CBOWebhookService))
 	if data == nil {
 		return errors.New("issuing the operator's webhook certificate failed")
@@ -72,7 +80,7 @@ func (p *plan) planTLS(o *observed, name, commonName string, sans []string) map[
 		return data
 	}
 	if decision.Action != secrets.Keep {
-		p.events.Normal(ReasonCertificateIssued, "Issue", "Issued a certificate in Secret "+name+": "+decision.Reason)
+		p.events.NormalAbout(secretRef(o, name), ReasonCertificateIssued, "Issue", "Issued a certificate in Secret "+name+": "+decision.Reason)
 	}
 	p.putSecret(o, existing, name, out)
 	return out
@@ -119,4 +127,12 @@ func unusableSecret(err error) string {
 		return err.Error() + ": delete the Secret to have new credentials generated"
 	}
 	return ""
+}
+
+// secretRef names a Secret of the stack as an event's related object.
+func secretRef(o *observed, name string) *corev1.Secret {
+	if s := o.secrets[name]; s != nil {
+		return s
+	}
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.namespace, Name: name}}
 }
