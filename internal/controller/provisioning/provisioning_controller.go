@@ -37,6 +37,8 @@ type Config struct {
 	ReleaseVersion string
 	// Resync is how often a complete stack is looked at again (certificate renewal, drift).
 	Resync time.Duration
+	// ImagesPoll is how often the images file is checked for a change (10 s when 0).
+	ImagesPoll time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -94,6 +96,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == name })
 	}
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.Config.Namespace })
+	images := newImagesWatcher(r.Config.ImagesPath, r.Config.ImagesPoll)
+	if err := mgr.Add(images); err != nil {
+		return fmt.Errorf("adding the images file watcher: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("provisioning").
 		For(&metal3.Provisioning{}, builder.WithPredicates(named(metal3.ProvisioningSingletonName))).
@@ -107,6 +113,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&configv1.Infrastructure{}, toSingleton, builder.WithPredicates(named(platform.InfrastructureName))).
 		Watches(&configv1.Proxy{}, toSingleton, builder.WithPredicates(named(proxyName))).
 		Watches(&metal3.BareMetalHost{}, toSingleton, builder.WithPredicates(busyChanged())).
+		WatchesRawSource(images.source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1, SkipNameValidation: &r.skipNameValidation}).
 		Complete(r)
 }

@@ -128,7 +128,8 @@ func (op *operator) start(t *testing.T, release string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Reconciler{Config: Config{Namespace: op.ns, ImagesPath: op.images, ReleaseVersion: release, Now: op.clock.Now, Resync: time.Second},
+	r := &Reconciler{Config: Config{Namespace: op.ns, ImagesPath: op.images, ReleaseVersion: release, Now: op.clock.Now, Resync: time.Minute,
+		ImagesPoll: 100 * time.Millisecond},
 		skipNameValidation: true}
 	if op.webhook {
 		r.WebhookCerts = NewCertStore()
