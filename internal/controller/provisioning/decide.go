@@ -132,6 +132,7 @@ func invalid(o *observed) string {
 // observedGeneration stays where it was, so the last good stack keeps running.
 func (p *plan) invalid(o *observed, msg string) {
 	p.state = clusteroperator.State{Reason: clusteroperator.ReasonInvalidConfiguration, Message: msg, Busy: o.busy}
+	p.requeueAfter = o.retry
 	if c := clusteroperator.Condition(o.co, "Degraded"); c == nil || c.Reason != clusteroperator.ReasonInvalidConfiguration || c.Message != msg {
 		p.events.Warning(ReasonInvalidConfiguration, "Validate", msg)
 	}

@@ -1,6 +1,8 @@
 package provisioning
 
 import (
+	"os"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -29,3 +31,5 @@ func writeCount() float64 {
 	}
 	return total
 }
+
+func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }

@@ -29,6 +29,7 @@ type observed struct {
 	namespace string
 	release   string
 	resync    time.Duration
+	retry     time.Duration
 
 	// serveWebhook: the operator serves its Provisioning webhook.
 	serveWebhook bool
@@ -60,8 +61,9 @@ var stackSecrets = []string{secrets.IronicCredentials, secrets.IronicTLS, secret
 
 func (r *Reconciler) observe(ctx context.Context, now time.Time) (*observed, error) {
 	o := &observed{now: now, namespace: r.Config.Namespace, release: r.Config.ReleaseVersion, resync: r.Config.Resync,
+		retry:        r.Config.RetryInvalid,
 		serveWebhook: r.WebhookCerts != nil,
-		secrets: map[string]*corev1.Secret{}, deployments: map[string]*appsv1.Deployment{},
+		secrets:      map[string]*corev1.Secret{}, deployments: map[string]*appsv1.Deployment{},
 		services: map[string]*corev1.Service{}, webhookConfigs: map[string]*admissionv1.ValidatingWebhookConfiguration{}}
 
 	infra := &configv1.Infrastructure{}

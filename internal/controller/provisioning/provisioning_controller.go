@@ -37,6 +37,9 @@ type Config struct {
 	ReleaseVersion string
 	// Resync is how often a complete stack is looked at again (certificate renewal, drift).
 	Resync time.Duration
+	// RetryInvalid is how often an invalid configuration is looked at again: a spec change wakes
+	// the operator at once, but a repaired Secret it does not cache (unlabelled) does not.
+	RetryInvalid time.Duration
 	// ImagesPoll is how often the images file is checked for a change (10 s when 0).
 	ImagesPoll time.Duration
 	// Now is the clock (time.Now when nil).
@@ -88,6 +91,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Config.Resync == 0 {
 		r.Config.Resync = DefaultResync
+	}
+	if r.Config.RetryInvalid == 0 {
+		r.Config.RetryInvalid = time.Minute
 	}
 	toSingleton := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{singleton}

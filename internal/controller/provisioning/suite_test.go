@@ -67,8 +67,8 @@ func (c *clock) Set(t time.Time) {
 
 // operator is the controller running in-process for one test.
 type operator struct {
-	ns     string
-	images string
+	ns      string
+	images  string
 	clock   *clock
 	webhook bool
 	stop    func()
@@ -129,7 +129,7 @@ func (op *operator) start(t *testing.T, release string) {
 		t.Fatal(err)
 	}
 	r := &Reconciler{Config: Config{Namespace: op.ns, ImagesPath: op.images, ReleaseVersion: release, Now: op.clock.Now, Resync: time.Minute,
-		ImagesPoll: 100 * time.Millisecond},
+		ImagesPoll: 100 * time.Millisecond, RetryInvalid: 200 * time.Millisecond},
 		skipNameValidation: true}
 	if op.webhook {
 		r.WebhookCerts = NewCertStore()

@@ -23,18 +23,22 @@ func TestOf(t *testing.T) {
 		want     []metal3.ProvisioningNetwork
 		external bool
 	}{
-		"bare metal":                   {infra: infra(configv1.BareMetalPlatformType, ""), want: allModes},
-		"none":                         {infra: infra(configv1.NonePlatformType, ""), want: allModes},
-		"vSphere":                      {infra: infra(configv1.VSpherePlatformType, ""), want: disabledOnly},
-		"OpenStack":                    {infra: infra(configv1.OpenStackPlatformType, ""), want: disabledOnly},
-		"AWS":                          {infra: infra(configv1.AWSPlatformType, ""), want: disabledOnly},
-		"KubeVirt":                     {infra: infra(configv1.KubevirtPlatformType, ""), want: disabledOnly},
-		"Nutanix: nothing":             {infra: infra(configv1.NutanixPlatformType, "")},
-		"External: nothing":            {infra: infra(configv1.ExternalPlatformType, "")},
-		"no platform: nothing":         {infra: &configv1.Infrastructure{}},
-		"legacy status.platform":       {infra: legacy, want: allModes},
-		"hosted control plane":         {infra: infra(configv1.BareMetalPlatformType, configv1.ExternalTopologyMode), want: allModes, external: true},
-		"platformStatus wins over old": {infra: func() *configv1.Infrastructure { i := infra(configv1.AWSPlatformType, ""); i.Status.Platform = configv1.BareMetalPlatformType; return i }(), want: disabledOnly}, //nolint:staticcheck // testing the fallback
+		"bare metal":             {infra: infra(configv1.BareMetalPlatformType, ""), want: allModes},
+		"none":                   {infra: infra(configv1.NonePlatformType, ""), want: allModes},
+		"vSphere":                {infra: infra(configv1.VSpherePlatformType, ""), want: disabledOnly},
+		"OpenStack":              {infra: infra(configv1.OpenStackPlatformType, ""), want: disabledOnly},
+		"AWS":                    {infra: infra(configv1.AWSPlatformType, ""), want: disabledOnly},
+		"KubeVirt":               {infra: infra(configv1.KubevirtPlatformType, ""), want: disabledOnly},
+		"Nutanix: nothing":       {infra: infra(configv1.NutanixPlatformType, "")},
+		"External: nothing":      {infra: infra(configv1.ExternalPlatformType, "")},
+		"no platform: nothing":   {infra: &configv1.Infrastructure{}},
+		"legacy status.platform": {infra: legacy, want: allModes},
+		"hosted control plane":   {infra: infra(configv1.BareMetalPlatformType, configv1.ExternalTopologyMode), want: allModes, external: true},
+		"platformStatus wins over old": {infra: func() *configv1.Infrastructure {
+			i := infra(configv1.AWSPlatformType, "")
+			i.Status.Platform = configv1.BareMetalPlatformType
+			return i
+		}(), want: disabledOnly}, //nolint:staticcheck // testing the fallback
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := Of(tc.infra)

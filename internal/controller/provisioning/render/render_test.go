@@ -107,7 +107,11 @@ func TestMetal3PerMode(t *testing.T) {
 			dnsmasqEnv: map[string]string{"DHCP_RANGE": "fd00:1101::a,fd00:1101::ffff,64"},
 		},
 		"unmanaged": {
-			spec:       func() metal3.ProvisioningSpec { s := managed; s.ProvisioningNetwork, s.ProvisioningDHCPRange = "Unmanaged", ""; return s }(),
+			spec: func() metal3.ProvisioningSpec {
+				s := managed
+				s.ProvisioningNetwork, s.ProvisioningDHCPRange = "Unmanaged", ""
+				return s
+			}(),
 			containers: []string{"init:metal3-static-ip-set", "init:metal3-machine-os-images", "metal3-ironic", "metal3-httpd", "metal3-static-ip-manager"},
 			ironicEnv:  map[string]string{"PROVISIONING_IP": "172.22.0.3/24"},
 		},
