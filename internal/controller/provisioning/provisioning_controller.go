@@ -67,17 +67,6 @@ type Reconciler struct {
 // singleton is the one request every watch maps to: there is one stack per cluster.
 var singleton = reconcile.Request{NamespacedName: types.NamespacedName{Name: metal3.ProvisioningSingletonName}}
 
-// +kubebuilder:rbac:groups=metal3.io,resources=provisionings,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=metal3.io,resources=provisionings/status;provisionings/finalizers,verbs=get;update;patch
-// +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;list;watch
-// +kubebuilder:rbac:groups=config.openshift.io,resources=infrastructures;proxies,verbs=get;list;watch
-// +kubebuilder:rbac:groups=config.openshift.io,resources=clusteroperators,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups=config.openshift.io,resources=clusteroperators/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=services;secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
-
 // SetupWithManager registers the controller. Every watch wakes the singleton.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {

@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	testenv.Main(m, testenv.Options{ExtraCRDs: crds}, &env)
+	testenv.Main(m, testenv.Options{CRDPaths: crds}, &env)
 }
 
 const testImages = `{"baremetalOperator": "registry.example.com/mf/baremetal-operator:1",

@@ -101,3 +101,21 @@ func OpenShiftCRDs(files ...string) ([]string, error) {
 	}
 	return paths, nil
 }
+
+// Tool returns the path of a tool built into the tools directory (KUBEBUILDER_ASSETS or <repo>/bin),
+// e.g. kubectl, failing with a hint when it is missing.
+func Tool(name string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		dir = filepath.Join(root, "bin")
+	}
+	p := filepath.Join(dir, name)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s not found in %s (KUBEBUILDER_ASSETS or <repo>/bin): run `make tools` to build it: %w", name, dir, err)
+	}
+	return p, nil
+}

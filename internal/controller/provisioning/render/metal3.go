@@ -73,16 +73,25 @@ func buildMetal3(in *Input, s *Stack) {
 // ProgressDeadlineExceeded, which the operator reports as DeployTimedOut (OpenShift's 5 minutes).
 const progressDeadline int32 = 300
 
+// ControlPlaneLabel marks control-plane nodes (OpenShift's nodes carry it with the older
+// node-role.kubernetes.io/master, which the API server now warns about in a node selector).
+const ControlPlaneLabel = "node-role.kubernetes.io/control-plane"
+
+// ControlPlaneTolerations let a pod run on control-plane nodes (both taint names) and ride out a
+// node that stops answering for two minutes.
+func ControlPlaneTolerations() []corev1.Toleration { return controlPlaneTolerations() }
+
 func controlPlaneSelector(in *Input) map[string]string {
 	if in.Platform.ExternalControlPlane {
 		return nil
 	}
-	return map[string]string{"node-role.kubernetes.io/master": ""}
+	return map[string]string{ControlPlaneLabel: ""}
 }
 
 func controlPlaneTolerations() []corev1.Toleration {
 	return []corev1.Toleration{
 		{Key: "node-role.kubernetes.io/master", Effect: corev1.TaintEffectNoSchedule, Operator: corev1.TolerationOpExists},
+		{Key: ControlPlaneLabel, Effect: corev1.TaintEffectNoSchedule, Operator: corev1.TolerationOpExists},
 		{Key: "CriticalAddonsOnly", Operator: corev1.TolerationOpExists},
 		{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoExecute, Operator: corev1.TolerationOpExists, TolerationSeconds: ptrTo[int64](120)},
 		{Key: "node.kubernetes.io/unreachable", Effect: corev1.TaintEffectNoExecute, Operator: corev1.TolerationOpExists, TolerationSeconds: ptrTo[int64](120)},

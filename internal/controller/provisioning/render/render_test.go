@@ -173,7 +173,7 @@ func TestMetal3Pod(t *testing.T) {
 	in := input(managed)
 	d := Render(in).Metal3
 	pod := d.Spec.Template.Spec
-	if !pod.HostNetwork || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType || pod.NodeSelector["node-role.kubernetes.io/master"] != "" || len(pod.NodeSelector) != 1 {
+	if !pod.HostNetwork || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType || pod.NodeSelector[ControlPlaneLabel] != "" || len(pod.NodeSelector) != 1 {
 		t.Errorf("hostNetwork %v, strategy %s, nodeSelector %v", pod.HostNetwork, d.Spec.Strategy.Type, pod.NodeSelector)
 	}
 	if d.Spec.Template.Annotations[TLSFingerprintAnnotation] != "tls1" || d.Annotations[OwnedAnnotation] != "" {
