@@ -117,10 +117,11 @@ func (in *Input) proxyEnv(noProxy ...string) []corev1.EnvVar {
 	return env
 }
 
-// secretVolume projects only keys of a Secret (a TLS Secret's CA key never reaches a pod).
+// secretVolume projects only keys of a Secret (a TLS Secret's CA key never reaches a pod). The
+// files get the default mode (0644): the operator images run as a non-root user, which must read
+// them.
 func secretVolume(name, secret string, keys ...string) corev1.Volume {
-	v := corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-		SecretName: secret, DefaultMode: ptrTo[int32](0o440)}}}
+	v := corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}}
 	for _, k := range keys {
 		v.Secret.Items = append(v.Secret.Items, corev1.KeyToPath{Key: k, Path: k})
 	}
