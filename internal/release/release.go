@@ -143,13 +143,18 @@ func documents(objs ...any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// clean drops the null fields and empty status a typed object marshals.
+// clean drops what a typed object marshals without meaning: null fields (creationTimestamp, a
+// ClusterOperator's status.extension) and an empty top-level status. Empty maps elsewhere stay: a
+// CRD's `subresources: {status: {}}` is one.
 func clean(data []byte) []byte {
 	var obj map[string]any
 	if err := yaml.Unmarshal(data, &obj); err != nil {
 		return data
 	}
-	prune(obj)
+	dropNulls(obj)
+	if st, ok := obj["status"].(map[string]any); ok && len(st) == 0 {
+		delete(obj, "status")
+	}
 	out, err := yaml.Marshal(obj)
 	if err != nil {
 		return data
@@ -157,24 +162,19 @@ func clean(data []byte) []byte {
 	return out
 }
 
-func prune(v any) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		if l, ok := v.([]any); ok {
-			for _, x := range l {
-				prune(x)
+func dropNulls(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			if val == nil {
+				delete(x, k)
+				continue
 			}
+			dropNulls(val)
 		}
-		return
-	}
-	for k, x := range m {
-		if x == nil {
-			delete(m, k) // creationTimestamp, status.extension: nothing to say
-			continue
-		}
-		prune(x)
-		if sub, ok := x.(map[string]any); ok && len(sub) == 0 && (k == "status" || k == "resources" || k == "metadata" || k == "strategy") {
-			delete(m, k)
+	case []any:
+		for _, val := range x {
+			dropNulls(val)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -183,5 +184,33 @@ func TestKubectlApplyStrict(t *testing.T) {
 	}
 	if len(lines) != objs {
 		t.Errorf("second apply reported %d objects of %d:\n%s", len(lines), objs, second)
+	}
+}
+
+// TestCRDsAreConfigs: each CRD manifest is config/crd/bases' CRD, with only the payload's
+// annotations added (nothing dropped on the way, such as a status subresource).
+func TestCRDsAreConfigs(t *testing.T) {
+	root := repo(t)
+	in, err := ReadInputs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := ReadDir(filepath.Join(root, "manifests"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range in.CRDs {
+		got := objects(t, files[Prefix+"02_"+strings.TrimSuffix(name, ".yaml")+".crd.yaml"])
+		want := objects(t, data)
+		if len(got) != 1 || len(want) != 1 {
+			t.Fatalf("%s: %d and %d objects", name, len(got), len(want))
+		}
+		ann := got[0]["metadata"].(map[string]any)["annotations"].(map[string]any)
+		for k := range clusteroperator.Annotations {
+			delete(ann, k)
+		}
+		if !reflect.DeepEqual(got[0], want[0]) {
+			t.Errorf("%s: the manifest differs from config/crd/bases beyond its annotations", name)
+		}
 	}
 }

@@ -27,11 +27,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Image is what a container runs: its root file system as directories, top first, and its user.
+// Image is what a container runs: its root file system as directories, top first, its user and
+// its environment (the image configuration's: a container's own variables come after it).
 type Image struct {
 	Layers   []string
 	UID, GID int
+	Env      []string
 }
+
+// defaultPath is the PATH of an image that sets none (container runtimes add it).
+const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // Node runs the Deployments of one namespace.
 type Node struct {
@@ -88,6 +93,24 @@ func (n *Node) Starts(deployment string) int64 {
 		return p.started.Load()
 	}
 	return 0
+}
+
+// CrashLooping names a container of any pod that was started more than limit times ("" when
+// none): a test can stop waiting for something that will not come.
+func (n *Node) CrashLooping(limit int) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, p := range n.pods {
+		p.mu.Lock()
+		for name, count := range p.starts {
+			if count > limit {
+				p.mu.Unlock()
+				return p.deployment + "/" + name
+			}
+		}
+		p.mu.Unlock()
+	}
+	return ""
 }
 
 // PodUID is the UID of the Deployment's current pod ("" when none): a new UID is a new pod.

@@ -39,6 +39,8 @@ type pod struct {
 	ready  atomic.Bool
 	// started counts the containers' process starts (restarts show as more).
 	started atomic.Int64
+	mu      sync.Mutex
+	starts  map[string]int
 }
 
 // run starts the init containers in order, then the containers, and keeps them running until
@@ -148,7 +150,7 @@ func (p *pod) start(c corev1.Container) (*exec.Cmd, error) {
 	if !ok {
 		return nil, fmt.Errorf("image %s is not known to the node", c.Image)
 	}
-	env, err := p.env(c)
+	env, err := p.env(c, img)
 	if err != nil {
 		return nil, err
 	}
@@ -211,6 +213,12 @@ func (p *pod) start(c corev1.Container) (*exec.Cmd, error) {
 	}
 	log.Close() // the child holds its own descriptors
 	p.started.Add(1)
+	p.mu.Lock()
+	if p.starts == nil {
+		p.starts = map[string]int{}
+	}
+	p.starts[c.Name]++
+	p.mu.Unlock()
 	return cmd, nil
 }
 
@@ -286,4 +294,3 @@ func containerPort(c corev1.Container, port intstr.IntOrString) (int, error) {
 	}
 	return 0, fmt.Errorf("container %s has no port named %s", c.Name, port.StrVal)
 }
-

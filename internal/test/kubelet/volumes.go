@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -160,13 +161,16 @@ func (p *pod) mounts(c corev1.Container) ([]mountSpec, error) {
 	return append(out, mountSpec{Kind: mountBind, Source: p.hostsFile, Target: "/etc/hosts", File: true}), nil
 }
 
-// env resolves a container's environment as the kubelet does: the kubernetes Service's
-// variables first, then envFrom, then env in order, each value with $(VAR) expanded against the
-// variables before it.
-func (p *pod) env(c corev1.Container) ([]string, error) {
+// env resolves a container's environment as the kubelet and the runtime do: the image's
+// variables (a default PATH when it has none), the kubernetes Service's, then envFrom, then env in
+// order, each value with $(VAR) expanded against the variables before it.
+func (p *pod) env(c corev1.Container, img Image) ([]string, error) {
 	ctx := context.Background()
-	vars := []string{"KUBERNETES_SERVICE_HOST=" + p.node.APIHost, "KUBERNETES_SERVICE_PORT=" + p.node.APIPort,
-		"HOSTNAME=" + p.name}
+	vars := slices.Clone(img.Env)
+	if !slices.ContainsFunc(vars, func(kv string) bool { return strings.HasPrefix(kv, "PATH=") }) {
+		vars = append(vars, defaultPath)
+	}
+	vars = append(vars, "KUBERNETES_SERVICE_HOST="+p.node.APIHost, "KUBERNETES_SERVICE_PORT="+p.node.APIPort, "HOSTNAME="+p.name)
 	set := func(k, v string) { vars = append(vars, k+"="+v) }
 	lookup := func(name string) (string, bool) {
 		for i := len(vars) - 1; i >= 0; i-- {
