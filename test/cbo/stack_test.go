@@ -85,7 +85,11 @@ func TestStack(t *testing.T) {
 	checkIronicAuth(t, tlsSecret, creds)
 
 	// A host, through the baremetal-operator's webhook (reached like the operator's).
-	sim, err := ironicenv.StartSim(ironicenv.SimOptions{Config: ironicenv.FastConfig(1)})
+	// The agent serves its API over TLS as ironic-python-agent does: the operator's Ironic keeps
+	// Ironic's default of refusing plain-HTTP callbacks.
+	agentCfg := ironicenv.FastAgent("")
+	agentCfg.AutoTLS = true
+	sim, err := ironicenv.StartSim(ironicenv.SimOptions{Config: ironicenv.FastConfig(1), Agent: agentCfg})
 	if err != nil {
 		t.Fatal(err)
 	}

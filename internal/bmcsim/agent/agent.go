@@ -293,6 +293,7 @@ func (a *agentInstance) heartbeatLoop() {
 		}
 		err := a.api.heartbeat(a.ctx, uuid, heartbeatRequest{
 			CallbackURL: a.callbackURL, AgentToken: token, AgentVersion: cfg.AgentVersion,
+			AgentVerifyCA: a.r.srv.certPEM,
 		})
 		last = time.Now()
 		if err != nil {

@@ -34,7 +34,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	srv, err := newCommandServer(cfg.Listen)
+	srv, err := newCommandServer(cfg.Listen, cfg.AutoTLS)
 	if err != nil {
 		return nil, fmt.Errorf("agent API listener on %s: %w", cfg.Listen, err)
 	}

@@ -1,11 +1,15 @@
 package agent
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,5 +64,47 @@ func TestIPAInsecure(t *testing.T) {
 				t.Errorf("Ironic was reached: %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestAutoTLS: with AutoTLS the agent's callback URL is https and its heartbeat carries the
+// certificate that verifies it, which is how Ironic (requiring TLS callbacks) then reaches it.
+func TestAutoTLS(t *testing.T) {
+	beats := make(chan heartbeatRequest, 4)
+	ironic := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var hb heartbeatRequest
+		if err := json.NewDecoder(req.Body).Decode(&hb); err == nil {
+			select {
+			case beats <- hb:
+			default:
+			}
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer ironic.Close()
+	r, err := NewRunner(Config{APIURL: ironic.URL, HeartbeatInterval: time.Minute, AutoTLS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	a := newAgent(r, &fakeMachine{}, BootInfo{Token: "secret"}, ironic.URL, "")
+	a.nodeUUID = "n1"
+	a.callbackURL = r.srv.register(a)
+	go a.heartbeatLoop()
+	defer a.stop()
+	hb := <-beats
+	if !strings.HasPrefix(hb.CallbackURL, "https://127.0.0.1:") || !strings.Contains(hb.AgentVerifyCA, "BEGIN CERTIFICATE") {
+		t.Fatalf("heartbeat %+v: want an https callback URL and the certificate", hb)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM([]byte(hb.AgentVerifyCA))
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	resp, err := hc.Get(hb.CallbackURL + "/v1/commands/?agent_token=secret")
+	if err != nil {
+		t.Fatalf("reaching the agent with its certificate: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET commands: HTTP %d", resp.StatusCode)
 	}
 }
