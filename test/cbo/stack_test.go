@@ -89,7 +89,11 @@ func TestStack(t *testing.T) {
 	// Ironic's default of refusing plain-HTTP callbacks.
 	agentCfg := ironicenv.FastAgent("")
 	agentCfg.AutoTLS = true
-	sim, err := ironicenv.StartSim(ironicenv.SimOptions{Config: ironicenv.FastConfig(1), Agent: agentCfg})
+	// A server takes a few seconds to boot the agent (real ones take minutes): an agent that
+	// reports its inspection before Ironic has finished powering the server on is turned away.
+	simCfg := ironicenv.FastConfig(1)
+	simCfg.BootTime.Duration = 5 * time.Second
+	sim, err := ironicenv.StartSim(ironicenv.SimOptions{Config: simCfg, Agent: agentCfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +128,9 @@ func TestStack(t *testing.T) {
 	}
 	waitCO(t, c, "Upgradeable", "True", clusteroperator.ReasonAsExpected, 2*time.Minute, node)
 	waitCO(t, c, "Available", "True", clusteroperator.ReasonDeployComplete, time.Minute, node)
+
+	// The operator's metrics: reconciles, and the conditions it reports.
+	checkMetrics(t, podIPs[0])
 
 	// The password appears in no log of the stack.
 	password := string(creds.Data[secrets.KeyPassword])
@@ -247,9 +254,28 @@ func startNode(t *testing.T, env *testenv.Env) *kubelet.Node {
 		<-done
 		if t.Failed() {
 			dumpLogs(t, n)
+			if keep := os.Getenv("CBO_E2E_KEEP_LOGS"); keep != "" {
+				keepLogs(t, n, keep)
+			}
 		}
 	})
 	return n
+}
+
+// keepLogs copies the containers' logs to dir (CBO_E2E_KEEP_LOGS), which outlives the test.
+func keepLogs(t *testing.T, n *kubelet.Node, dir string) {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(n.Dir, "logs", "*.log"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Log(err)
+		return
+	}
+	for _, l := range logs {
+		if data, err := os.ReadFile(l); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, filepath.Base(l)), data, 0o644) //nolint:gosec // test logs
+		}
+	}
+	t.Logf("container logs kept in %s", dir)
 }
 
 func dumpLogs(t *testing.T, n *kubelet.Node) {
@@ -377,6 +403,23 @@ func checkIronicAuth(t *testing.T, tlsSecret, creds *corev1.Secret) {
 	}
 	if code := get(string(creds.Data[secrets.KeyUsername]), string(creds.Data[secrets.KeyPassword])); code != http.StatusOK {
 		t.Errorf("with the operator's credentials Ironic answered %d", code)
+	}
+}
+
+// checkMetrics reads the operator's /metrics (its pod is the first to get a pod IP).
+func checkMetrics(t *testing.T, ip string) {
+	t.Helper()
+	resp, err := http.Get("http://" + ip + ":8080/metrics") //nolint:noctx // a test's one request
+	if err != nil {
+		t.Fatalf("reading the operator's metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{`cluster_baremetal_operator_condition{condition="Available"} 1`,
+		`cluster_baremetal_operator_condition{condition="Degraded"} 0`, "cluster_baremetal_operator_reconcile_total "} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("the operator's metrics lack %q", want)
+		}
 	}
 }
 
