@@ -136,7 +136,7 @@ ironic-root: ## Build the Ironic root once (debootstrap + apt) without starting 
 ##@ Test
 
 .PHONY: host-packages
-host-packages: ## Install the Debian programs tests run when missing (xorriso, genisoimage, isoinfo, cpio, nmcli; needs root)
+host-packages: ## Install the Debian programs tests run when missing (xorriso, genisoimage, isoinfo, cpio, nmcli, skopeo, ip; needs root)
 	@hack/host-packages.sh
 
 .PHONY: test
