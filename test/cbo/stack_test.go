@@ -156,7 +156,7 @@ func startCluster(t *testing.T) *testenv.Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := testenv.Start(testenv.Options{NoProjectCRDs: true, ExtraCRDs: crds,
+	env, err := testenv.Start(testenv.Options{NoProjectCRDs: true, CRDPaths: crds,
 		APIServerFlags: map[string]string{"enable-aggregator-routing": "true",
 			// No default route in the namespace: the API server cannot guess its address.
 			"advertise-address": nodeIP}})
