@@ -22,17 +22,20 @@ func TestFromEnv(t *testing.T) {
 		wantErr string
 	}{
 		"defaults": {env: map[string]string{}, check: func(t *testing.T, c Config) {
+			t.Helper()
 			if c.APIPort != 6385 || c.HTTPPort != 6180 || c.VMediaTLSPort != 0 || !c.FastTrack || !c.ListenAll || c.Insecure ||
 				c.SharedDir != "/shared" || c.DataDir != "/var/lib/ironic" || c.ConfDir != "/etc/ironic" {
 				t.Errorf("defaults %+v", c)
 			}
 		}},
 		"IP with prefix": {env: map[string]string{"PROVISIONING_IP": "172.22.0.3/24", "PROVISIONING_MACS": "00:5A:91:3F:9A:BD, 00:5a:91:3f:9a:be"}, check: func(t *testing.T, c Config) {
+			t.Helper()
 			if c.ProvisioningIP != netip.MustParseAddr("172.22.0.3") || c.Prefix != 24 || !slices.Equal(c.MACs, []string{"00:5a:91:3f:9a:bd", "00:5a:91:3f:9a:be"}) {
 				t.Errorf("%+v", c)
 			}
 		}},
 		"plain IPv6": {env: map[string]string{"PROVISIONING_IP": "fd00::3", "IRONIC_EXTERNAL_IP": "10.0.0.5", "IRONIC_INSECURE": "true", "VMEDIA_TLS_PORT": "6183"}, check: func(t *testing.T, c Config) {
+			t.Helper()
 			if c.ProvisioningIP != netip.MustParseAddr("fd00::3") || c.Prefix != 0 || c.ExternalIP.String() != "10.0.0.5" || !c.Insecure || c.VMediaTLSPort != 6183 {
 				t.Errorf("%+v", c)
 			}

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -71,6 +72,9 @@ type Inputs struct {
 func Manifests(in Inputs) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for _, name := range slices.Sorted(maps.Keys(in.CRDs)) {
+		if !strings.HasPrefix(name, "metal3.io_") {
+			continue // other operators' CRDs (sro.openshift.io) ship with them
+		}
 		crd, err := annotate(in.CRDs[name])
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -324,8 +328,6 @@ func imageReferences() ([]byte, error) {
 		"spec": map[string]any{"tags": tags},
 	})
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // ReadInputs reads the generated inputs under root (the repository).
 func ReadInputs(root string) (Inputs, error) {

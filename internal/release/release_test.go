@@ -200,6 +200,9 @@ func TestCRDsAreConfigs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, data := range in.CRDs {
+		if !strings.HasPrefix(name, "metal3.io_") {
+			continue
+		}
 		got := objects(t, files[Prefix+"02_"+strings.TrimSuffix(name, ".yaml")+".crd.yaml"])
 		want := objects(t, data)
 		if len(got) != 1 || len(want) != 1 {

@@ -124,6 +124,7 @@ func TestDecide(t *testing.T) {
 		},
 		"applied, not yet running": {
 			world: func(t *testing.T) *observed {
+				t.Helper()
 				o := world(&disabled, configv1.BareMetalPlatformType)
 				o.apply(mustDecide(t, o))
 				return o
@@ -132,6 +133,7 @@ func TestDecide(t *testing.T) {
 		},
 		"the baremetal-operator runs: its webhook is configured": {
 			world: func(t *testing.T) *observed {
+				t.Helper()
 				o := world(&disabled, configv1.BareMetalPlatformType)
 				o.apply(mustDecide(t, o))
 				o.available(render.Metal3Deployment, render.BMODeployment)
@@ -142,6 +144,7 @@ func TestDecide(t *testing.T) {
 		},
 		"complete: nothing to write": {
 			world: func(t *testing.T) *observed {
+				t.Helper()
 				o := world(&disabled, configv1.BareMetalPlatformType)
 				o.apply(mustDecide(t, o))
 				o.available(render.Metal3Deployment, render.BMODeployment)
@@ -153,6 +156,7 @@ func TestDecide(t *testing.T) {
 		},
 		"complete, reported: no event either": {
 			world: func(t *testing.T) *observed {
+				t.Helper()
 				o := world(&disabled, configv1.BareMetalPlatformType)
 				for range 3 {
 					o.apply(mustDecide(t, o))
@@ -164,6 +168,7 @@ func TestDecide(t *testing.T) {
 		},
 		"a spec change updates the metal3 Deployment": {
 			world: func(t *testing.T) *observed {
+				t.Helper()
 				o := world(&disabled, configv1.BareMetalPlatformType)
 				for range 3 {
 					o.apply(mustDecide(t, o))
@@ -198,6 +203,7 @@ func TestDecide(t *testing.T) {
 		},
 		"deleting: the webhook first, then the rest": {
 			world: func(t *testing.T) *observed {
+				t.Helper()
 				o := world(&disabled, configv1.BareMetalPlatformType)
 				for range 2 {
 					o.apply(mustDecide(t, o))
@@ -214,6 +220,7 @@ func TestDecide(t *testing.T) {
 		},
 		"rollout past its deadline": {
 			world: func(t *testing.T) *observed {
+				t.Helper()
 				o := world(&disabled, configv1.BareMetalPlatformType)
 				for range 2 {
 					o.apply(mustDecide(t, o))
@@ -226,6 +233,7 @@ func TestDecide(t *testing.T) {
 		},
 		"unusable credentials: reported, not regenerated": {
 			world: func(t *testing.T) *observed {
+				t.Helper()
 				o := world(&disabled, configv1.BareMetalPlatformType)
 				o.secrets[secrets.IronicCredentials] = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secrets.IronicCredentials},
 					Data: map[string][]byte{secrets.KeyUsername: []byte("u")}}

@@ -51,7 +51,9 @@ func TestProvisioningWebhook(t *testing.T) {
 	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
 	})
 	url := "https://" + net.JoinHostPort(host, portStr) + "/validate-metal3-io-v1alpha1-provisioning"
 	fail, none := admissionv1.Fail, admissionv1.SideEffectClassNone

@@ -92,7 +92,7 @@ func (p *pod) keepRunning(ctx context.Context, c corev1.Container, ready *atomic
 			case err = <-exited:
 				p.node.logf("pod %s: container %s exited: %v", p.name, c.Name, err)
 			case <-ctx.Done():
-				stopProcess(cmd, exited)
+				_ = stopProcess(cmd, exited)
 			}
 			stopProbe()
 			ready.Store(false)
@@ -115,7 +115,7 @@ func (p *pod) runOnce(ctx context.Context, c corev1.Container) error {
 	case err := <-exited:
 		return err
 	case <-ctx.Done():
-		stopProcess(cmd, exited)
+		_ = stopProcess(cmd, exited)
 		return ctx.Err()
 	}
 }
@@ -133,14 +133,16 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// stopProcess stops a container's process group: TERM, then KILL after a grace period.
-func stopProcess(cmd *exec.Cmd, exited <-chan error) {
+// stopProcess stops a container's process group: TERM, then KILL after a grace period. It
+// returns how the process ended (a stopped container's exit status is of no interest).
+func stopProcess(cmd *exec.Cmd, exited <-chan error) error {
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 	select {
-	case <-exited:
+	case err := <-exited:
+		return err
 	case <-time.After(10 * time.Second):
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
+		return <-exited
 	}
 }
 

@@ -36,9 +36,9 @@ func TestOf(t *testing.T) {
 		"hosted control plane":   {infra: infra(configv1.BareMetalPlatformType, configv1.ExternalTopologyMode), want: allModes, external: true},
 		"platformStatus wins over old": {infra: func() *configv1.Infrastructure {
 			i := infra(configv1.AWSPlatformType, "")
-			i.Status.Platform = configv1.BareMetalPlatformType
+			i.Status.Platform = configv1.BareMetalPlatformType //nolint:staticcheck // testing the fallback
 			return i
-		}(), want: disabledOnly}, //nolint:staticcheck // testing the fallback
+		}(), want: disabledOnly},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := Of(tc.infra)
