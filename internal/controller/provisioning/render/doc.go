@@ -7,7 +7,8 @@
 //
 // Each part of the stack is one component in its own file (metal3.go, bmo.go, service.go), run in
 // order by Render on a shared Stack. A component may add objects and adjust the Deployments of the
-// components before it. The image-customization-controller (not built yet) is meant to be one more
+// components before it. The image-customization-controller (cmd/image-customization-controller, not
+// in the stack yet) is meant to be one more
 // file: its Deployment and Service, and --build-preprov-image on the baremetal-operator.
 //
 // Every container's command, arguments and environment are what this project's binaries read:
