@@ -8,8 +8,8 @@
 // Each part of the stack is one component in its own file (metal3.go, bmo.go, service.go), run in
 // order by Render on a shared Stack. A component may add objects and adjust the Deployments of the
 // components before it. The image-customization-controller (cmd/image-customization-controller, not
-// in the stack yet) is meant to be one more
-// file: its Deployment and Service, and --build-preprov-image on the baremetal-operator.
+// in the stack yet) is meant to be one more file: its Deployment and Service, and
+// --build-preprov-image on the baremetal-operator.
 //
 // Every container's command, arguments and environment are what this project's binaries read:
 // the baremetal-operator's flags and metal3 environment variables (internal/provisioner/ironic),
