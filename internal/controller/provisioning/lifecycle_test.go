@@ -84,6 +84,28 @@ func TestCloudPlatform(t *testing.T) {
 	deployComplete(t, op.ns)
 }
 
+// TestOtherPlatforms: None is bare metal without an installer-provisioned network (every mode);
+// vSphere allows Disabled only; External gets nothing.
+func TestOtherPlatforms(t *testing.T) {
+	for name, tc := range map[string]struct {
+		platform configv1.PlatformType
+		want     map[string]string
+	}{
+		"None, Managed deploys":    {configv1.NonePlatformType, map[string]string{"Progressing": "True/SyncingResources", "Degraded": "False/AsExpected"}},
+		"vSphere, Managed refused": {configv1.VSpherePlatformType, map[string]string{"Degraded": "True/InvalidConfiguration"}},
+		"External, nothing to do":  {configv1.ExternalPlatformType, map[string]string{"Disabled": "True/UnsupportedPlatform", "Available": "True/AsExpected"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			op := setup(t, options{platform: tc.platform})
+			createProvisioning(t, managedSpec, nil)
+			waitCO(t, tc.want)
+			if got := deployment(t, op.ns, render.Metal3Deployment) != nil; got != (tc.platform == configv1.NonePlatformType) {
+				t.Errorf("metal3 deployed: %v", got)
+			}
+		})
+	}
+}
+
 // TestWaitingForProvisioningCR: on bare metal without a Provisioning object the operator is
 // Available and waits; its own webhook is configured already (it validates the object's creation).
 func TestWaitingForProvisioningCR(t *testing.T) {

@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -78,8 +79,9 @@ func TestPause(t *testing.T) {
 }
 
 // TestDeletion: deleting the Provisioning object deletes everything of the stack, the webhook
-// configuration first, then lets the object go; the ClusterOperator reports ResourceNotFound and
-// then waits for a new object. The ClusterOperator itself and the operator's webhook stay.
+// configuration first, then removes the finalizer; while another finalizer keeps the object, the
+// ClusterOperator reports ResourceNotFound (Available=False), and once it is gone it waits for a
+// new object. The ClusterOperator itself stays.
 func TestDeletion(t *testing.T) {
 	op := setup(t, options{})
 	start := time.Now()
@@ -89,12 +91,18 @@ func TestDeletion(t *testing.T) {
 		err := env.Client.Get(context.Background(), types.NamespacedName{Name: render.BMOWebhookConfig}, &admissionv1.ValidatingWebhookConfiguration{})
 		return err == nil, "missing"
 	})
+	const other = "example.com/keep"
+	updateSpec(t, func(p *metal3.Provisioning) { p.Finalizers = append(p.Finalizers, other) })
 	if err := env.Client.Delete(context.Background(), getProvisioning(t)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "the Provisioning object to be gone", func() (bool, string) {
-		err := env.Client.Get(context.Background(), types.NamespacedName{Name: metal3.ProvisioningSingletonName}, &metal3.Provisioning{})
-		return apierrors.IsNotFound(err), "still there"
+	c := waitCO(t, map[string]string{"Available": "False/AsExpected", "Progressing": "True/ResourceNotFound", "Degraded": "False/AsExpected"})
+	if m := clusteroperator.Condition(c, configv1.OperatorProgressing).Message; m != "Waiting for Provisioning CR" {
+		t.Errorf("Progressing message %q", m)
+	}
+	eventually(t, 10*time.Second, "the operator's finalizer to go", func() (bool, string) {
+		p := getProvisioning(t)
+		return !slices.Contains(p.Finalizers, metal3.ProvisioningFinalizer), fmt.Sprint(p.Finalizers)
 	})
 	deps, secs, svcs := listNames(t, op.ns)
 	if len(deps)+len(secs)+len(svcs) != 0 {
@@ -104,6 +112,11 @@ func TestDeletion(t *testing.T) {
 		t.Errorf("the baremetal-operator webhook configuration is left (%v)", err)
 	}
 	waitEvent(t, start, ReasonDeleted, "being deleted")
+	updateSpec(t, func(p *metal3.Provisioning) { p.Finalizers = nil })
+	eventually(t, 20*time.Second, "the Provisioning object to be gone", func() (bool, string) {
+		err := env.Client.Get(context.Background(), types.NamespacedName{Name: metal3.ProvisioningSingletonName}, &metal3.Provisioning{})
+		return apierrors.IsNotFound(err), "still there"
+	})
 	waitCO(t, map[string]string{"Available": "True/WaitingForProvisioningCR"})
 	if co(t) == nil {
 		t.Error("the ClusterOperator was deleted")
