@@ -41,8 +41,14 @@ $(BIN)/kube-scheduler: hack/tools/go.mod
 $(BIN)/kwok: hack/tools/kwok/go.mod
 	cd hack/tools/kwok && go build -trimpath -ldflags '-s -w' -o $@ sigs.k8s.io/kwok/cmd/kwok
 
+# kubectl from the same Kubernetes release, in a module of its own (hack/tools/kubectl) so that
+# adding it left hack/tools/go.mod, and so the kube-apiserver build, alone. ~20 s once
+# kube-apiserver's packages are in the build cache.
+$(BIN)/kubectl: hack/tools/kubectl/go.mod
+	cd hack/tools/kubectl && go build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
+
 .PHONY: tools
-tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/controller-gen $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kwok ## Build the test and generation tools into bin/
+tools: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/controller-gen $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kwok $(BIN)/kubectl ## Build the test and generation tools into bin/
 
 ##@ Development
 
@@ -54,6 +60,16 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code, CRDs, RBAC and webhook ma
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=manager-role webhook paths=./... \
 		output:rbac:artifacts:config=config/rbac output:webhook:artifacts:config=config/webhook
+
+.PHONY: manifests
+manifests: ## Write the cluster-baremetal-operator's release manifests (manifests/) from the code and config/ (a test fails when they are stale)
+	go run ./hack/manifests
+
+IMAGES_DIR ?= _output/images
+
+.PHONY: images
+images: ## Build the container images as OCI layouts in IMAGES_DIR (_output/images), offline (no Docker engine)
+	go run ./hack/images -out $(IMAGES_DIR)
 
 .PHONY: build
 build: ## Build every package and binary
@@ -120,7 +136,7 @@ ironic-root: ## Build the Ironic root once (debootstrap + apt) without starting 
 ##@ Test
 
 .PHONY: host-packages
-host-packages: ## Install the Debian programs tests run when missing (xorriso, genisoimage, isoinfo, cpio, nmcli; needs root)
+host-packages: ## Install the Debian programs tests run when missing (xorriso, genisoimage, isoinfo, cpio, nmcli, skopeo, ip; needs root)
 	@hack/host-packages.sh
 
 .PHONY: test

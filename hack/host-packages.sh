@@ -3,7 +3,9 @@
 # xorriso and genisoimage (genisoimage, isoinfo), the independent readers and writers that
 # internal/iso's tests check our ISO images against; cpio, with which the image customization
 # tests read the Ignition archives back; and network-manager, whose nmcli writes NetworkManager
-# keyfiles offline for the image-customization-controller (it runs nmcli; so does its demo).
+# keyfiles offline for the image-customization-controller (it runs nmcli; so does its demo);
+# skopeo, which inspects the images `make images` builds (internal/images); and iproute2, whose ip
+# sets up the network namespace of the cluster-baremetal-operator's end-to-end test (test/cbo).
 # `make test` runs it first.
 #
 # Does nothing when every program is on PATH; otherwise needs root for apt-get and fails with the
@@ -11,7 +13,7 @@
 set -euo pipefail
 
 # program:package
-NEEDED=(xorriso:xorriso genisoimage:genisoimage isoinfo:genisoimage cpio:cpio nmcli:network-manager)
+NEEDED=(xorriso:xorriso genisoimage:genisoimage isoinfo:genisoimage cpio:cpio nmcli:network-manager skopeo:skopeo ip:iproute2)
 
 missing=()
 for pair in "${NEEDED[@]}"; do

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
@@ -54,6 +56,7 @@ func ValidateProvisioning(prov *metal3.Provisioning) field.ErrorList {
 	errs = append(errs, validateOSDownloadURL(spec.ProvisioningOSDownloadURL, path.Child("provisioningOSDownloadURL"))...)
 	errs = append(errs, validatePreprovisioningOSDownloadURLs(&spec.PreprovisioningOSDownloadURLs, path.Child("preProvisioningOSDownloadURLs"))...)
 	errs = append(errs, validateProvisioningAddresses(spec, path)...)
+	errs = append(errs, validateProvisioningSettings(spec, path)...)
 
 	mode := ProvisioningNetworkMode(spec)
 	if spec.ProvisioningNetworkGateway != "" && mode != metal3.ProvisioningNetworkManaged {
@@ -76,15 +79,34 @@ func ValidateProvisioning(prov *metal3.Provisioning) field.ErrorList {
 	return errs
 }
 
+// ValidateProvisioningOn adds the platform's rule to ValidateProvisioning: the network mode must be
+// one the platform supports (modes, as the cluster baremetal operator's EnabledFeatures give them;
+// a platform with none gets no deployment at all and its objects are not checked against it).
+func ValidateProvisioningOn(prov *metal3.Provisioning, platform string, modes []metal3.ProvisioningNetwork) field.ErrorList {
+	errs := ValidateProvisioning(prov)
+	mode := ProvisioningNetworkMode(&prov.Spec)
+	if len(modes) > 0 && slices.Contains(provisioningNetworks, mode) && !slices.Contains(modes, mode) {
+		msg := fmt.Sprintf("provisioningNetwork %q is not supported on platform %s: use %s", mode, platform, quoteAll(modes...))
+		if prov.Spec.ProvisioningNetwork == "" {
+			msg = fmt.Sprintf("provisioningNetwork is empty, which means %q, and that is not supported on platform %s: set it to %s", mode, platform, quoteAll(modes...))
+		}
+		errs = append(errs, field.Invalid(field.NewPath("spec", "provisioningNetwork"), prov.Spec.ProvisioningNetwork, msg))
+	}
+	return errs
+}
+
 // ValidateProvisioningCreate adds the create-only rule to ValidateProvisioning: the object is a
 // singleton, and the operator ignores any other name.
 func ValidateProvisioningCreate(prov *metal3.Provisioning) field.ErrorList {
-	var errs field.ErrorList
-	if prov.Name != metal3.ProvisioningSingletonName {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), prov.Name, fmt.Sprintf(
-			"Provisioning is a singleton and must be named %q", metal3.ProvisioningSingletonName)))
+	return append(validateProvisioningName(prov), ValidateProvisioning(prov)...)
+}
+
+func validateProvisioningName(prov *metal3.Provisioning) field.ErrorList {
+	if prov.Name == metal3.ProvisioningSingletonName {
+		return nil
 	}
-	return append(errs, ValidateProvisioning(prov)...)
+	return field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), prov.Name, fmt.Sprintf(
+		"Provisioning is a singleton and must be named %q", metal3.ProvisioningSingletonName))}
 }
 
 // validateProvisioningNetwork checks a Managed or Unmanaged network: the provisioning IP inside
@@ -285,4 +307,63 @@ func validateProvisioningAddresses(spec *metal3.ProvisioningSpec, path *field.Pa
 		}
 	}
 	return errs
+}
+
+// maxInterfaceNameLen is Linux's IFNAMSIZ less the terminating NUL.
+const maxInterfaceNameLen = 15
+
+// minSensorCollectionInterval is the exporter's minimum, in seconds (also the schema's minimum).
+const minSensorCollectionInterval = 60
+
+// validateProvisioningSettings (ours: the operator checks none of these) covers the remaining
+// fields that end up in the stack's configuration, where a bad value surfaces late and far away:
+// the interface name in the DHCP server's and Ironic's configuration, the NTP servers in the agent
+// ramdisk, the image reference in a pod spec, the enums of objects stored before the schema had
+// them.
+func validateProvisioningSettings(spec *metal3.ProvisioningSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if name := spec.ProvisioningInterface; name != "" {
+		if why := interfaceNameProblem(name); why != "" {
+			errs = append(errs, field.Invalid(path.Child("provisioningInterface"), name, why))
+		}
+	}
+	for i, server := range spec.AdditionalNTPServers {
+		if _, err := netip.ParseAddr(server); err == nil {
+			continue
+		}
+		if msgs := validation.IsDNS1123Subdomain(strings.ToLower(server)); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(path.Child("additionalNTPServers").Index(i), server,
+				"must be an IP address or a DNS name of an NTP server, e.g. 0.pool.ntp.org"))
+		}
+	}
+	switch spec.BootIsoSource {
+	case "", metal3.BootIsoSourceLocal, metal3.BootIsoSourceHTTP:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("bootIsoSource"), spec.BootIsoSource,
+			[]metal3.BootIsoSource{metal3.BootIsoSourceLocal, metal3.BootIsoSourceHTTP}))
+	}
+	if o := spec.UnsupportedConfigOverrides; o != nil && o.IronicAgentImage != "" {
+		if _, err := name.ParseReference(o.IronicAgentImage, name.StrictValidation); err != nil {
+			errs = append(errs, field.Invalid(path.Child("unsupportedConfigOverrides", "ironicAgentImage"), o.IronicAgentImage,
+				"must be a container image reference, e.g. quay.io/metal3-io/ironic-agent:latest or an image@sha256:<digest>"))
+		}
+	}
+	if p := spec.PrometheusExporter; p != nil && p.SensorCollectionInterval != 0 && p.SensorCollectionInterval < minSensorCollectionInterval {
+		errs = append(errs, field.Invalid(path.Child("prometheusExporter", "sensorCollectionInterval"), p.SensorCollectionInterval,
+			fmt.Sprintf("must be at least %d seconds", minSensorCollectionInterval)))
+	}
+	return errs
+}
+
+// interfaceNameProblem says why name cannot be a Linux network interface name ("" when it can).
+func interfaceNameProblem(name string) string {
+	switch {
+	case len(name) > maxInterfaceNameLen:
+		return fmt.Sprintf("must be a network interface name of at most %d characters, e.g. eth1", maxInterfaceNameLen)
+	case name == "." || name == "..":
+		return "must be a network interface name, e.g. eth1"
+	case strings.ContainsAny(name, "/: \t\n\r\v\f"):
+		return "must be a network interface name, e.g. eth1: no slash, colon or white space"
+	}
+	return ""
 }

@@ -248,6 +248,45 @@ func TestValidateProvisioning(t *testing.T) {
 			},
 			want: []string{spec + "preProvisioningOSDownloadURLs.isoURL: Invalid value", spec + "preProvisioningOSDownloadURLs.kernelURL: Invalid value"},
 		},
+		"interface name too long": {
+			mutate: func(s *metal3.ProvisioningSpec) { s.ProvisioningInterface = "enp0s20f0u1u2u3u4" },
+			want:   []string{spec + "provisioningInterface: Invalid value"}, detail: "at most 15 characters",
+		},
+		"interface name with a slash": {
+			mutate: func(s *metal3.ProvisioningSpec) { s.ProvisioningInterface = "eth0/1" },
+			want:   []string{spec + "provisioningInterface: Invalid value"}, detail: "no slash",
+		},
+		"interface name with a VLAN dot": {mutate: func(s *metal3.ProvisioningSpec) { s.ProvisioningInterface = "bond0.100" }},
+		"NTP servers by name and address": {mutate: func(s *metal3.ProvisioningSpec) {
+			s.AdditionalNTPServers = []string{"0.pool.ntp.org", "NTP.Example.COM", "192.168.1.1", "fd00::1"}
+		}},
+		"NTP server that is neither": {
+			mutate: func(s *metal3.ProvisioningSpec) { s.AdditionalNTPServers = []string{"0.pool.ntp.org", "ntp server"} },
+			want:   []string{spec + "additionalNTPServers[1]: Invalid value"}, detail: "IP address or a DNS name",
+		},
+		"boot ISO source http": {mutate: func(s *metal3.ProvisioningSpec) { s.BootIsoSource = metal3.BootIsoSourceHTTP }},
+		"boot ISO source unknown": {
+			mutate: func(s *metal3.ProvisioningSpec) { s.BootIsoSource = "nfs" },
+			want:   []string{spec + "bootIsoSource: Unsupported value"}, detail: `"local", "http"`,
+		},
+		"agent image override": {mutate: func(s *metal3.ProvisioningSpec) {
+			s.UnsupportedConfigOverrides = &metal3.UnsupportedConfigOverrides{IronicAgentImage: "quay.io/metal3-io/ironic-agent:v1.2"}
+		}},
+		"agent image override not an image": {
+			mutate: func(s *metal3.ProvisioningSpec) {
+				s.UnsupportedConfigOverrides = &metal3.UnsupportedConfigOverrides{IronicAgentImage: "Quay.io/Agent Image"}
+			},
+			want: []string{spec + "unsupportedConfigOverrides.ironicAgentImage: Invalid value"}, detail: "container image reference",
+		},
+		"sensor interval below the minimum": {
+			mutate: func(s *metal3.ProvisioningSpec) {
+				s.PrometheusExporter = &metal3.PrometheusExporter{Enabled: true, SensorCollectionInterval: 30}
+			},
+			want: []string{spec + "prometheusExporter.sensorCollectionInterval: Invalid value"}, detail: "at least 60 seconds",
+		},
+		"sensor interval defaulted": {mutate: func(s *metal3.ProvisioningSpec) {
+			s.PrometheusExporter = &metal3.PrometheusExporter{Enabled: true}
+		}},
 		"bad provisioning MAC and external IP": {
 			mutate: func(s *metal3.ProvisioningSpec) {
 				s.ProvisioningMacAddresses = []string{"00:5a:91:3f:9a:bd", "00:5a:91"}
@@ -261,6 +300,36 @@ func TestValidateProvisioning(t *testing.T) {
 			prov := managedProvisioning()
 			tc.mutate(&prov.Spec)
 			checkErrors(t, ValidateProvisioning(prov), tc.want, tc.detail)
+		})
+	}
+}
+
+func TestValidateProvisioningOn(t *testing.T) {
+	cloud := []metal3.ProvisioningNetwork{metal3.ProvisioningNetworkDisabled}
+	all := []metal3.ProvisioningNetwork{metal3.ProvisioningNetworkManaged, metal3.ProvisioningNetworkUnmanaged, metal3.ProvisioningNetworkDisabled}
+	disabled := func() *metal3.Provisioning {
+		return &metal3.Provisioning{ObjectMeta: metav1.ObjectMeta{Name: metal3.ProvisioningSingletonName},
+			Spec: metal3.ProvisioningSpec{ProvisioningNetwork: metal3.ProvisioningNetworkDisabled}}
+	}
+	implicitManaged := managedProvisioning()
+	implicitManaged.Spec.ProvisioningNetwork = ""
+	for name, tc := range map[string]struct {
+		prov     *metal3.Provisioning
+		platform string
+		modes    []metal3.ProvisioningNetwork
+		want     []string
+		detail   string
+	}{
+		"managed on bare metal":      {prov: managedProvisioning(), platform: "BareMetal", modes: all},
+		"disabled on a cloud":        {prov: disabled(), platform: "AWS", modes: cloud},
+		"managed on a cloud":         {prov: managedProvisioning(), platform: "AWS", modes: cloud, want: []string{"spec.provisioningNetwork: Invalid value"}, detail: `"Managed" is not supported on platform AWS: use "Disabled"`},
+		"empty mode on a cloud":      {prov: implicitManaged, platform: "VSphere", modes: cloud, want: []string{"spec.provisioningNetwork: Invalid value"}, detail: `empty, which means "Managed"`},
+		"no modes known: no rule":    {prov: managedProvisioning(), platform: "Nutanix"},
+		"spec errors are kept too":   {prov: func() *metal3.Provisioning { p := managedProvisioning(); p.Spec.ProvisioningIP = ""; return p }(), platform: "BareMetal", modes: all, want: []string{"spec.provisioningIP: Required value"}},
+		"unknown mode reported once": {prov: func() *metal3.Provisioning { p := disabled(); p.Spec.ProvisioningNetwork = "Bridged"; return p }(), platform: "AWS", modes: cloud, want: []string{"spec.provisioningNetwork: Unsupported value"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			checkErrors(t, ValidateProvisioningOn(tc.prov, tc.platform, tc.modes), tc.want, tc.detail)
 		})
 	}
 }

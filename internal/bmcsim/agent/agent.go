@@ -28,6 +28,8 @@ type agentInstance struct {
 	ctx   context.Context
 	stopF context.CancelFunc
 	beat  chan struct{} // asks for an immediate heartbeat
+	// hc reaches Ironic and the image server (skipping certificate checks with ipa-insecure=1).
+	hc    *http.Client
 	start time.Time
 
 	mu          sync.Mutex
@@ -41,12 +43,17 @@ type agentInstance struct {
 
 func newAgent(r *Runner, m Machine, bi BootInfo, apiURL, hint string) *agentInstance {
 	ctx, cancel := context.WithCancel(context.Background())
+	hc := r.hc
+	if bi.Params["ipa-insecure"] == "1" {
+		hc = r.insecure
+	}
 	a := &agentInstance{
 		r:     r,
 		m:     m,
 		id:    randomHex(8),
 		boot:  bi,
-		api:   newIronicClient(apiURL, r.hc),
+		hc:    hc,
+		api:   newIronicClient(apiURL, hc),
 		hint:  hint,
 		ctx:   ctx,
 		stopF: cancel,
@@ -286,6 +293,7 @@ func (a *agentInstance) heartbeatLoop() {
 		}
 		err := a.api.heartbeat(a.ctx, uuid, heartbeatRequest{
 			CallbackURL: a.callbackURL, AgentToken: token, AgentVersion: cfg.AgentVersion,
+			AgentVerifyCA: a.r.srv.certPEM,
 		})
 		last = time.Now()
 		if err != nil {

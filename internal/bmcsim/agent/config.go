@@ -50,6 +50,11 @@ type Config struct {
 	// [database] sqlite_max_wait_for_retry, 60 s in hack/ironic-up.sh) never gets its token and the
 	// node waits for its inspection or deploy timeout.
 	HTTPTimeout time.Duration
+	// AutoTLS serves the agent API over HTTPS with a self-signed certificate, sent to Ironic in
+	// every heartbeat (agent_verify_ca), as ironic-python-agent does by default (enable_auto_tls).
+	// Ironic refuses plain-HTTP callback URLs unless [agent] require_tls is false, which
+	// hack/ironic-up.sh sets; the cluster-baremetal-operator's Ironic keeps Ironic's default.
+	AutoTLS bool
 	// Logger receives the agents' events (default: discard).
 	Logger *slog.Logger
 }

@@ -144,6 +144,8 @@ type heartbeatRequest struct {
 	CallbackURL  string `json:"callback_url"`
 	AgentToken   string `json:"agent_token"`
 	AgentVersion string `json:"agent_version"`
+	// AgentVerifyCA is the agent's own TLS certificate (AutoTLS), which Ironic uses to verify it.
+	AgentVerifyCA string `json:"agent_verify_ca,omitempty"`
 }
 
 func (c *ironicClient) heartbeat(ctx context.Context, nodeUUID string, hb heartbeatRequest) error {

@@ -5,6 +5,7 @@
 package agent
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,9 @@ type Runner struct {
 	cfg Config
 	srv *commandServer
 	hc  *http.Client
+	// insecure skips verifying Ironic's certificate, for agents booted with ipa-insecure=1 (as
+	// ironic-python-agent does; Ironic's self-signed certificate is common).
+	insecure *http.Client
 
 	mu     sync.Mutex
 	agents map[string]*agentInstance // by machine ID
@@ -30,14 +34,18 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	srv, err := newCommandServer(cfg.Listen)
+	srv, err := newCommandServer(cfg.Listen, cfg.AutoTLS)
 	if err != nil {
 		return nil, fmt.Errorf("agent API listener on %s: %w", cfg.Listen, err)
 	}
 	r := &Runner{
-		cfg:    cfg,
-		srv:    srv,
-		hc:     &http.Client{Timeout: cfg.HTTPTimeout},
+		cfg: cfg,
+		srv: srv,
+		hc:  &http.Client{Timeout: cfg.HTTPTimeout},
+		insecure: &http.Client{Timeout: cfg.HTTPTimeout, Transport: &http.Transport{
+			Proxy:           http.ProxyFromEnvironment,
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // ipa-insecure=1 asks for it
+		}},
 		agents: map[string]*agentInstance{},
 		nodes:  map[string]string{},
 	}

@@ -2,8 +2,16 @@ package agent
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"net/http"
 	"strings"
@@ -18,20 +26,56 @@ type commandServer struct {
 	ln   net.Listener
 	srv  *http.Server
 	base string
+	// certPEM is the server's certificate with AutoTLS ("" without).
+	certPEM string
 
 	mu     sync.Mutex
 	agents map[string]*agentInstance
 }
 
-func newCommandServer(listen string) (*commandServer, error) {
+func newCommandServer(listen string, autoTLS bool) (*commandServer, error) {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, err
 	}
 	s := &commandServer{ln: ln, base: "http://" + ln.Addr().String(), agents: map[string]*agentInstance{}}
+	if autoTLS {
+		cert, certPEM, err := selfSigned(ln.Addr().(*net.TCPAddr).IP)
+		if err != nil {
+			ln.Close()
+			return nil, err
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		s.ln, s.base, s.certPEM = ln, "https://"+s.ln.Addr().String(), certPEM
+	}
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
+}
+
+// selfSigned makes the agent API's certificate for ip, as ironic-python-agent generates one at
+// start with enable_auto_tls.
+func selfSigned(ip net.IP) (tls.Certificate, string, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, "", err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return tls.Certificate{}, "", err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: ip.String()},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(365 * 24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{ip},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, "", err
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, string(certPEM), nil
 }
 
 func (s *commandServer) register(a *agentInstance) string {

@@ -214,7 +214,7 @@ func imageSize(ctx context.Context, a *agentInstance, url string) (int64, error)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := a.r.hc.Do(req)
+	resp, err := a.hc.Do(req)
 	if err != nil {
 		return 0, err
 	}
@@ -243,7 +243,7 @@ func imageHash(ctx context.Context, a *agentInstance, url, algo string) (string,
 	if err != nil {
 		return "", err
 	}
-	resp, err := a.r.hc.Do(req)
+	resp, err := a.hc.Do(req)
 	if err != nil {
 		return "", err
 	}

@@ -14,6 +14,10 @@ import (
 // Event is one Kubernetes Event (events.k8s.io/v1 fields).
 type Event struct {
 	Type, Reason, Action, Note string
+	// Related is the secondary object the event is about (nil: none). client-go merges events of
+	// the same object, type, reason, action and related object into one series that keeps the
+	// first note, so events about different objects must name them here to stay apart.
+	Related runtime.Object
 }
 
 // List is the Events a reconcile decided on, in order.
@@ -29,10 +33,15 @@ func (l *List) Warning(reason, action, note string) {
 	*l = append(*l, Event{Type: corev1.EventTypeWarning, Reason: reason, Action: action, Note: note})
 }
 
+// NormalAbout queues a Normal event about a related object.
+func (l *List) NormalAbout(related runtime.Object, reason, action, note string) {
+	*l = append(*l, Event{Type: corev1.EventTypeNormal, Reason: reason, Action: action, Note: note, Related: related})
+}
+
 // Emit sends the events about obj through rec, in order. The note is passed as an argument, never
 // as the format, so a "%" in it stays as it is.
 func (l List) Emit(rec recorder.EventRecorder, obj runtime.Object) {
 	for _, e := range l {
-		rec.Eventf(obj, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
+		rec.Eventf(obj, e.Related, e.Type, e.Reason, e.Action, "%s", e.Note)
 	}
 }

@@ -81,3 +81,41 @@ func BuildOperator(w io.Writer) (string, error) {
 	}
 	return out, nil
 }
+
+// OpenShiftCRDs returns the paths of CRD manifests shipped by the github.com/openshift/api module
+// in go.mod (config/v1/zz_generated.crd-manifests), by file name, e.g.
+// "0000_00_cluster-version-operator_01_clusteroperators.crd.yaml".
+func OpenShiftCRDs(files ...string) ([]string, error) {
+	mod, err := ModuleDir("github.com/openshift/api")
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(mod, "config", "v1", "zz_generated.crd-manifests")
+	paths := make([]string, 0, len(files))
+	for _, f := range files {
+		p := filepath.Join(dir, f)
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("OpenShift CRD %s: %w", f, err)
+		}
+		paths = append(paths, p)
+	}
+	return paths, nil
+}
+
+// Tool returns the path of a tool built into the tools directory (KUBEBUILDER_ASSETS or <repo>/bin),
+// e.g. kubectl, failing with a hint when it is missing.
+func Tool(name string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		dir = filepath.Join(root, "bin")
+	}
+	p := filepath.Join(dir, name)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s not found in %s (KUBEBUILDER_ASSETS or <repo>/bin): run `make tools` to build it: %w", name, dir, err)
+	}
+	return p, nil
+}

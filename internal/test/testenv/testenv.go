@@ -41,6 +41,10 @@ type Options struct {
 	// WebhookPaths replace config/webhook as the webhook configurations installed with
 	// Webhooks (relative to the repository root), for an operator with its own webhooks.
 	WebhookPaths []string
+	// NoProjectCRDs leaves config/crd/bases out (a test that installs them itself).
+	NoProjectCRDs bool
+	// APIServerFlags are more kube-apiserver flags (name without dashes → value).
+	APIServerFlags map[string]string
 }
 
 // Env is a running API server with the project's CRDs installed.
@@ -85,7 +89,7 @@ func Start(opts Options) (*Env, error) {
 	env := &envtest.Environment{
 		Scheme:                s,
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     append([]string{filepath.Join(root, "config", "crd", "bases")}, fromRoot(root, opts.CRDPaths)...),
+		CRDDirectoryPaths:     crdPaths(root, opts),
 		ErrorIfCRDPathMissing: true,
 	}
 	if opts.Webhooks && len(opts.WebhookPaths) > 0 {
@@ -98,6 +102,9 @@ func Start(opts Options) (*Env, error) {
 		}
 	}
 
+	for name, value := range opts.APIServerFlags {
+		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		// A half-started control plane would leave etcd and kube-apiserver running.
@@ -122,6 +129,14 @@ func fromRoot(root string, paths []string) []string {
 		out = append(out, p)
 	}
 	return out
+}
+
+// crdPaths are the CRDs to install: config/crd/bases (unless NoProjectCRDs) and CRDPaths.
+func crdPaths(root string, opts Options) []string {
+	if opts.NoProjectCRDs {
+		return fromRoot(root, opts.CRDPaths)
+	}
+	return append([]string{filepath.Join(root, "config", "crd", "bases")}, fromRoot(root, opts.CRDPaths)...)
 }
 
 func (e *Env) finish(opts Options) error {

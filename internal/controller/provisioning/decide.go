@@ -1,0 +1,210 @@
+package provisioning
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/events"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/clusteroperator"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/render"
+	"github.com/metalforge/metalforge/internal/webhooks"
+)
+
+// Event reasons (on the Provisioning object).
+const (
+	ReasonInvalidConfiguration = "InvalidConfiguration"
+	ReasonCreated              = "Created"
+	ReasonUpdated              = "Updated"
+	ReasonClaimed              = "Claimed"
+	ReasonRecreated            = "Recreated"
+	ReasonSecretGenerated      = "SecretGenerated"
+	ReasonCertificateIssued    = "CertificateIssued"
+	ReasonDeployComplete       = "DeployComplete"
+	ReasonDeployTimedOut       = "DeployTimedOut"
+	ReasonDeleted              = "StackDeleted"
+)
+
+// plan is what a reconcile decided; write carries it out.
+type plan struct {
+	state clusteroperator.State
+	// paused: the Provisioning object is paused; its stack and the ClusterOperator stay as they are.
+	paused bool
+	// createCO: the ClusterOperator is missing and is created first.
+	createCO bool
+	// addFinalizer / removeFinalizer on the Provisioning object.
+	addFinalizer, removeFinalizer bool
+	// secretWrites are Secrets to create (no resourceVersion) or update.
+	secretWrites []*corev1.Secret
+	// writes are the stack's objects to create or update, in order.
+	writes []objectWrite
+	// deletes are objects to delete, in order.
+	deletes []client.Object
+	// observedGeneration, when set, is written to the Provisioning status with the
+	// Deployments' generations (after the writes).
+	observedGeneration *int64
+	events             events.List
+	requeueAfter       time.Duration
+	// webhookCert is the operator's own webhook certificate (TLS Secret data) to serve.
+	webhookCert map[string][]byte
+}
+
+// decide turns what was observed into a plan. It reads no API and writes nothing.
+func decide(o *observed) (*plan, error) {
+	p := &plan{createCO: o.coMissing}
+	if !o.features.Enabled() {
+		p.state = clusteroperator.State{Reason: clusteroperator.ReasonUnsupportedPlatform, AtLevel: true}
+		return p, nil // and no requeue: nothing to do here, ever
+	}
+	if err := p.platformObjects(o); err != nil {
+		return nil, err
+	}
+	prov := o.prov
+	switch {
+	case prov == nil:
+		p.state = clusteroperator.State{Reason: clusteroperator.ReasonWaitingForProvisioningCR, AtLevel: true}
+		p.requeueAfter = o.resync
+		return p, nil
+	case !prov.DeletionTimestamp.IsZero():
+		return p, p.deleteStack(o)
+	case paused(prov):
+		// Nothing changes while paused, the ClusterOperator included.
+		p.paused = true
+		return p, nil
+	}
+	if !controllerutil.ContainsFinalizer(prov, metal3.ProvisioningFinalizer) {
+		p.addFinalizer = true
+	}
+	if msg := invalid(o); msg != "" {
+		p.invalid(o, msg)
+		return p, nil
+	}
+	in, err := p.planSecrets(o)
+	if err != nil {
+		if msg := unusableSecret(err); msg != "" {
+			p.invalid(o, msg)
+			return p, nil
+		}
+		return nil, err
+	}
+	stack := render.Render(in)
+	for _, obj := range stack.Objects {
+		p.planObject(o, obj, true)
+	}
+	bmoReady := available(o.deployments[render.BMODeployment]) && !p.writesDeployment(render.BMODeployment)
+	if bmoReady {
+		for _, obj := range stack.AfterBMO {
+			p.planObject(o, obj, true)
+		}
+	}
+	p.observedGeneration = &prov.Generation
+	p.rollout(o, bmoReady)
+	return p, nil
+}
+
+// paused: the pause annotation stops every change to the stack.
+func paused(prov *metal3.Provisioning) bool {
+	_, ok := prov.Annotations[metal3.ProvisioningPausedAnnotation]
+	return ok
+}
+
+// invalid is what is wrong with the input ("" when nothing): the Provisioning spec, every field at
+// once, then the images file.
+func invalid(o *observed) string {
+	if errs := webhooks.ValidateProvisioningOn(o.prov, string(o.features.Platform), o.features.Modes); len(errs) > 0 {
+		return errs.ToAggregate().Error()
+	}
+	if o.imagesErr != nil {
+		return o.imagesErr.Error()
+	}
+	return ""
+}
+
+// invalid reports bad input: Degraded with the message, and an event when the message is new (so
+// the same bad spec is reported once, not at every resync). Nothing is deployed or changed, and
+// observedGeneration stays where it was, so the last good stack keeps running.
+func (p *plan) invalid(o *observed, msg string) {
+	p.state = clusteroperator.State{Reason: clusteroperator.ReasonInvalidConfiguration, Message: msg, Busy: o.busy}
+	p.requeueAfter = o.retry
+	if c := clusteroperator.Condition(o.co, "Degraded"); c == nil || c.Reason != clusteroperator.ReasonInvalidConfiguration || c.Message != msg {
+		p.events.Warning(ReasonInvalidConfiguration, "Validate", msg)
+	}
+}
+
+// writesDeployment reports whether the plan changes the named Deployment.
+func (p *plan) writesDeployment(name string) bool {
+	return slices.ContainsFunc(p.writes, func(w objectWrite) bool {
+		_, ok := w.obj.(*appsv1.Deployment)
+		return ok && w.obj.GetName() == name
+	})
+}
+
+// available: the Deployment runs its current spec with every replica available.
+func available(d *appsv1.Deployment) bool {
+	if d == nil || d.Status.ObservedGeneration < d.Generation {
+		return false
+	}
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	return d.Status.UpdatedReplicas >= want && d.Status.AvailableReplicas >= want && d.Status.UnavailableReplicas == 0
+}
+
+// timedOut: the Deployment gave up on its rollout (its progress deadline passed).
+func timedOut(d *appsv1.Deployment) bool {
+	if d == nil || d.Status.ObservedGeneration < d.Generation {
+		return false
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
+			return true
+		}
+	}
+	return false
+}
+
+// rollout decides the state from the plan's writes and the Deployments' progress.
+func (p *plan) rollout(o *observed, bmoReady bool) {
+	var waiting, late []string
+	for _, name := range []string{render.Metal3Deployment, render.BMODeployment} {
+		d := o.deployments[name]
+		switch {
+		case p.writesDeployment(name) || d == nil:
+			waiting = append(waiting, name)
+		case timedOut(d):
+			late = append(late, name)
+		case !available(d):
+			waiting = append(waiting, name)
+		}
+	}
+	switch {
+	case len(late) > 0:
+		msg := fmt.Sprintf("%s deployment rollout taking too long", strings.Join(late, " and "))
+		p.state = clusteroperator.State{Reason: clusteroperator.ReasonDeployTimedOut, Message: msg, Busy: o.busy}
+		if c := clusteroperator.Condition(o.co, "Degraded"); c == nil || c.Reason != clusteroperator.ReasonDeployTimedOut {
+			p.events.Warning(ReasonDeployTimedOut, "Rollout", msg)
+		}
+	case len(waiting) > 0 || len(p.writes) > 0 || len(p.secretWrites) > 0:
+		progress := "Applying metal3 resources"
+		if len(waiting) > 0 {
+			progress = "Waiting for " + strings.Join(waiting, " and ") + " to roll out"
+		}
+		p.state = clusteroperator.State{Reason: clusteroperator.ReasonSyncing, Progress: progress, Busy: o.busy}
+		// The Deployments' status changes wake the operator; this is a safety net.
+		p.requeueAfter = 30 * time.Second
+	default:
+		p.state = clusteroperator.State{Reason: clusteroperator.ReasonDeployComplete, Busy: o.busy, AtLevel: bmoReady}
+		if c := clusteroperator.Condition(o.co, "Available"); c == nil || c.Reason != clusteroperator.ReasonDeployComplete {
+			p.events.Normal(ReasonDeployComplete, "Rollout", "metal3 and the baremetal-operator are running")
+		}
+		p.requeueAfter = o.resync
+	}
+}

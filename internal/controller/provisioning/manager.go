@@ -1,0 +1,45 @@
+package provisioning
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/render"
+)
+
+// CacheOptions keep the operator's cache small: namespaced objects from its namespace only, the
+// Secrets it made only (labelled; the namespace also holds every host's BMC credentials), and of
+// the hosts (from every namespace: watchAllNamespaces may be switched on) only what tells whether
+// they are busy.
+func CacheOptions(namespace string) cache.Options {
+	componentLabel, _ := labels.NewRequirement(render.ComponentLabel, selection.Exists, nil)
+	return cache.Options{
+		DefaultTransform:  cache.TransformStripManagedFields(),
+		DefaultNamespaces: map[string]cache.Config{namespace: {}},
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Label: labels.NewSelector().Add(*componentLabel)},
+			&metal3.BareMetalHost{}: {
+				Namespaces: map[string]cache.Config{cache.AllNamespaces: {}},
+				Transform:  busyOnly,
+			},
+		},
+	}
+}
+
+// busyOnly keeps of a host what busyOperation reads.
+func busyOnly(obj any) (any, error) {
+	h, ok := obj.(*metal3.BareMetalHost)
+	if !ok {
+		return obj, nil
+	}
+	out := &metal3.BareMetalHost{}
+	out.ObjectMeta = *h.ObjectMeta.DeepCopy()
+	out.ManagedFields, out.Annotations = nil, nil
+	out.Status.OperationalStatus = h.Status.OperationalStatus
+	out.Status.Provisioning.State = h.Status.Provisioning.State
+	return out, nil
+}

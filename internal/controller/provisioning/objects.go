@@ -1,0 +1,159 @@
+package provisioning
+
+import (
+	"maps"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/render"
+)
+
+// objectWrite is one object to create (obj has no resourceVersion) or update (obj is the stored
+// object with the changes applied, so the update is optimistic).
+type objectWrite struct {
+	obj client.Object
+	// recreate: the stored object cannot be changed into the desired one (a Deployment's selector
+	// is immutable); it is deleted now and created at the next reconcile.
+	recreate bool
+}
+
+// planObject compares a desired object with the stored one and plans the smallest write: none
+// when the stored object already covers the desired one (see covers), else the stored object with
+// the desired labels, annotations, owner reference and spec. Metadata changes alone never restart
+// a pod; the pod template is replaced only when it differs.
+// owned objects get the Provisioning object as their controller.
+func (p *plan) planObject(o *observed, desired client.Object, owned bool) {
+	if owned {
+		setOwner(desired, o.prov)
+	}
+	existing := stored(o, desired)
+	if existing == nil {
+		p.writes = append(p.writes, objectWrite{obj: desired})
+		p.events.NormalAbout(desired, ReasonCreated, "Create", "Created "+describe(desired))
+		return
+	}
+	merged := existing.DeepCopyObject().(client.Object)
+	mergeMetadata(merged, desired)
+	specChanged := false
+	switch d := desired.(type) {
+	case *appsv1.Deployment:
+		m := merged.(*appsv1.Deployment)
+		if !covers(d.Spec.Selector, m.Spec.Selector) || !covers(m.Spec.Selector, d.Spec.Selector) {
+			p.writes = append(p.writes, objectWrite{obj: existing, recreate: true})
+			p.events.NormalAbout(existing, ReasonRecreated, "Recreate", "Recreating "+describe(desired)+": its selector differs and cannot be changed")
+			return
+		}
+		if !covers(&d.Spec, &m.Spec) {
+			m.Spec = d.Spec
+			specChanged = true
+		}
+	case *corev1.Service:
+		m := merged.(*corev1.Service)
+		if !covers(&d.Spec, &m.Spec) {
+			// The cluster IP is the server's and cannot change.
+			m.Spec.Selector, m.Spec.Ports, m.Spec.Type = d.Spec.Selector, d.Spec.Ports, d.Spec.Type
+			specChanged = true
+		}
+	case *admissionv1.ValidatingWebhookConfiguration:
+		m := merged.(*admissionv1.ValidatingWebhookConfiguration)
+		if !covers(d.Webhooks, m.Webhooks) {
+			m.Webhooks = d.Webhooks
+			specChanged = true
+		}
+	}
+	if equality.Semantic.DeepEqual(merged, existing) {
+		return
+	}
+	p.writes = append(p.writes, objectWrite{obj: merged})
+	_, claimedBefore := existing.GetAnnotations()[render.OwnedAnnotation]
+	_, claims := desired.GetAnnotations()[render.OwnedAnnotation]
+	switch {
+	case claims && !claimedBefore && !specChanged:
+		p.events.NormalAbout(merged, ReasonClaimed, "Claim", "Claimed "+describe(desired)+"; its pod template already matches, so its pods keep running")
+	case claims && !claimedBefore:
+		p.events.NormalAbout(merged, ReasonClaimed, "Claim", "Claimed "+describe(desired)+" and updated its pod template")
+	case specChanged:
+		p.events.NormalAbout(merged, ReasonUpdated, "Update", "Updated "+describe(desired))
+	}
+}
+
+// stored returns the stored counterpart of desired (nil when there is none).
+func stored(o *observed, desired client.Object) client.Object {
+	var obj client.Object
+	switch desired.(type) {
+	case *appsv1.Deployment:
+		if d := o.deployments[desired.GetName()]; d != nil {
+			obj = d
+		}
+	case *corev1.Service:
+		if s := o.services[desired.GetName()]; s != nil {
+			obj = s
+		}
+	case *admissionv1.ValidatingWebhookConfiguration:
+		if w := o.webhookConfigs[desired.GetName()]; w != nil {
+			obj = w
+		}
+	}
+	if obj == nil {
+		return nil
+	}
+	// The typed client sets no kind on stored objects; copy it for messages.
+	obj = obj.DeepCopyObject().(client.Object)
+	obj.GetObjectKind().SetGroupVersionKind(desired.GetObjectKind().GroupVersionKind())
+	return obj
+}
+
+// mergeMetadata adds desired's labels, annotations and owner references to merged, keeping what
+// others put there (the machine-api-operator's own annotation stays: ours wins when both are
+// present, and a downgrade finds what it left).
+func mergeMetadata(merged, desired client.Object) {
+	merged.SetLabels(union(merged.GetLabels(), desired.GetLabels()))
+	merged.SetAnnotations(union(merged.GetAnnotations(), desired.GetAnnotations()))
+	refs := merged.GetOwnerReferences()
+	for _, want := range desired.GetOwnerReferences() {
+		found := false
+		for i := range refs {
+			if refs[i].UID == want.UID {
+				refs[i], found = want, true
+			} else if want.Controller != nil && *want.Controller && refs[i].Controller != nil && *refs[i].Controller {
+				// Claiming: there is one controller, and it is us now.
+				refs[i].Controller = nil
+			}
+		}
+		if !found {
+			refs = append(refs, want)
+		}
+	}
+	merged.SetOwnerReferences(refs)
+}
+
+func union(have, want map[string]string) map[string]string {
+	if len(want) == 0 {
+		return have
+	}
+	out := maps.Clone(have)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, want)
+	return out
+}
+
+// setOwner makes the Provisioning object the controller of obj: deleting it deletes the stack
+// (the operator also deletes it itself, before removing its finalizer).
+func setOwner(obj client.Object, prov *metal3.Provisioning) {
+	if prov == nil {
+		return
+	}
+	t := true
+	obj.SetOwnerReferences([]metav1.OwnerReference{{
+		APIVersion: metal3.GroupVersion.String(), Kind: "Provisioning", Name: prov.Name, UID: prov.UID,
+		Controller: &t, BlockOwnerDeletion: &t,
+	}})
+}

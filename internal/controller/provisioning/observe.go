@@ -1,0 +1,182 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/clusteroperator"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/platform"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/render"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/secrets"
+)
+
+// proxyName is the cluster's Proxy singleton.
+const proxyName = "cluster"
+
+// observed is everything one reconcile decides from, read before anything is written.
+type observed struct {
+	now       time.Time
+	namespace string
+	release   string
+	resync    time.Duration
+	retry     time.Duration
+
+	// serveWebhook: the operator serves its Provisioning webhook.
+	serveWebhook bool
+
+	features platform.Features
+	// co is the ClusterOperator; coMissing: it does not exist yet (co is a new one to create).
+	co        *configv1.ClusterOperator
+	coMissing bool
+	// prov is the Provisioning singleton (nil when there is none).
+	prov *metal3.Provisioning
+
+	images    render.Images
+	imagesErr error
+	proxy     *render.Proxy
+
+	// What exists, by name (absent: not there).
+	secrets        map[string]*corev1.Secret
+	deployments    map[string]*appsv1.Deployment
+	services       map[string]*corev1.Service
+	webhookConfigs map[string]*admissionv1.ValidatingWebhookConfiguration
+
+	// busy says which hosts are in an operation an upgrade would break ("" when none).
+	busy string
+}
+
+// stackSecrets are the Secrets of the stack (deleted with it); the operator's own webhook
+// certificate is the platform's and stays.
+var stackSecrets = []string{secrets.IronicCredentials, secrets.IronicTLS, secrets.BMOWebhookCert}
+
+func (r *Reconciler) observe(ctx context.Context, now time.Time) (*observed, error) {
+	o := &observed{now: now, namespace: r.Config.Namespace, release: r.Config.ReleaseVersion, resync: r.Config.Resync,
+		retry:        r.Config.RetryInvalid,
+		serveWebhook: r.WebhookCerts != nil,
+		secrets:      map[string]*corev1.Secret{}, deployments: map[string]*appsv1.Deployment{},
+		services: map[string]*corev1.Service{}, webhookConfigs: map[string]*admissionv1.ValidatingWebhookConfiguration{}}
+
+	infra := &configv1.Infrastructure{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: platform.InfrastructureName}, infra); err != nil {
+		// Without it the operator cannot tell what to do: retried with backoff, nothing written.
+		return nil, fmt.Errorf("reading infrastructures.config.openshift.io/%s: %w", platform.InfrastructureName, err)
+	}
+	o.features = platform.Of(infra)
+
+	o.co = &configv1.ClusterOperator{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: clusteroperator.Name}, o.co); apierrors.IsNotFound(err) {
+		o.co, o.coMissing = clusteroperator.New(), true
+	} else if err != nil {
+		return nil, fmt.Errorf("reading clusteroperator %s: %w", clusteroperator.Name, err)
+	}
+	if !o.features.Enabled() {
+		return o, nil // nothing else matters on this platform
+	}
+
+	prov := &metal3.Provisioning{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: metal3.ProvisioningSingletonName}, prov); err == nil {
+		o.prov = prov
+	} else if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading provisioning %s: %w", metal3.ProvisioningSingletonName, err)
+	}
+
+	o.images, o.imagesErr = render.ReadImages(r.Config.ImagesPath)
+	if err := r.observeProxy(ctx, o); err != nil {
+		return nil, err
+	}
+	if err := r.observeDeployed(ctx, o); err != nil {
+		return nil, err
+	}
+	if o.prov != nil {
+		busy, err := r.busyHosts(ctx, o.prov)
+		if err != nil {
+			return nil, err
+		}
+		o.busy = busy
+	}
+	return o, nil
+}
+
+func (r *Reconciler) observeProxy(ctx context.Context, o *observed) error {
+	proxy := &configv1.Proxy{}
+	err := r.Client.Get(ctx, types.NamespacedName{Name: proxyName}, proxy)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading proxies.config.openshift.io/%s: %w", proxyName, err)
+	}
+	st := proxy.Status
+	if st.HTTPProxy != "" || st.HTTPSProxy != "" {
+		o.proxy = &render.Proxy{HTTPProxy: st.HTTPProxy, HTTPSProxy: st.HTTPSProxy, NoProxy: st.NoProxy}
+	}
+	return nil
+}
+
+// observeDeployed reads what the stack consists of. Secrets are cached only when they carry the
+// component label; one that exists without it (made by an earlier operator) is read directly, so
+// that it is adopted and never generated again.
+func (r *Reconciler) observeDeployed(ctx context.Context, o *observed) error {
+	ns := o.namespace
+	for _, name := range append(stackSecrets, secrets.CBOWebhookCert) {
+		s := &corev1.Secret{}
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s)
+		if apierrors.IsNotFound(err) {
+			err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s)
+		}
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return fmt.Errorf("reading secret %s/%s: %w", ns, name, err)
+		default:
+			o.secrets[name] = s
+		}
+	}
+	for _, name := range []string{render.Metal3Deployment, render.BMODeployment} {
+		d := &appsv1.Deployment{}
+		if err := getOptional(ctx, r.Client, types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
+			return err
+		} else if d.Name != "" {
+			o.deployments[name] = d
+		}
+	}
+	for _, name := range []string{render.StateService, render.BMOWebhookService} {
+		s := &corev1.Service{}
+		if err := getOptional(ctx, r.Client, types.NamespacedName{Namespace: ns, Name: name}, s); err != nil {
+			return err
+		} else if s.Name != "" {
+			o.services[name] = s
+		}
+	}
+	for _, name := range []string{render.BMOWebhookConfig, render.CBOWebhookConfig} {
+		w := &admissionv1.ValidatingWebhookConfiguration{}
+		if err := getOptional(ctx, r.Client, types.NamespacedName{Name: name}, w); err != nil {
+			return err
+		} else if w.Name != "" {
+			o.webhookConfigs[name] = w
+		}
+	}
+	return nil
+}
+
+// getOptional reads an object; a missing one leaves obj empty (no name) and is no error.
+func getOptional(ctx context.Context, c client.Reader, key types.NamespacedName, obj client.Object) error {
+	err := c.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading %T %s: %w", obj, key, err)
+	}
+	return nil
+}

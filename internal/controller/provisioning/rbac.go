@@ -1,0 +1,32 @@
+package provisioning
+
+import rbacv1 "k8s.io/api/rbac/v1"
+
+// The operator's permissions. They are written here rather than as kubebuilder markers, which
+// would merge them into the baremetal-operator's role in config/rbac; the release manifests
+// (internal/release) grant these together with the baremetal-operator's, because every pod of the
+// stack runs as the operator's service account, as in OpenShift. The end-to-end test runs the
+// operator and the stack with exactly the manifests' RBAC.
+
+// ClusterRules are the operator's cluster-wide permissions.
+func ClusterRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"metal3.io"}, Resources: []string{"provisionings"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+		{APIGroups: []string{"metal3.io"}, Resources: []string{"provisionings/status", "provisionings/finalizers"}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{"metal3.io"}, Resources: []string{"baremetalhosts"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"config.openshift.io"}, Resources: []string{"infrastructures", "proxies"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"config.openshift.io"}, Resources: []string{"clusteroperators"}, Verbs: []string{"get", "list", "watch", "create"}},
+		{APIGroups: []string{"config.openshift.io"}, Resources: []string{"clusteroperators/status"}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+	}
+}
+
+// NamespaceRules are its permissions in the stack's namespace.
+func NamespaceRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"services", "secrets"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+	}
+}

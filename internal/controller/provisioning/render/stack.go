@@ -1,0 +1,135 @@
+package render
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/webhooks"
+)
+
+// Stack is what the components build, in the order they are applied.
+type Stack struct {
+	// Metal3 and BMO are the two Deployments; later components may adjust them.
+	Metal3, BMO *appsv1.Deployment
+	// Objects are every object, Deployments included, in apply order.
+	Objects []client.Object
+	// AfterBMO are objects applied only once the baremetal-operator is available: its webhook
+	// configuration (with failurePolicy Fail, every host write would fail until it answers).
+	AfterBMO []client.Object
+}
+
+// component adds its part to the stack.
+type component struct {
+	name  string
+	order int
+	build func(in *Input, s *Stack)
+}
+
+var components []component
+
+// register adds a component; order sorts them (a later component sees the earlier ones' objects).
+func register(c component) {
+	components = append(components, c)
+	slices.SortStableFunc(components, func(a, b component) int { return a.order - b.order })
+}
+
+// Render builds the stack for in.
+func Render(in Input) *Stack {
+	s := &Stack{}
+	for _, c := range components {
+		c.build(&in, s)
+	}
+	return s
+}
+
+// mode is the effective provisioning network mode.
+func (in *Input) mode() metal3.ProvisioningNetwork { return webhooks.ProvisioningNetworkMode(&in.Spec) }
+
+func (in *Input) networkDisabled() bool { return in.mode() == metal3.ProvisioningNetworkDisabled }
+
+// provisioningIPWithPrefix is "ip/prefix" of the provisioning network ("" when there is none).
+func (in *Input) provisioningIPWithPrefix() string {
+	p, err := netip.ParsePrefix(in.Spec.ProvisioningNetworkCIDR)
+	if err != nil || in.Spec.ProvisioningIP == "" {
+		return ""
+	}
+	return netip.PrefixFrom(netip.MustParseAddr(in.Spec.ProvisioningIP), p.Bits()).String()
+}
+
+// ipv6 reports whether the provisioning network is IPv6 (IPv4 when unknown).
+func (in *Input) ipv6() bool {
+	if p, err := netip.ParsePrefix(in.Spec.ProvisioningNetworkCIDR); err == nil {
+		return p.Addr().Is6()
+	}
+	if a, err := netip.ParseAddr(in.Spec.ProvisioningIP); err == nil {
+		return a.Is6()
+	}
+	return false
+}
+
+// ipOptions is the agent's kernel ip= option for the provisioning network's family.
+func (in *Input) ipOptions() string {
+	if in.ipv6() {
+		return "ip=dhcp6"
+	}
+	return "ip=dhcp"
+}
+
+// labels of a component's objects.
+func labels(component string) map[string]string {
+	return map[string]string{ComponentLabel: component}
+}
+
+func envVar(name, value string) corev1.EnvVar { return corev1.EnvVar{Name: name, Value: value} }
+
+func fieldEnv(name, path string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}}
+}
+
+func secretEnv(name, secret, key string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key}}}
+}
+
+// proxyEnv is the cluster proxy for a container; noProxy are addresses that must never go through
+// it (Ironic's own).
+func (in *Input) proxyEnv(noProxy ...string) []corev1.EnvVar {
+	if in.Proxy == nil || (in.Proxy.HTTPProxy == "" && in.Proxy.HTTPSProxy == "") {
+		return nil
+	}
+	var env []corev1.EnvVar
+	if in.Proxy.HTTPProxy != "" {
+		env = append(env, envVar("HTTP_PROXY", in.Proxy.HTTPProxy))
+	}
+	if in.Proxy.HTTPSProxy != "" {
+		env = append(env, envVar("HTTPS_PROXY", in.Proxy.HTTPSProxy))
+	}
+	no := slices.DeleteFunc(append([]string{in.Proxy.NoProxy}, noProxy...), func(s string) bool { return s == "" })
+	if len(no) > 0 {
+		env = append(env, envVar("NO_PROXY", strings.Join(no, ",")))
+	}
+	return env
+}
+
+// secretVolume projects only keys of a Secret (a TLS Secret's CA key never reaches a pod). The
+// files get the default mode (0644): the operator images run as a non-root user, which must read
+// them.
+func secretVolume(name, secret string, keys ...string) corev1.Volume {
+	v := corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}}
+	for _, k := range keys {
+		v.Secret.Items = append(v.Secret.Items, corev1.KeyToPath{Key: k, Path: k})
+	}
+	return v
+}
+
+func emptyDirVolume(name string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+}
+
+func ptrTo[T any](v T) *T { return &v }

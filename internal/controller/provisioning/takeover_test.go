@@ -1,0 +1,135 @@
+package provisioning
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/platform"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/render"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/secrets"
+)
+
+// runningStack is what the machine-api-operator left running: its Secrets (without this
+// operator's label) and a metal3 Deployment marked machine.openshift.io/owned, made from the same
+// Secrets and spec. change edits the Deployment before it is created.
+func runningStack(t *testing.T, ns string, spec metal3.ProvisioningSpec, change func(*appsv1.Deployment)) *appsv1.Deployment {
+	t.Helper()
+	ctx := context.Background()
+	creds, err := secrets.NewIronicCredentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	images, err := render.ParseImages("test", []byte(testImages))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := render.Input{Namespace: ns, Spec: spec, Images: images,
+		Platform: platform.Features{Platform: configv1.BareMetalPlatformType, Modes: []metal3.ProvisioningNetwork{"Managed", "Unmanaged", "Disabled"}}}
+	tls, err := secrets.Apply(secrets.Plan{Action: secrets.Replace}, nil, "metal3-ironic", render.IronicSANs(in), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.IronicTLSFingerprint, in.IronicCAFingerprint = secrets.Fingerprint(tls[secrets.KeyCert]), secrets.Fingerprint(tls[secrets.KeyCA])
+	for name, data := range map[string]map[string][]byte{secrets.IronicCredentials: creds, secrets.IronicTLS: tls} {
+		if err := env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := render.Render(in).Metal3
+	d.Annotations = map[string]string{render.MAOOwnedAnnotation: ""}
+	if change != nil {
+		change(d)
+	}
+	if err := env.Client.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	return deployment(t, ns, render.Metal3Deployment)
+}
+
+// TestTakeOverUnchanged: a running metal3 Deployment whose pod template is what this operator
+// renders is claimed without touching the template (its generation stays, so no new pod: Ironic
+// keeps its database); the ClusterOperator exists by then (the machine-api-operator's downgrade
+// guard) and the machine-api-operator's own mark stays.
+func TestTakeOverUnchanged(t *testing.T) {
+	op := setup(t, options{noStart: true})
+	before := runningStack(t, op.ns, disabled, nil)
+	start := time.Now()
+	op.start(t, "")
+	createProvisioning(t, disabled, nil)
+	waitEvent(t, start, ReasonClaimed, "already matches")
+	if co(t) == nil {
+		t.Fatal("claimed before the ClusterOperator exists")
+	}
+	after := deployment(t, op.ns, render.Metal3Deployment)
+	if _, ok := after.Annotations[render.OwnedAnnotation]; !ok {
+		t.Fatalf("annotations %v: not claimed", after.Annotations)
+	}
+	if _, ok := after.Annotations[render.MAOOwnedAnnotation]; !ok {
+		t.Error("the machine-api-operator's annotation was removed")
+	}
+	if len(after.OwnerReferences) != 1 || after.OwnerReferences[0].Name != metal3.ProvisioningSingletonName {
+		t.Errorf("owner references %v", after.OwnerReferences)
+	}
+	// The Deployment's generation moves with its annotations too (the apps API counts them);
+	// what restarts pods is the template, which the deployment controller hashes.
+	if !reflect.DeepEqual(after.Spec.Template, before.Spec.Template) {
+		t.Fatalf("the pod template changed:\nbefore %+v\nafter  %+v", before.Spec.Template, after.Spec.Template)
+	}
+	markAvailable(t, op.ns, render.Metal3Deployment)
+	deployComplete(t, op.ns)
+	if tmpl := deployment(t, op.ns, render.Metal3Deployment).Spec.Template; !reflect.DeepEqual(tmpl, before.Spec.Template) {
+		t.Error("the pod template changed by the end")
+	}
+}
+
+// TestTakeOverChanged: a running metal3 Deployment with another pod template (an older Ironic
+// image) is claimed and its template replaced once; later reconciles leave it alone.
+func TestTakeOverChanged(t *testing.T) {
+	op := setup(t, options{noStart: true})
+	before := runningStack(t, op.ns, disabled, func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.Containers[0].Image = "registry.example.com/mf/ironic:0"
+	})
+	start := time.Now()
+	op.start(t, "")
+	createProvisioning(t, disabled, nil)
+	waitEvent(t, start, ReasonClaimed, "updated its pod template")
+	after := deployment(t, op.ns, render.Metal3Deployment)
+	// One write: the claim and the template together.
+	if after.Generation != before.Generation+1 || after.Spec.Template.Spec.Containers[0].Image != "registry.example.com/mf/ironic:1" {
+		t.Fatalf("generation %d → %d, image %s", before.Generation, after.Generation, after.Spec.Template.Spec.Containers[0].Image)
+	}
+	deployComplete(t, op.ns)
+	reconciles := reconcileCount()
+	updateSpec(t, func(p *metal3.Provisioning) { p.Annotations = map[string]string{"example.com/wake": "1"} })
+	eventually(t, 10*time.Second, "a reconcile", func() (bool, string) { return reconcileCount() > reconciles, "none" })
+	time.Sleep(time.Second)
+	if g := deployment(t, op.ns, render.Metal3Deployment).Generation; g != after.Generation {
+		t.Errorf("the template was changed again: generation %d → %d", after.Generation, g)
+	}
+}
+
+// TestTakeOverSelector: a Deployment whose selector differs cannot be changed: it is deleted and
+// created anew.
+func TestTakeOverSelector(t *testing.T) {
+	op := setup(t, options{noStart: true})
+	before := runningStack(t, op.ns, disabled, func(d *appsv1.Deployment) {
+		d.Spec.Selector.MatchLabels["api"] = "clusterapi"
+		d.Spec.Template.Labels["api"] = "clusterapi"
+	})
+	start := time.Now()
+	op.start(t, "")
+	createProvisioning(t, disabled, nil)
+	waitEvent(t, start, ReasonRecreated, "selector differs")
+	eventually(t, 10*time.Second, "a new metal3 Deployment", func() (bool, string) {
+		d := deployment(t, op.ns, render.Metal3Deployment)
+		return d != nil && d.UID != before.UID && d.Spec.Selector.MatchLabels["api"] == "", "not yet"
+	})
+}

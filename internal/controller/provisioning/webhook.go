@@ -1,0 +1,125 @@
+package provisioning
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/platform"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/secrets"
+	"github.com/metalforge/metalforge/internal/webhooks"
+)
+
+// CertStore holds the operator's webhook serving certificate. The reconciler sets it whenever the
+// certificate Secret is created or renewed; the webhook server reads it for each handshake, so a
+// renewal needs no restart (OpenShift's operator exits to pick up a new certificate).
+type CertStore struct {
+	mu   sync.RWMutex
+	cert *tls.Certificate
+	// ready is closed once a certificate is set.
+	ready chan struct{}
+	once  sync.Once
+}
+
+// NewCertStore returns an empty store.
+func NewCertStore() *CertStore { return &CertStore{ready: make(chan struct{})} }
+
+// Set loads a TLS Secret's data.
+func (s *CertStore) Set(data map[string][]byte) error {
+	cert, err := tls.X509KeyPair(data[secrets.KeyCert], data[secrets.KeyKey])
+	if err != nil {
+		return fmt.Errorf("loading the webhook certificate: %w", err)
+	}
+	s.mu.Lock()
+	s.cert = &cert
+	s.mu.Unlock()
+	s.once.Do(func() { close(s.ready) })
+	return nil
+}
+
+// GetCertificate is tls.Config.GetCertificate.
+func (s *CertStore) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.cert == nil {
+		return nil, errors.New("the webhook certificate is not issued yet")
+	}
+	return s.cert, nil
+}
+
+// Ready is closed once a certificate is loaded.
+func (s *CertStore) Ready() <-chan struct{} { return s.ready }
+
+// TLSOption makes a webhook server serve from the store.
+func (s *CertStore) TLSOption(c *tls.Config) { c.GetCertificate = s.GetCertificate }
+
+// SetupWebhook registers the Provisioning validating webhook with the platform's rules: the
+// network modes come from the Infrastructure object, read directly (the webhook may be called
+// before the cache has started).
+func SetupWebhook(mgr ctrl.Manager) error {
+	reader := mgr.GetAPIReader()
+	v := &webhooks.ProvisioningValidator{Platform: func(ctx context.Context) (string, []metal3.ProvisioningNetwork, error) {
+		return PlatformModes(ctx, reader)
+	}}
+	if err := ctrl.NewWebhookManagedBy(mgr, &metal3.Provisioning{}).WithValidator(v).Complete(); err != nil {
+		return fmt.Errorf("registering the Provisioning webhook: %w", err)
+	}
+	return nil
+}
+
+// PlatformModes reads the cluster's platform and the network modes it allows.
+func PlatformModes(ctx context.Context, c client.Reader) (string, []metal3.ProvisioningNetwork, error) {
+	infra := &configv1.Infrastructure{}
+	if err := c.Get(ctx, types.NamespacedName{Name: platform.InfrastructureName}, infra); err != nil {
+		return "", nil, fmt.Errorf("reading infrastructures.config.openshift.io/%s: %w", platform.InfrastructureName, err)
+	}
+	f := platform.Of(infra)
+	return string(f.Platform), f.Modes, nil
+}
+
+// CertLoader loads the webhook certificate from its Secret into the store on every replica (only
+// the leader reconciles, but every replica serves the webhook): at once, then every Interval.
+type CertLoader struct {
+	Reader    client.Reader
+	Namespace string
+	Store     *CertStore
+	Interval  time.Duration
+}
+
+// NeedLeaderElection is false: every replica serves.
+func (l *CertLoader) NeedLeaderElection() bool { return false }
+
+// Start loads until ctx ends.
+func (l *CertLoader) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("webhook-cert")
+	for {
+		s := &corev1.Secret{}
+		err := l.Reader.Get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: secrets.CBOWebhookCert}, s)
+		switch {
+		case apierrors.IsNotFound(err):
+			// The leader creates it at its first reconcile.
+		case err != nil:
+			log.Error(err, "Reading the webhook certificate")
+		default:
+			if err := l.Store.Set(s.Data); err != nil {
+				log.Error(err, "Loading the webhook certificate")
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(l.Interval):
+		}
+	}
+}

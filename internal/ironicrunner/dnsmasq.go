@@ -1,0 +1,107 @@
+package ironicrunner
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// DnsmasqConf is the DHCP and TFTP configuration of a Managed provisioning network: leases from
+// DHCP_RANGE on the provisioning interface, iPXE chain-loaded over TFTP and then pointed at
+// Ironic's boot script over HTTP, the gateway (or none), and Ironic's address as DNS server when
+// DNS_IP is "provisioning". No DNS service of its own (port=0).
+func DnsmasqConf(c Config, ip netip.Addr, iface string) (string, error) {
+	parts := strings.Split(c.DHCPRange, ",")
+	if len(parts) < 2 {
+		return "", fmt.Errorf("DHCP_RANGE=%q: want start,end[,prefix]", c.DHCPRange)
+	}
+	start, err1 := netip.ParseAddr(strings.TrimSpace(parts[0]))
+	end, err2 := netip.ParseAddr(strings.TrimSpace(parts[1]))
+	if err1 != nil || err2 != nil || start.Is4() != end.Is4() {
+		return "", fmt.Errorf("DHCP_RANGE=%q: want two addresses of one family", c.DHCPRange)
+	}
+	bits := c.Prefix
+	if len(parts) > 2 {
+		n, err := strconv.Atoi(strings.TrimSpace(parts[2]))
+		if err != nil {
+			return "", fmt.Errorf("DHCP_RANGE=%q: the prefix is not a number", c.DHCPRange)
+		}
+		bits = n
+	}
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	w("# Written by ironic-runner dnsmasq.")
+	w("port=0")
+	w("interface=%s", iface)
+	w("bind-dynamic")
+	w("log-dhcp")
+	w("enable-tftp")
+	w("tftp-root=%s/tftpboot", c.SharedDir)
+	if start.Is4() {
+		mask := ""
+		if bits > 0 {
+			mask = "," + net.IP(net.CIDRMask(bits, 32)).String()
+		}
+		w("dhcp-range=%s,%s%s", start, end, mask)
+		w("dhcp-match=ipxe,175")
+		w("dhcp-boot=tag:!ipxe,snponly.efi")
+		w("dhcp-boot=tag:ipxe,http://%s:%d/boot.ipxe", urlHost(ip), c.HTTPPort)
+		switch c.Gateway {
+		case "":
+			w("dhcp-option=3") // no default route through the provisioning network
+		default:
+			w("dhcp-option=3,%s", c.Gateway)
+		}
+		if c.DNS == "provisioning" {
+			w("dhcp-option=6,%s", ip)
+		}
+	} else {
+		if bits == 0 {
+			bits = 64
+		}
+		w("dhcp-range=%s,%s,%d", start, end, bits)
+		w("enable-ra")
+		w("dhcp-match=set:ipxe6,option6:user-class,iPXE")
+		w("dhcp-option=tag:!ipxe6,option6:bootfile-url,tftp://%s/snponly.efi", urlHost(ip))
+		w("dhcp-option=tag:ipxe6,option6:bootfile-url,http://%s:%d/boot.ipxe", urlHost(ip), c.HTTPPort)
+		if c.DNS == "provisioning" {
+			w("dhcp-option=option6:dns-server,%s", urlHost(ip))
+		}
+	}
+	return b.String(), nil
+}
+
+// ProvisioningInterface names the interface dnsmasq and the static IP use: the named one, the one
+// with a provisioning MAC, or the one holding the provisioning IP.
+func ProvisioningInterface(c Config, links []Link) (string, error) {
+	if c.Interface != "" {
+		return c.Interface, nil
+	}
+	if name := interfaceByMAC(c.MACs, links); name != "" {
+		return name, nil
+	}
+	for _, l := range links {
+		for _, a := range l.Addrs {
+			if a.Addr() == c.ProvisioningIP {
+				return l.Name, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%w: no provisioning interface (PROVISIONING_INTERFACE, PROVISIONING_MACS)", errNoAddress)
+}
+
+// StaticIPArgs is the `ip` command that puts the provisioning IP on iface; lifetime (seconds, 0
+// forever) lets refresh keep an address that expires unless it is refreshed, so a stopped pod
+// does not leave it behind for long.
+func StaticIPArgs(c Config, iface string, lifetime int) ([]string, error) {
+	if !c.ProvisioningIP.IsValid() || c.Prefix == 0 {
+		return nil, fmt.Errorf("PROVISIONING_IP=%q: want address/prefix for the static IP", c.ProvisioningIP)
+	}
+	args := []string{"addr", "replace", netip.PrefixFrom(c.ProvisioningIP, c.Prefix).String(), "dev", iface}
+	if lifetime > 0 {
+		args = append(args, "valid_lft", strconv.Itoa(lifetime), "preferred_lft", strconv.Itoa(lifetime))
+	}
+	return args, nil
+}

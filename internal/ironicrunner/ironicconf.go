@@ -1,0 +1,111 @@
+package ironicrunner
+
+import (
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"strings"
+)
+
+// Paths derived from the configuration.
+func (c Config) confPath() string     { return filepath.Join(c.ConfDir, "ironic.conf") }
+func (c Config) htpasswdPath() string { return filepath.Join(c.ConfDir, "htpasswd") }
+func (c Config) databasePath() string { return filepath.Join(c.DataDir, "ironic.sqlite") }
+func (c Config) httpRoot() string     { return filepath.Join(c.SharedDir, "html") }
+
+// apiURL is Ironic's API as the agent reaches it.
+func (c Config) apiURL(ip netip.Addr, tls bool) string {
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
+	return fmt.Sprintf("%s://%s:%d", scheme, urlHost(ip), c.APIPort)
+}
+
+// IronicConf is the ironic.conf for ip (Ironic's address): one process with no message bus, sqlite,
+// the hardware types the baremetal-operator maps BMC addresses to, images served from the shared
+// html directory, and TLS and basic authentication when configured. Options not set here take
+// Ironic's defaults; oslo.config also reads OS_<SECTION>__<OPTION> variables, as metal3's image
+// documents.
+func IronicConf(c Config, ip netip.Addr, tls bool) string {
+	var b strings.Builder
+	section := func(name string, kv ...string) {
+		fmt.Fprintf(&b, "[%s]\n", name)
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i+1] != "" {
+				fmt.Fprintf(&b, "%s = %s\n", kv[i], kv[i+1])
+			}
+		}
+		b.WriteString("\n")
+	}
+	auth, userFile := "noauth", ""
+	if c.Htpasswd != "" {
+		auth, userFile = "http_basic", c.htpasswdPath()
+	}
+	section("DEFAULT",
+		"auth_strategy", auth,
+		"http_basic_auth_user_file", userFile,
+		"use_stderr", "true",
+		"rpc_transport", "none",
+		"enabled_hardware_types", "ipmi,idrac,redfish",
+		"enabled_boot_interfaces", "ipxe,pxe,redfish-virtual-media,redfish-https,idrac-redfish-virtual-media",
+		"enabled_power_interfaces", "ipmitool,redfish,idrac-redfish",
+		"enabled_management_interfaces", "ipmitool,redfish,idrac-redfish",
+		"enabled_inspect_interfaces", "agent,redfish,no-inspect",
+		"default_inspect_interface", "agent",
+		"enabled_deploy_interfaces", "direct,ramdisk,custom-agent",
+		"default_deploy_interface", "direct",
+		"enabled_bios_interfaces", "no-bios,redfish,idrac-redfish",
+		"enabled_firmware_interfaces", "no-firmware,redfish",
+		"enabled_raid_interfaces", "no-raid,agent,redfish,idrac-redfish",
+		"enabled_vendor_interfaces", "no-vendor,ipmitool,redfish,idrac-redfish",
+		"enabled_network_interfaces", "noop",
+		"default_network_interface", "noop",
+		"tempdir", filepath.Join(c.DataDir, "tmp"),
+		"esp_image", c.ESPImage,
+	)
+	api := []string{"host_ip", c.listenAddress(ip), "port", fmt.Sprint(c.APIPort)}
+	if tls {
+		api = append(api, "enable_ssl_api", "true", "cert_file", c.CertFile, "key_file", c.KeyFile)
+	}
+	section("api", api...)
+	section("database", "connection", "sqlite:///"+c.databasePath(),
+		// A rack working at once makes writers wait on sqlite's lock longer than the default 10 s.
+		"sqlite_max_wait_for_retry", "60")
+	section("conductor", "automated_clean", "true",
+		// file:// agent images live on the shared volume (the machine OS images init container).
+		"file_url_allowed_paths", strings.Join([]string{c.DataDir, c.SharedDir, "/templates"}, ","))
+	deploy := []string{
+		"fast_track", fmt.Sprint(c.FastTrack),
+		"http_url", fmt.Sprintf("http://%s:%d", urlHost(ip), c.HTTPPort),
+		"http_root", c.httpRoot(),
+		"default_boot_mode", "uefi",
+	}
+	external := ip
+	if c.ExternalIP.IsValid() {
+		external = c.ExternalIP
+		deploy = append(deploy, "external_callback_url", c.apiURL(c.ExternalIP, tls))
+	}
+	switch {
+	case tls && c.VMediaTLSPort != 0:
+		deploy = append(deploy, "external_http_url", fmt.Sprintf("https://%s:%d", urlHost(external), c.VMediaTLSPort))
+	case c.ExternalIP.IsValid():
+		deploy = append(deploy, "external_http_url", fmt.Sprintf("http://%s:%d", urlHost(external), c.HTTPPort))
+	}
+	section("deploy", deploy...)
+	kernel := strings.TrimSpace("nofb vga=normal " + c.KernelParams)
+	if c.Insecure {
+		kernel += " ipa-insecure=1"
+	}
+	section("redfish", "kernel_append_params", kernel)
+	section("pxe", "kernel_append_params", kernel,
+		"images_path", filepath.Join(c.SharedDir, "html", "tmp"),
+		"instance_master_path", filepath.Join(c.SharedDir, "html", "master_images"),
+		"tftp_root", filepath.Join(c.SharedDir, "tftpboot"),
+		"tftp_master_path", filepath.Join(c.SharedDir, "tftpboot", "master_images"))
+	section("agent", "deploy_logs_local_path", filepath.Join(c.SharedDir, "log", "ironic", "deploy"))
+	section("service_catalog", "endpoint_override", c.apiURL(ip, tls))
+	section("dhcp", "dhcp_provider", "none")
+	section("oslo_concurrency", "lock_path", filepath.Join(c.DataDir, "lock"))
+	return b.String()
+}

@@ -1,0 +1,69 @@
+package ironicrunner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+)
+
+// RunIronic prepares and starts Ironic (mode ironic): it waits for the provisioning address,
+// writes the htpasswd and ironic.conf, creates the database schema on first start, and execs
+// `ironic` (found on PATH), which replaces the runner.
+func RunIronic(ctx context.Context, c Config, logf func(string, ...any)) error {
+	ip, err := WaitIronicIP(ctx, c, Links, logf)
+	if err != nil {
+		return err
+	}
+	for _, d := range []string{c.ConfDir, filepath.Join(c.DataDir, "tmp"), filepath.Join(c.DataDir, "lock"), c.httpRoot(),
+		filepath.Join(c.SharedDir, "tftpboot"), filepath.Join(c.SharedDir, "log", "ironic", "deploy")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("creating %s: %w", d, err)
+		}
+	}
+	// Ironic creates httpboot directories with a check then a mkdir, and loses that race when a
+	// rack boots at once (seen at 500 hosts with hack/ironic-up.sh): make them first.
+	for _, d := range []string{"redfish", "master_images", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(c.httpRoot(), d), 0o755); err != nil {
+			return fmt.Errorf("creating %s: %w", d, err)
+		}
+	}
+	if c.Htpasswd != "" {
+		if err := os.WriteFile(c.htpasswdPath(), []byte(c.Htpasswd+"\n"), 0o600); err != nil {
+			return fmt.Errorf("writing the htpasswd: %w", err)
+		}
+	}
+	tls := c.TLS()
+	if err := os.WriteFile(c.confPath(), []byte(IronicConf(c, ip, tls)), 0o600); err != nil {
+		return fmt.Errorf("writing ironic.conf: %w", err)
+	}
+	logf("Ironic on %s (api %s, tls %v, basic auth %v, images %s)", ip, c.apiURL(ip, tls), tls, c.Htpasswd != "", c.httpRoot())
+	if err := createSchema(ctx, c, logf); err != nil {
+		return err
+	}
+	bin, err := exec.LookPath("ironic")
+	if err != nil {
+		return fmt.Errorf("ironic is not installed in this image: %w", err)
+	}
+	return syscall.Exec(bin, []string{"ironic", "--config-file", c.confPath()}, os.Environ()) //nolint:gosec // the image's own Ironic
+}
+
+// createSchema creates the sqlite database on first start, in write-ahead mode (readers then never
+// wait for the conductor's writes).
+func createSchema(ctx context.Context, c Config, logf func(string, ...any)) error {
+	if _, err := os.Stat(c.databasePath()); err == nil {
+		return nil
+	}
+	logf("creating the database schema in %s", c.databasePath())
+	out, err := exec.CommandContext(ctx, "ironic-dbsync", "--config-file", c.confPath(), "create_schema").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ironic-dbsync create_schema: %w\n%s", err, out)
+	}
+	script := fmt.Sprintf("import sqlite3; sqlite3.connect(%q).execute('PRAGMA journal_mode=WAL')", c.databasePath())
+	if out, err := exec.CommandContext(ctx, "python3", "-c", script).CombinedOutput(); err != nil {
+		return fmt.Errorf("switching the database to write-ahead logging: %w\n%s", err, out)
+	}
+	return nil
+}
