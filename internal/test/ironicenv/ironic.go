@@ -173,6 +173,43 @@ func (i *Instance) Stop() error {
 	return err
 }
 
+// Kill kills Ironic's processes with SIGKILL, as a crash or an OOM kill would (no shutdown: nodes
+// it was working on stay locked by a conductor that is gone), and returns once they are gone. Its
+// image server and database server keep running; Resume or Restart start Ironic again.
+func (i *Instance) Kill() error {
+	pids := i.PIDs()
+	if len(pids) == 0 {
+		return fmt.Errorf("ironic instance %s: no running process to kill", i.Name)
+	}
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		alive := false
+		for _, pid := range pids {
+			alive = alive || syscall.Kill(pid, 0) == nil && !zombie(pid)
+		}
+		if !alive {
+			// The pid file goes too: a killed process that nobody reaps stays a zombie, which
+			// `kill -0` still finds, and the script would wait 20 s for it to stop.
+			_ = os.Remove(filepath.Join(i.Vars["IRONIC_STATE_DIR"], "ironic.pid"))
+			return nil
+		}
+	}
+	return fmt.Errorf("ironic instance %s: processes %v still alive 30 s after SIGKILL", i.Name, pids)
+}
+
+// zombie reports whether pid has exited and waits for its parent to reap it.
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the command name in parentheses, which may itself hold spaces.
+	rest := string(b[bytes.LastIndexByte(b, ')')+1:])
+	return strings.HasPrefix(strings.TrimSpace(rest), "Z")
+}
+
 // Purge stops the instance and deletes its state.
 func (i *Instance) Purge() error {
 	_, _, err := i.script("ironic-down.sh", i.opts.Env, "--purge")

@@ -1,19 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +22,7 @@ import (
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/scheme"
 	"github.com/metalforge/metalforge/internal/test/builder"
-	"github.com/metalforge/metalforge/internal/test/loopback"
+	"github.com/metalforge/metalforge/internal/test/operatorproc"
 	"github.com/metalforge/metalforge/internal/test/procstat"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
@@ -48,9 +44,7 @@ func (e *env) runOperator() (*result, error) {
 		return nil, err
 	}
 
-	metrics, probe := loopback.FreeAddr(), loopback.FreeAddr()
 	args := []string{"--provisioner=ironic", "--webhook-port=0", "--namespace=" + benchNS,
-		"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probe,
 		"--concurrency=" + strconv.Itoa(o.concurrency),
 		"--ironic-short-poll=" + o.shortPoll.String(), "--ironic-long-poll=" + o.longPoll.String(),
 		// The operator's default power poll (1 min) for hosts in a steady state: a shorter one
@@ -65,27 +59,17 @@ func (e *env) runOperator() (*result, error) {
 		}
 		logPath = filepath.Join(o.keepLogs, "operator.log")
 	}
-	logFile, err := os.Create(logPath)
+	_ = os.Remove(logPath)
+	op, err := operatorproc.Start(ctx, operatorproc.Options{Binary: o.operator, Args: args, LogPath: logPath,
+		Env: append([]string{"KUBECONFIG=" + kube.KubeconfigPath, "METAL3_AUTH_ROOT_DIR=" + filepath.Join(os.TempDir(), "bench-ironic-no-auth")},
+			e.ironic.OperatorEnv()...)})
+	if op != nil {
+		defer op.Stop()
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer logFile.Close()
-	op := exec.Command(o.operator, args...)
-	op.Env = append(os.Environ(), "KUBECONFIG="+kube.KubeconfigPath, "METAL3_AUTH_ROOT_DIR="+filepath.Join(os.TempDir(), "bench-ironic-no-auth"))
-	op.Env = append(op.Env, e.ironic.OperatorEnv()...)
-	op.Stdout, op.Stderr = logFile, logFile
-	op.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := op.Start(); err != nil {
-		return nil, err
-	}
-	defer func() {
-		_ = op.Process.Signal(syscall.SIGTERM)
-		_ = op.Wait()
-	}()
-	if err := loopback.WaitOK(ctx, "http://"+probe+"/readyz"); err != nil {
-		return nil, fmt.Errorf("operator not ready (log %s): %w", logPath, err)
-	}
-	fmt.Printf("operator: ready (pid %d, %s), log %s\n", op.Process.Pid, strings.Join(args, " "), logPath)
+	fmt.Printf("operator: ready (pid %d, %s), log %s\n", op.Pid(), strings.Join(args, " "), logPath)
 
 	tr, err := startTracker(ctx, kube.Config, o.n)
 	if err != nil {
@@ -95,7 +79,7 @@ func (e *env) runOperator() (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	before, err := scrape("http://" + metrics + "/metrics")
+	before, err := op.Scrape(ctx, ironicRequests, "operation")
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +140,7 @@ func (e *env) runOperator() (*result, error) {
 	for _, p := range phases[1:] {
 		r.total += r.wall[p]
 	}
-	after, err := scrape("http://" + metrics + "/metrics")
+	after, err := op.Scrape(ctx, ironicRequests, "operation")
 	if err != nil {
 		return nil, err
 	}
@@ -165,8 +149,8 @@ func (e *env) runOperator() (*result, error) {
 	}
 	r.errored, r.errors = tr.errorCount()
 	r.stalled = stalled.count()
-	r.driverCPU = procstat.CPUSeconds(op.Process.Pid)
-	r.driverRSS = procstat.PeakRSS(op.Process.Pid)
+	r.driverCPU = procstat.CPUSeconds(op.Pid())
+	r.driverRSS = procstat.PeakRSS(op.Pid())
 	r.apiCPU = procstat.CPUSeconds(apiPIDs...) - api0
 	e.ironicUsage(r)
 	r.benchCPU = procstat.CPUSeconds(os.Getpid()) - cpu0
@@ -363,33 +347,5 @@ func unlimited(cfg *rest.Config) *rest.Config {
 	return cfg
 }
 
-// scrape sums the operator's metalforge_ironic_requests_total by operation.
-func scrape(url string) (map[string]float64, error) {
-	resp, err := http.Get(url) //nolint:noctx // local
-	if err != nil {
-		return nil, fmt.Errorf("scraping %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	const metric = "metalforge_ironic_requests_total{"
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, metric) {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		op := ""
-		if j := strings.Index(line, `operation="`); j >= 0 {
-			rest := line[j+len(`operation="`):]
-			op = rest[:strings.IndexByte(rest, '"')]
-		}
-		out[op] += v
-	}
-	return out, sc.Err()
-}
+// ironicRequests is the operator's count of requests to Ironic, by operation.
+const ironicRequests = "metalforge_ironic_requests_total"
