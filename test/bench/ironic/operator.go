@@ -15,13 +15,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/scheme"
-	"github.com/metalforge/metalforge/internal/test/builder"
+	"github.com/metalforge/metalforge/internal/test/hostfleet"
 	"github.com/metalforge/metalforge/internal/test/operatorproc"
 	"github.com/metalforge/metalforge/internal/test/procstat"
 	"github.com/metalforge/metalforge/internal/test/testenv"
@@ -75,7 +73,7 @@ func (e *env) runOperator() (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(unlimited(kube.Config), client.Options{Scheme: scheme.New()})
+	c, err := client.New(hostfleet.Unlimited(kube.Config), client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, err
 	}
@@ -94,18 +92,7 @@ func (e *env) runOperator() (*result, error) {
 	// register → inspect → available: create every Secret and host at once.
 	start := time.Now()
 	tr.setPhase("available", start)
-	err = parallel(len(hosts), func(i int) error {
-		h := hosts[i]
-		secret := builder.BMCSecret(benchNS, name(i)+"-bmc", h.Username, h.Password)
-		host := builder.BareMetalHost(benchNS, name(i)).WithBMC(h.Addresses["redfish-virtualmedia+http"], secret.Name).
-			WithBootMACAddress(h.BootMAC).WithOnline(true).Build()
-		for _, obj := range []client.Object{secret, host} {
-			if err := c.Create(ctx, obj); err != nil {
-				return fmt.Errorf("creating %s: %w", obj.GetName(), err)
-			}
-		}
-		return nil
-	})
+	err = hostfleet.Parallel(len(hosts), func(i int) error { return hostfleet.Create(ctx, c, benchNS, name(i), hosts[i]) })
 	if err != nil {
 		return nil, err
 	}
@@ -119,17 +106,17 @@ func (e *env) runOperator() (*result, error) {
 	image := metal3.Image{URL: e.image.url, Checksum: e.image.sha256, ChecksumType: metal3.SHA256, DiskFormat: &raw}
 	for _, step := range []struct {
 		phase  string
-		change func(*metal3.BareMetalHost) error
+		change func(name string) error
 	}{
-		{"provisioned", func(h *metal3.BareMetalHost) error { return patchImage(ctx, c, h, &image) }},
-		{"deprovisioned", func(h *metal3.BareMetalHost) error { return patchImage(ctx, c, h, nil) }},
-		{"deleted", func(h *metal3.BareMetalHost) error { return c.Delete(ctx, h) }},
+		{"provisioned", func(name string) error { return hostfleet.PatchImage(ctx, c, benchNS, name, &image) }},
+		{"deprovisioned", func(name string) error { return hostfleet.PatchImage(ctx, c, benchNS, name, nil) }},
+		{"deleted", func(name string) error {
+			return c.Delete(ctx, &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: name}})
+		}},
 	} {
 		t := time.Now()
 		tr.setPhase(step.phase, t)
-		if err := parallel(len(hosts), func(i int) error {
-			return step.change(&metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: name(i)}})
-		}); err != nil {
+		if err := hostfleet.Parallel(len(hosts), func(i int) error { return step.change(name(i)) }); err != nil {
 			return nil, err
 		}
 		if err := tr.wait(ctx); err != nil {
@@ -158,17 +145,6 @@ func (e *env) runOperator() (*result, error) {
 	return r, nil
 }
 
-// patchImage sets or removes spec.image with a JSON merge patch (no read, no conflict).
-func patchImage(ctx context.Context, c client.Client, h *metal3.BareMetalHost, image *metal3.Image) error {
-	var body string
-	if image == nil {
-		body = `{"spec":{"image":null}}`
-	} else {
-		body = fmt.Sprintf(`{"spec":{"image":{"url":%q,"checksum":%q,"checksumType":%q,"format":"raw"}}}`, image.URL, image.Checksum, image.ChecksumType)
-	}
-	return c.Patch(ctx, h, client.RawPatch("application/merge-patch+json", []byte(body)))
-}
-
 // tracker follows every host through a watch and records when each reached the current phase's
 // state, and every error a host showed.
 type tracker struct {
@@ -186,31 +162,9 @@ type tracker struct {
 }
 
 func startTracker(ctx context.Context, cfg *rest.Config, n int) (*tracker, error) {
-	c, err := cache.New(cfg, cache.Options{Scheme: scheme.New(), DefaultNamespaces: map[string]cache.Config{benchNS: {}},
-		DefaultTransform: cache.TransformStripManagedFields()})
-	if err != nil {
-		return nil, err
-	}
-	inf, err := c.GetInformer(ctx, &metal3.BareMetalHost{})
-	if err != nil {
-		return nil, err
-	}
 	tr := &tracker{n: n, at: map[string]map[string]time.Time{}, errors: map[string]string{}, excluded: map[string]bool{}}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { tr.observe(obj, false) },
-		UpdateFunc: func(_, obj any) { tr.observe(obj, false) },
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			tr.observe(obj, true)
-		},
-	}); err != nil {
+	if err := hostfleet.Watch(ctx, cfg, benchNS, tr.observe); err != nil {
 		return nil, err
-	}
-	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		return nil, fmt.Errorf("the benchmark's watch did not sync")
 	}
 	return tr, nil
 }
@@ -249,11 +203,7 @@ func (tr *tracker) exclude(name string) {
 	}
 }
 
-func (tr *tracker) observe(obj any, deleted bool) {
-	h, ok := obj.(*metal3.BareMetalHost)
-	if !ok {
-		return
-	}
+func (tr *tracker) observe(h *metal3.BareMetalHost, deleted bool) {
 	now := time.Now()
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
@@ -314,37 +264,6 @@ func (tr *tracker) errorCount() (int, []string) {
 	}
 	slices.Sort(list)
 	return len(list), list
-}
-
-// parallel runs fn(0..n-1) from 32 goroutines.
-func parallel(n int, fn func(int) error) error {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 32)
-	for range 32 {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				if err := fn(i); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
-}
-
-// unlimited is the config without a client-side rate limit, for the creators.
-func unlimited(cfg *rest.Config) *rest.Config {
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = -1, 0
-	return cfg
 }
 
 // ironicRequests is the operator's count of requests to Ironic, by operation.
