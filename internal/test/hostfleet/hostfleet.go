@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -26,13 +27,14 @@ import (
 func SecretName(host string) string { return host + "-bmc" }
 
 // Create creates the Secret with server's credentials and a host named name for it: its virtual
-// media Redfish address over HTTP, its boot MAC, online.
+// media Redfish address over HTTP, its boot MAC, online. An object that exists already is left as
+// it is, so that a retry after a lost answer (an API server restarting) creates what is missing.
 func Create(ctx context.Context, c client.Client, namespace, name string, server bmcsim.Host) error {
 	secret := builder.BMCSecret(namespace, SecretName(name), server.Username, server.Password)
 	host := builder.BareMetalHost(namespace, name).WithBMC(server.Addresses["redfish-virtualmedia+http"], secret.Name).
 		WithBootMACAddress(server.BootMAC).WithOnline(true).Build()
 	for _, obj := range []client.Object{secret, host} {
-		if err := c.Create(ctx, obj); err != nil {
+		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %s: %w", obj.GetName(), err)
 		}
 	}

@@ -40,6 +40,9 @@ func TestCreatePatchWatch(t *testing.T) {
 	if err := Create(ctx, env.Client, ns, "h", server); err != nil {
 		t.Fatal(err)
 	}
+	if err := Create(ctx, env.Client, ns, "h", server); err != nil {
+		t.Errorf("creating again what exists: %v, want nil (a retry after a lost answer)", err)
+	}
 	var secret corev1.Secret
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: SecretName("h")}, &secret); err != nil ||
 		string(secret.Data["username"]) != "srv-0" || string(secret.Data["password"]) != "pw" {

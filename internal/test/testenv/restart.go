@@ -28,14 +28,16 @@ type apiServerProcess struct {
 // RestartAPIServer restarts the kube-apiserver as a rolling update of the control plane would:
 // SIGTERM, wait until it has exited, wait down more, and start it again with the same command
 // line (same port, certificates and etcd, whose data is kept). It returns once the API server
-// answers /readyz again. Clients keep working across the restart: nothing they were given changes.
-func (e *Env) RestartAPIServer(ctx context.Context, down time.Duration) error {
+// answers /readyz again, with how long the old one took to stop (its graceful shutdown drains the
+// requests in flight). Clients keep working across the restart: nothing they were given changes.
+func (e *Env) RestartAPIServer(ctx context.Context, down time.Duration) (time.Duration, error) {
 	pid, args, err := e.apiServerCommand()
 	if err != nil {
-		return err
+		return 0, err
 	}
+	stopping := time.Now()
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		return fmt.Errorf("stopping kube-apiserver (pid %d): %w", pid, err)
+		return 0, fmt.Errorf("stopping kube-apiserver (pid %d): %w", pid, err)
 	}
 	if e.apiServer != nil {
 		<-e.apiServer.done
@@ -45,23 +47,24 @@ func (e *Env) RestartAPIServer(ctx context.Context, down time.Duration) error {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+	stopped := time.Since(stopping)
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
+		return stopped, ctx.Err()
 	case <-time.After(down):
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	// Its output goes to a file beside the kubeconfig, to tell why a restart did not come up.
 	logFile, err := os.OpenFile(filepath.Join(e.tmpDir, "kube-apiserver.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return err
+		return stopped, err
 	}
 	defer logFile.Close()
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// The test process dying takes the API server with it, as envtest's own would be stopped.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting kube-apiserver again: %w", err)
+		return stopped, fmt.Errorf("starting kube-apiserver again: %w", err)
 	}
 	p := &apiServerProcess{cmd: cmd, done: make(chan struct{})}
 	go func() {
@@ -69,7 +72,7 @@ func (e *Env) RestartAPIServer(ctx context.Context, down time.Duration) error {
 		close(p.done)
 	}()
 	e.apiServer = p
-	return e.waitReady(ctx, p.done)
+	return stopped, e.waitReady(ctx, p.done)
 }
 
 // apiServerCommand finds the running kube-apiserver (a child of this process) and its command line.

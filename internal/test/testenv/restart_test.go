@@ -36,7 +36,7 @@ func TestRestartAPIServerKeepsDataAndClients(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := env.RestartAPIServer(ctx, 0); err != nil {
+		if _, err := env.RestartAPIServer(ctx, 0); err != nil {
 			t.Fatalf("restart %d: %v", i+1, err)
 		}
 		second, _, err := env.apiServerCommand()
