@@ -186,6 +186,18 @@ bench-servicing: tools ironic-root ## N (50) provisioned hosts through a BIOS-se
 bench-images: tools host-packages ## N (100) PreprovisioningImages built at once; 1/8/32 concurrent full downloads of a 1 GiB ISO against cat; controller RSS
 	go run ./test/bench/images -n $(if $(filter command line environment,$(origin N)),$(N),100) $(BENCH_IMAGES_ARGS)
 
+##@ Fault campaign
+
+SEED ?=
+
+# N hosts through register → inspect → provision → deprovision → provision again → delete on real
+# Ironic while a seeded schedule kills the operator, Ironic and the API server and makes BMCs fail
+# (README, "Fault campaign"). N is 100 unless given (the 1000 above is bench-hosts'). SEED replays
+# a schedule. A program like the benchmarks, not part of make test; it exits 1 when a check fails.
+.PHONY: chaos
+chaos: tools ironic-root ## Fault campaign: N (100) hosts through the lifecycle twice while faults fire (SEED=n replays one; CHAOS_ARGS for more)
+	go run ./test/chaos -n $(if $(filter command line environment,$(origin N)),$(N),100) $(if $(SEED),-seed $(SEED)) $(CHAOS_ARGS)
+
 ##@ bmcsim benchmark
 
 BMCSIM_HOSTS ?= 1000

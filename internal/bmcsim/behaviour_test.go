@@ -76,7 +76,12 @@ func TestBootOverride(t *testing.T) {
 		equal(t, "events after a reboot without override, blank disk", e.runner.take(), []string{"stop", "boot:iso" + itoa(len(e.iso))})
 
 		// With an image on the disk the boot order starts there: no agent.
+		equal(t, "control API diskWrites before a write", e.control(http.MethodGet, "/v1/servers/"+e.host.Name, nil).body["diskWrites"], 0.0)
 		e.sim.Fleet.ByName(e.host.Name).WriteDisk("http://images/disk.img")
+		// Every write counts, the same image again too: a test compares the count with the
+		// deployments it asked for.
+		e.sim.Fleet.ByName(e.host.Name).WriteDisk("http://images/disk.img")
+		equal(t, "control API diskWrites after two writes", e.control(http.MethodGet, "/v1/servers/"+e.host.Name, nil).body["diskWrites"], 2.0)
 		e.reset("ForceRestart")
 		equal(t, "events after a reboot without override, written disk", e.runner.take(), []string{"stop"})
 
@@ -340,6 +345,27 @@ func TestFaultInjection(t *testing.T) {
 		e.control(http.MethodDelete, "/v1/servers/"+e.host.Name+"/faults", nil)
 		equal(t, "basic auth after clearing", e.get(e.sys()).status, http.StatusOK)
 		equal(t, "session after clearing", e.call(bmcsim.Host{}, http.MethodGet, e.sys(), nil, token).status, http.StatusOK)
+	})
+
+	t.Run("a password changed on the BMC", func(t *testing.T) {
+		e := newEnv(t, envOptions{hosts: 1})
+		sess := e.must(http.StatusCreated, http.MethodPost, "/redfish/v1/SessionService/Sessions", map[string]string{"UserName": e.host.Username, "Password": e.host.Password})
+		token := map[string]string{"X-Auth-Token": sess.header.Get("X-Auth-Token")}
+		changed := e.host
+		changed.Password = "changed-on-the-bmc"
+		e.control(http.MethodPut, "/v1/servers/"+e.host.Name+"/faults", map[string]any{"password": changed.Password})
+		equal(t, "basic auth with the old password", e.get(e.sys()).status, http.StatusUnauthorized)
+		equal(t, "session opened with the old password", e.call(bmcsim.Host{}, http.MethodGet, e.sys(), nil, token).status, http.StatusUnauthorized)
+		equal(t, "basic auth with the new password", e.call(changed, http.MethodGet, e.sys(), nil, nil).status, http.StatusOK)
+		newSess := e.call(bmcsim.Host{}, http.MethodPost, "/redfish/v1/SessionService/Sessions",
+			map[string]string{"UserName": e.host.Username, "Password": changed.Password}, nil)
+		equal(t, "new session with the new password", newSess.status, http.StatusCreated)
+		newToken := map[string]string{"X-Auth-Token": newSess.header.Get("X-Auth-Token")}
+		equal(t, "session opened with the new password", e.call(bmcsim.Host{}, http.MethodGet, e.sys(), nil, newToken).status, http.StatusOK)
+		e.control(http.MethodDelete, "/v1/servers/"+e.host.Name+"/faults", nil)
+		equal(t, "the old password once cleared", e.get(e.sys()).status, http.StatusOK)
+		equal(t, "the new password once cleared", e.call(changed, http.MethodGet, e.sys(), nil, nil).status, http.StatusUnauthorized)
+		equal(t, "session of the new password once cleared", e.call(bmcsim.Host{}, http.MethodGet, e.sys(), nil, newToken).status, http.StatusUnauthorized)
 	})
 
 	t.Run("a power-on that does not happen", func(t *testing.T) {

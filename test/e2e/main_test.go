@@ -26,6 +26,7 @@ import (
 
 	"github.com/metalforge/metalforge/internal/bmcsim"
 	"github.com/metalforge/metalforge/internal/test/ironicenv"
+	"github.com/metalforge/metalforge/internal/test/operatorproc"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
@@ -58,7 +59,7 @@ type suite struct {
 	nodes  *gophercloud.ServiceClient
 	sim    *ironicenv.Sim
 	images *ironicenv.ImageServer
-	op     *operator
+	op     *operatorproc.Process
 	rec    *recorder
 	free   chan bmcsim.Host
 
@@ -203,7 +204,7 @@ func startSuite() (s *suite, err error) {
 
 func (s *suite) stop() {
 	if s.op != nil {
-		s.op.stop()
+		s.op.Stop()
 	}
 	if s.rec != nil {
 		s.rec.stop()

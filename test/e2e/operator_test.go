@@ -2,17 +2,12 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
-	"time"
 
 	"github.com/metalforge/metalforge/internal/test/ironicenv"
-	"github.com/metalforge/metalforge/internal/test/loopback"
+	"github.com/metalforge/metalforge/internal/test/operatorproc"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
@@ -36,95 +31,22 @@ func buildOperator() (string, error) {
 	if b := os.Getenv("E2E_OPERATOR"); b != "" {
 		return b, nil
 	}
-	root := ironicenv.RepoRoot()
-	out := filepath.Join(root, "bin", "baremetal-operator")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/baremetal-operator")
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the operator: %w\n%s", err, b)
-	}
-	return out, nil
+	return operatorproc.Build()
 }
 
-// operator is bin/baremetal-operator running as a subprocess.
-type operator struct {
-	cmd     *exec.Cmd
-	logPath string
-	metrics string
-	done    chan struct{}
-}
-
-func startOperator(ctx context.Context, binary string, kube *testenv.Env, ironic *ironicenv.Instance) (*operator, error) {
+// startOperator runs bin/baremetal-operator as a subprocess with its admission webhooks, on the
+// API server and the Ironic of the suite, and returns once it is ready.
+func startOperator(ctx context.Context, binary string, kube *testenv.Env, ironic *ironicenv.Instance) (*operatorproc.Process, error) {
 	dir, err := os.MkdirTemp("", "metalforge-e2e-")
 	if err != nil {
 		return nil, err
 	}
-	o := &operator{logPath: filepath.Join(dir, "operator.log"), metrics: loopback.FreeAddr(), done: make(chan struct{})}
-	logFile, err := os.Create(o.logPath)
-	if err != nil {
-		return nil, err
-	}
-	probe := loopback.FreeAddr()
 	args := append([]string{
-		"--metrics-bind-address=" + o.metrics,
-		"--health-probe-bind-address=" + probe,
 		"--webhook-port=" + strconv.Itoa(kube.WebhookPort),
 		"--webhook-cert-dir=" + kube.WebhookCertDir,
 	}, operatorArgs...)
-	o.cmd = exec.Command(binary, args...)
-	o.cmd.Env = append(os.Environ(), "KUBECONFIG="+kube.KubeconfigPath,
+	env := append([]string{"KUBECONFIG=" + kube.KubeconfigPath,
 		// No Ironic credentials: noauth, as the script's Ironic runs.
-		"METAL3_AUTH_ROOT_DIR="+filepath.Join(dir, "no-auth"))
-	o.cmd.Env = append(o.cmd.Env, ironic.OperatorEnv()...)
-	o.cmd.Stdout, o.cmd.Stderr = logFile, logFile
-	// A test binary that dies (timeout, kill) takes the operator with it.
-	o.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := o.cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w", binary, err)
-	}
-	go func() {
-		_ = o.cmd.Wait()
-		logFile.Close()
-		close(o.done)
-	}()
-	for {
-		resp, err := http.Get("http://" + probe + "/readyz") //nolint:noctx // local, polled
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return o, nil
-			}
-		}
-		select {
-		case <-o.done:
-			return o, fmt.Errorf("the operator exited at start, see %s:\n%s", o.logPath, tailFile(o.logPath, 30))
-		case <-ctx.Done():
-			return o, fmt.Errorf("the operator is not ready, see %s: %w", o.logPath, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-func (o *operator) stop() {
-	select {
-	case <-o.done:
-		return
-	default:
-	}
-	_ = o.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-o.done:
-	case <-time.After(20 * time.Second):
-		_ = o.cmd.Process.Kill()
-		<-o.done
-	}
-}
-
-func tailFile(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	return ironicenv.LastLines(string(b), n)
+		"METAL3_AUTH_ROOT_DIR=" + filepath.Join(dir, "no-auth")}, ironic.OperatorEnv()...)
+	return operatorproc.Start(ctx, operatorproc.Options{Binary: binary, Args: args, Env: env, LogPath: filepath.Join(dir, "operator.log")})
 }

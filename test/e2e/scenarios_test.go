@@ -418,12 +418,12 @@ func (s *suite) noPasswords(t *testing.T) {
 	}
 	s.mu.Unlock()
 
-	logText, err := os.ReadFile(s.op.logPath)
+	logText, err := os.ReadFile(s.op.LogPath())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(logText), "Ironic provisioner configured") {
-		t.Fatalf("%s does not look like the operator's log", s.op.logPath)
+		t.Fatalf("%s does not look like the operator's log", s.op.LogPath())
 	}
 	var hosts metal3.BareMetalHostList
 	if err := s.c.List(context.Background(), &hosts); err != nil {

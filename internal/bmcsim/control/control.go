@@ -15,16 +15,18 @@ import (
 
 // Summary is a server as GET /v1/servers lists it.
 type Summary struct {
-	Name      string          `json:"name"`
-	ID        string          `json:"id"`
-	BootMAC   string          `json:"bootMACAddress"`
-	Power     string          `json:"power"`
-	Booted    string          `json:"booted,omitempty"`
-	Boot      server.Boot     `json:"boot"`
-	Cd        server.Media    `json:"cd"`
-	DiskImage string          `json:"diskImage,omitempty"`
-	Firmware  server.Versions `json:"firmware"`
-	Faults    fault.Set       `json:"faults"`
+	Name      string       `json:"name"`
+	ID        string       `json:"id"`
+	BootMAC   string       `json:"bootMACAddress"`
+	Power     string       `json:"power"`
+	Booted    string       `json:"booted,omitempty"`
+	Boot      server.Boot  `json:"boot"`
+	Cd        server.Media `json:"cd"`
+	DiskImage string       `json:"diskImage,omitempty"`
+	// DiskWrites counts the images written to the server's disk since it was created.
+	DiskWrites int             `json:"diskWrites"`
+	Firmware   server.Versions `json:"firmware"`
+	Faults     fault.Set       `json:"faults"`
 }
 
 // Detail is a server with its whole state, as GET /v1/servers/{name} returns it.
@@ -105,7 +107,7 @@ func New(f *server.Fleet) http.Handler {
 func summary(f *server.Fleet, s *server.Server, st server.State) Summary {
 	return Summary{
 		Name: s.Name, ID: s.ID(), BootMAC: s.BootMAC(), Power: st.Power, Booted: st.Booted, Boot: st.Boot,
-		Cd: st.Media[server.MediaCd], DiskImage: st.DiskImage, Firmware: st.Firmware, Faults: f.Faults.For(s.Name),
+		Cd: st.Media[server.MediaCd], DiskImage: st.DiskImage, DiskWrites: st.DiskWrites, Firmware: st.Firmware, Faults: f.Faults.For(s.Name),
 	}
 }
 

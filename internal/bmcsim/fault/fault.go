@@ -20,6 +20,10 @@ type Set struct {
 	// WrongCredentials makes the BMC reject its real password (basic auth, new and existing sessions)
 	// until the fault is cleared, as if someone changed the password on the BMC.
 	WrongCredentials bool `json:"wrongCredentials,omitempty"`
+	// Password, when set, is the BMC's password from now on, as if an administrator changed it on
+	// the BMC: the server's own password and every session opened with another password are
+	// rejected (401) until the fault is cleared.
+	Password string `json:"password,omitempty"`
 	// IgnorePowerOn makes power-on requests succeed on the wire while the server stays off.
 	IgnorePowerOn bool `json:"ignorePowerOn,omitempty"`
 	// FailDeploy makes the server's agent crash in the middle of a deploy (agent.Machine.FailDeploy).
@@ -50,9 +54,14 @@ func (s Set) Validate() error {
 func (s Set) IsZero() bool { return s == Set{} }
 
 // Merge combines a global set with a server's own: flags are OR-ed, rates take the larger value,
-// and the server's rejected BIOS setting wins over the global one.
+// and the server's own password and rejected BIOS setting win over the global ones.
 func Merge(global, server Set) Set {
+	password := server.Password
+	if password == "" {
+		password = global.Password
+	}
 	return Set{
+		Password:           password,
 		ErrorRate:          max(global.ErrorRate, server.ErrorRate),
 		TimeoutRate:        max(global.TimeoutRate, server.TimeoutRate),
 		WrongCredentials:   global.WrongCredentials || server.WrongCredentials,

@@ -8,6 +8,12 @@ func TestMergeAndValidate(t *testing.T) {
 	if got != want {
 		t.Errorf("Merge = %+v, want %+v", got, want)
 	}
+	if got := Merge(Set{Password: "global"}, Set{Password: "own"}).Password; got != "own" {
+		t.Errorf("Merge password = %q, want the server's own", got)
+	}
+	if got := Merge(Set{Password: "global"}, Set{FailDeploy: true}).Password; got != "global" {
+		t.Errorf("Merge password = %q, want the global one when the server has none", got)
+	}
 	for name, s := range map[string]Set{
 		"negative rate":       {ErrorRate: -0.1},
 		"rate above one":      {TimeoutRate: 1.5},

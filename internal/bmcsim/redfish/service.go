@@ -177,11 +177,16 @@ func (svc *Service) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // authenticate resolves the caller from X-Auth-Token or basic auth; nil when neither is valid.
-// With the wrong-credentials fault a server rejects its real password and its sessions.
+// With the wrong-credentials fault a server rejects its real password and its sessions; with the
+// password fault it takes only that password, and only sessions opened with it.
 func (svc *Service) authenticate(r *http.Request) *principal {
 	if tok := r.Header.Get("X-Auth-Token"); tok != "" {
 		sess := svc.sessions.lookup(tok)
-		if sess == nil || svc.fleet.Faults.For(sess.srv.Name).WrongCredentials {
+		if sess == nil {
+			return nil
+		}
+		f := svc.fleet.Faults.For(sess.srv.Name)
+		if f.WrongCredentials || sess.password != currentPassword(sess.srv, f) {
 			return nil
 		}
 		return &principal{srv: sess.srv, sess: sess}
@@ -198,13 +203,22 @@ func (svc *Service) authenticate(r *http.Request) *principal {
 
 func (svc *Service) checkPassword(user, pass string) *server.Server {
 	s := svc.fleet.ByName(user)
-	if s == nil || subtle.ConstantTimeCompare([]byte(pass), []byte(s.Password)) != 1 {
+	if s == nil {
 		return nil
 	}
-	if svc.fleet.Faults.For(s.Name).WrongCredentials {
+	f := svc.fleet.Faults.For(s.Name)
+	if f.WrongCredentials || subtle.ConstantTimeCompare([]byte(pass), []byte(currentPassword(s, f))) != 1 {
 		return nil
 	}
 	return s
+}
+
+// currentPassword is the server's password under its faults: the changed one, else its own.
+func currentPassword(s *server.Server, f fault.Set) string {
+	if f.Password != "" {
+		return f.Password
+	}
+	return s.Password
 }
 
 // notFoundOrMethod answers a path no route matched: 405 when the path exists for another method.

@@ -17,9 +17,12 @@ const maxSessionsPerServer = 16
 const sessionsPath = "/redfish/v1/SessionService/Sessions"
 
 type session struct {
-	id       string
-	token    string
-	srv      *server.Server
+	id    string
+	token string
+	srv   *server.Server
+	// password is the one the session was opened with: a password change on the BMC (the password
+	// fault) ends the sessions opened with another one.
+	password string
 	created  time.Time
 	lastUsed time.Time
 }
@@ -47,9 +50,9 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-func (st *sessionStore) create(srv *server.Server) *session {
+func (st *sessionStore) create(srv *server.Server, password string) *session {
 	now := time.Now()
-	s := &session{id: randomHex(8), token: randomHex(16), srv: srv, created: now, lastUsed: now}
+	s := &session{id: randomHex(8), token: randomHex(16), srv: srv, password: password, created: now, lastUsed: now}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	list := st.bySrv[srv]
@@ -170,7 +173,7 @@ func (svc *Service) sessionRoutes() {
 			q.error(http.StatusUnauthorized, "NoValidSession", "The user name or password is not valid.")
 			return
 		}
-		s := svc.sessions.create(srv)
+		s := svc.sessions.create(srv, body.Password)
 		q.w.Header().Set("X-Auth-Token", s.token)
 		q.w.Header().Set("Location", sessionsPath+"/"+s.id)
 		q.json(http.StatusCreated, sessionBody(s))

@@ -122,6 +122,7 @@ func (s *Server) PowerOff() {
 func (s *Server) WriteDisk(imageURL string) {
 	s.update(func(st *State) bool {
 		st.DiskImage = imageURL
+		st.DiskWrites++
 		return true
 	})
 }

@@ -73,6 +73,10 @@ type State struct {
 	NextVolume        int            `json:"nextVolume"`
 	// DiskImage is the image the agent wrote to the root disk ("" when blank).
 	DiskImage string `json:"diskImage,omitempty"`
+	// DiskWrites counts the images the agent wrote to the root disk over the server's life (a
+	// deploy, an install_coreos): a test compares it with the deployments it asked for, to catch a
+	// server deployed twice for one request.
+	DiskWrites int `json:"diskWrites,omitempty"`
 	// Booted is what the running server booted from: "" (nothing, or off), Cd, Pxe, UefiHttp (the
 	// agent), Hdd (the written OS) or BiosSetup. BootedImage is the ISO URL for Cd and UefiHttp.
 	Booted        string         `json:"booted,omitempty"`

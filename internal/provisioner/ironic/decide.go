@@ -220,6 +220,15 @@ func decideDeprovisioning(n *nodes.Node, restartOnFailure bool) decision {
 		return do(actProvide)
 	case nodes.Available:
 		return do(actDone)
+	case nodes.Adopting:
+		// Ironic lost its database and the host was registered again: the image can be taken
+		// away once the node is adopted (active). Until the fault campaign found it
+		// (docs/fault-campaign.md) this was an error, retried at controller-runtime's error pace.
+		return do(actWaitShort)
+	case nodes.AdoptFail:
+		// An adoption that failed leaves nothing deployed to undeploy: manage, then provide
+		// cleans (or not) on the way to available.
+		return do(actManage)
 	}
 	return do(actUnexpected)
 }

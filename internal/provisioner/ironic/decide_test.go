@@ -132,6 +132,8 @@ func TestDecideDeprovisioning(t *testing.T) {
 		"clean aborted by us":     {got: decideDeprovisioning(node(nodes.CleanFail, lastError("Clean operation aborted")), false), want: actManage},
 		"manageable":              {got: decideDeprovisioning(node(nodes.Manageable), false), want: actProvide},
 		"available":               {got: decideDeprovisioning(node(nodes.Available), false), want: actDone},
+		"adopting":                {got: decideDeprovisioning(node(nodes.Adopting), false), want: actWaitShort},
+		"adopt failed":            {got: decideDeprovisioning(node(nodes.AdoptFail), false), want: actManage},
 		"inspecting (unexpected)": {got: decideDeprovisioning(node(nodes.Inspecting), false), want: actUnexpected},
 		"servicing":               {got: decideDeprovisioning(node(nodes.Servicing), false), want: actWaitLong},
 		"service wait":            {got: decideDeprovisioning(node(nodes.ServiceWait), false), want: actAbort},

@@ -27,6 +27,21 @@ const ExitMirrorUnreachable = 3
 // ErrMirrorUnreachable wraps a start that failed because the Ironic root could not be downloaded.
 var ErrMirrorUnreachable = errors.New("the Debian mirror is unreachable, Ironic cannot be installed")
 
+// RackConf is the configuration (for Options.ExtraConf) of an Ironic that works on a whole rack at
+// once. Ironic's defaults refuse more than 50 nodes cleaning and 250 deploying at once (503,
+// "concurrent action limit"); a rack enrolled at once cleans every node together, so both limits
+// go to 1000. The power poll after the agent powered the server off drops from 5 s to 1 s, as in
+// the tests.
+const RackConf = `
+[conductor]
+max_concurrent_clean = 1000
+max_concurrent_deploy = 1000
+
+[agent]
+post_deploy_get_power_state_retry_interval = 1
+post_deploy_get_power_state_retries = 60
+`
+
 // Options choose an Ironic instance and how it starts.
 type Options struct {
 	// Instance is IRONIC_INSTANCE: an independent Ironic with its own ports, database and logs.
@@ -171,6 +186,43 @@ func (i *Instance) start(wipe bool) error {
 func (i *Instance) Stop() error {
 	_, _, err := i.script("ironic-down.sh", i.opts.Env)
 	return err
+}
+
+// Kill kills Ironic's processes with SIGKILL, as a crash or an OOM kill would (no shutdown: nodes
+// it was working on stay locked by a conductor that is gone), and returns once they are gone. Its
+// image server and database server keep running; Resume or Restart start Ironic again.
+func (i *Instance) Kill() error {
+	pids := i.PIDs()
+	if len(pids) == 0 {
+		return fmt.Errorf("ironic instance %s: no running process to kill", i.Name)
+	}
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		alive := false
+		for _, pid := range pids {
+			alive = alive || syscall.Kill(pid, 0) == nil && !zombie(pid)
+		}
+		if !alive {
+			// The pid file goes too: a killed process that nobody reaps stays a zombie, which
+			// `kill -0` still finds, and the script would wait 20 s for it to stop.
+			_ = os.Remove(filepath.Join(i.Vars["IRONIC_STATE_DIR"], "ironic.pid"))
+			return nil
+		}
+	}
+	return fmt.Errorf("ironic instance %s: processes %v still alive 30 s after SIGKILL", i.Name, pids)
+}
+
+// zombie reports whether pid has exited and waits for its parent to reap it.
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the command name in parentheses, which may itself hold spaces.
+	rest := string(b[bytes.LastIndexByte(b, ')')+1:])
+	return strings.HasPrefix(strings.TrimSpace(rest), "Z")
 }
 
 // Purge stops the instance and deletes its state.

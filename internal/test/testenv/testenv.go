@@ -66,6 +66,8 @@ type Env struct {
 
 	env    *envtest.Environment
 	tmpDir string
+	// apiServer is the kube-apiserver RestartAPIServer started, which envtest does not know.
+	apiServer *apiServerProcess
 }
 
 // Start starts etcd and kube-apiserver, installs every CRD of config/crd/bases (and with
@@ -165,6 +167,9 @@ func (e *Env) finish(opts Options) error {
 // Stop stops the API server and etcd and removes temporary files.
 func (e *Env) Stop() error {
 	var errs []error
+	if err := e.stopRestarted(); err != nil {
+		errs = append(errs, err)
+	}
 	if e.env != nil {
 		if err := e.env.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stopping envtest: %w", err))

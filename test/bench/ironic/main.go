@@ -53,20 +53,6 @@ type options struct {
 	keepLogs     string
 }
 
-// ironicConf is appended to the benchmark Ironic's configuration. Ironic's defaults refuse more
-// than 50 nodes cleaning and 250 deploying at once (503, "concurrent action limit"); a rack
-// enrolled at once cleans every node together, so both limits go to 1000. The power poll after
-// the agent powered the server off drops from 5 s to 1 s, as in the tests.
-const ironicConf = `
-[conductor]
-max_concurrent_clean = 1000
-max_concurrent_deploy = 1000
-
-[agent]
-post_deploy_get_power_state_retry_interval = 1
-post_deploy_get_power_state_retries = 60
-`
-
 func main() {
 	var o options
 	flag.IntVar(&o.n, "n", 100, "Hosts.")
@@ -107,7 +93,7 @@ func run(o options) error {
 	if o.mode != "both" && o.mode != "baseline" && o.mode != "operator" {
 		return fmt.Errorf("-mode=%q: want both, baseline or operator", o.mode)
 	}
-	conf := ironicConf
+	conf := ironicenv.RackConf
 	if o.ironicConf != "" {
 		b, err := os.ReadFile(o.ironicConf)
 		if err != nil {

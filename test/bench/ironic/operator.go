@@ -1,32 +1,26 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/scheme"
-	"github.com/metalforge/metalforge/internal/test/builder"
-	"github.com/metalforge/metalforge/internal/test/loopback"
+	"github.com/metalforge/metalforge/internal/test/hostfleet"
+	"github.com/metalforge/metalforge/internal/test/operatorproc"
 	"github.com/metalforge/metalforge/internal/test/procstat"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
@@ -48,9 +42,7 @@ func (e *env) runOperator() (*result, error) {
 		return nil, err
 	}
 
-	metrics, probe := loopback.FreeAddr(), loopback.FreeAddr()
 	args := []string{"--provisioner=ironic", "--webhook-port=0", "--namespace=" + benchNS,
-		"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probe,
 		"--concurrency=" + strconv.Itoa(o.concurrency),
 		"--ironic-short-poll=" + o.shortPoll.String(), "--ironic-long-poll=" + o.longPoll.String(),
 		// The operator's default power poll (1 min) for hosts in a steady state: a shorter one
@@ -65,37 +57,27 @@ func (e *env) runOperator() (*result, error) {
 		}
 		logPath = filepath.Join(o.keepLogs, "operator.log")
 	}
-	logFile, err := os.Create(logPath)
+	_ = os.Remove(logPath)
+	op, err := operatorproc.Start(ctx, operatorproc.Options{Binary: o.operator, Args: args, LogPath: logPath,
+		Env: append([]string{"KUBECONFIG=" + kube.KubeconfigPath, "METAL3_AUTH_ROOT_DIR=" + filepath.Join(os.TempDir(), "bench-ironic-no-auth")},
+			e.ironic.OperatorEnv()...)})
+	if op != nil {
+		defer op.Stop()
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer logFile.Close()
-	op := exec.Command(o.operator, args...)
-	op.Env = append(os.Environ(), "KUBECONFIG="+kube.KubeconfigPath, "METAL3_AUTH_ROOT_DIR="+filepath.Join(os.TempDir(), "bench-ironic-no-auth"))
-	op.Env = append(op.Env, e.ironic.OperatorEnv()...)
-	op.Stdout, op.Stderr = logFile, logFile
-	op.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := op.Start(); err != nil {
-		return nil, err
-	}
-	defer func() {
-		_ = op.Process.Signal(syscall.SIGTERM)
-		_ = op.Wait()
-	}()
-	if err := loopback.WaitOK(ctx, "http://"+probe+"/readyz"); err != nil {
-		return nil, fmt.Errorf("operator not ready (log %s): %w", logPath, err)
-	}
-	fmt.Printf("operator: ready (pid %d, %s), log %s\n", op.Process.Pid, strings.Join(args, " "), logPath)
+	fmt.Printf("operator: ready (pid %d, %s), log %s\n", op.Pid(), strings.Join(args, " "), logPath)
 
 	tr, err := startTracker(ctx, kube.Config, o.n)
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(unlimited(kube.Config), client.Options{Scheme: scheme.New()})
+	c, err := client.New(hostfleet.Unlimited(kube.Config), client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, err
 	}
-	before, err := scrape("http://" + metrics + "/metrics")
+	before, err := op.Scrape(ctx, ironicRequests, "operation")
 	if err != nil {
 		return nil, err
 	}
@@ -110,18 +92,7 @@ func (e *env) runOperator() (*result, error) {
 	// register → inspect → available: create every Secret and host at once.
 	start := time.Now()
 	tr.setPhase("available", start)
-	err = parallel(len(hosts), func(i int) error {
-		h := hosts[i]
-		secret := builder.BMCSecret(benchNS, name(i)+"-bmc", h.Username, h.Password)
-		host := builder.BareMetalHost(benchNS, name(i)).WithBMC(h.Addresses["redfish-virtualmedia+http"], secret.Name).
-			WithBootMACAddress(h.BootMAC).WithOnline(true).Build()
-		for _, obj := range []client.Object{secret, host} {
-			if err := c.Create(ctx, obj); err != nil {
-				return fmt.Errorf("creating %s: %w", obj.GetName(), err)
-			}
-		}
-		return nil
-	})
+	err = hostfleet.Parallel(len(hosts), func(i int) error { return hostfleet.Create(ctx, c, benchNS, name(i), hosts[i]) })
 	if err != nil {
 		return nil, err
 	}
@@ -135,17 +106,17 @@ func (e *env) runOperator() (*result, error) {
 	image := metal3.Image{URL: e.image.url, Checksum: e.image.sha256, ChecksumType: metal3.SHA256, DiskFormat: &raw}
 	for _, step := range []struct {
 		phase  string
-		change func(*metal3.BareMetalHost) error
+		change func(name string) error
 	}{
-		{"provisioned", func(h *metal3.BareMetalHost) error { return patchImage(ctx, c, h, &image) }},
-		{"deprovisioned", func(h *metal3.BareMetalHost) error { return patchImage(ctx, c, h, nil) }},
-		{"deleted", func(h *metal3.BareMetalHost) error { return c.Delete(ctx, h) }},
+		{"provisioned", func(name string) error { return hostfleet.PatchImage(ctx, c, benchNS, name, &image) }},
+		{"deprovisioned", func(name string) error { return hostfleet.PatchImage(ctx, c, benchNS, name, nil) }},
+		{"deleted", func(name string) error {
+			return c.Delete(ctx, &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: name}})
+		}},
 	} {
 		t := time.Now()
 		tr.setPhase(step.phase, t)
-		if err := parallel(len(hosts), func(i int) error {
-			return step.change(&metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: name(i)}})
-		}); err != nil {
+		if err := hostfleet.Parallel(len(hosts), func(i int) error { return step.change(name(i)) }); err != nil {
 			return nil, err
 		}
 		if err := tr.wait(ctx); err != nil {
@@ -156,7 +127,7 @@ func (e *env) runOperator() (*result, error) {
 	for _, p := range phases[1:] {
 		r.total += r.wall[p]
 	}
-	after, err := scrape("http://" + metrics + "/metrics")
+	after, err := op.Scrape(ctx, ironicRequests, "operation")
 	if err != nil {
 		return nil, err
 	}
@@ -165,24 +136,13 @@ func (e *env) runOperator() (*result, error) {
 	}
 	r.errored, r.errors = tr.errorCount()
 	r.stalled = stalled.count()
-	r.driverCPU = procstat.CPUSeconds(op.Process.Pid)
-	r.driverRSS = procstat.PeakRSS(op.Process.Pid)
+	r.driverCPU = procstat.CPUSeconds(op.Pid())
+	r.driverRSS = procstat.PeakRSS(op.Pid())
 	r.apiCPU = procstat.CPUSeconds(apiPIDs...) - api0
 	e.ironicUsage(r)
 	r.benchCPU = procstat.CPUSeconds(os.Getpid()) - cpu0
 	r.loadAfter = procstat.LoadAverage()
 	return r, nil
-}
-
-// patchImage sets or removes spec.image with a JSON merge patch (no read, no conflict).
-func patchImage(ctx context.Context, c client.Client, h *metal3.BareMetalHost, image *metal3.Image) error {
-	var body string
-	if image == nil {
-		body = `{"spec":{"image":null}}`
-	} else {
-		body = fmt.Sprintf(`{"spec":{"image":{"url":%q,"checksum":%q,"checksumType":%q,"format":"raw"}}}`, image.URL, image.Checksum, image.ChecksumType)
-	}
-	return c.Patch(ctx, h, client.RawPatch("application/merge-patch+json", []byte(body)))
 }
 
 // tracker follows every host through a watch and records when each reached the current phase's
@@ -202,31 +162,9 @@ type tracker struct {
 }
 
 func startTracker(ctx context.Context, cfg *rest.Config, n int) (*tracker, error) {
-	c, err := cache.New(cfg, cache.Options{Scheme: scheme.New(), DefaultNamespaces: map[string]cache.Config{benchNS: {}},
-		DefaultTransform: cache.TransformStripManagedFields()})
-	if err != nil {
-		return nil, err
-	}
-	inf, err := c.GetInformer(ctx, &metal3.BareMetalHost{})
-	if err != nil {
-		return nil, err
-	}
 	tr := &tracker{n: n, at: map[string]map[string]time.Time{}, errors: map[string]string{}, excluded: map[string]bool{}}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { tr.observe(obj, false) },
-		UpdateFunc: func(_, obj any) { tr.observe(obj, false) },
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			tr.observe(obj, true)
-		},
-	}); err != nil {
+	if err := hostfleet.Watch(ctx, cfg, benchNS, tr.observe); err != nil {
 		return nil, err
-	}
-	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		return nil, fmt.Errorf("the benchmark's watch did not sync")
 	}
 	return tr, nil
 }
@@ -265,11 +203,7 @@ func (tr *tracker) exclude(name string) {
 	}
 }
 
-func (tr *tracker) observe(obj any, deleted bool) {
-	h, ok := obj.(*metal3.BareMetalHost)
-	if !ok {
-		return
-	}
+func (tr *tracker) observe(h *metal3.BareMetalHost, deleted bool) {
 	now := time.Now()
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
@@ -332,64 +266,5 @@ func (tr *tracker) errorCount() (int, []string) {
 	return len(list), list
 }
 
-// parallel runs fn(0..n-1) from 32 goroutines.
-func parallel(n int, fn func(int) error) error {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 32)
-	for range 32 {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				if err := fn(i); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
-}
-
-// unlimited is the config without a client-side rate limit, for the creators.
-func unlimited(cfg *rest.Config) *rest.Config {
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = -1, 0
-	return cfg
-}
-
-// scrape sums the operator's metalforge_ironic_requests_total by operation.
-func scrape(url string) (map[string]float64, error) {
-	resp, err := http.Get(url) //nolint:noctx // local
-	if err != nil {
-		return nil, fmt.Errorf("scraping %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	const metric = "metalforge_ironic_requests_total{"
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, metric) {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		op := ""
-		if j := strings.Index(line, `operation="`); j >= 0 {
-			rest := line[j+len(`operation="`):]
-			op = rest[:strings.IndexByte(rest, '"')]
-		}
-		out[op] += v
-	}
-	return out, sc.Err()
-}
+// ironicRequests is the operator's count of requests to Ironic, by operation.
+const ironicRequests = "metalforge_ironic_requests_total"
