@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,9 +20,12 @@ import (
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -129,6 +133,10 @@ func TestStack(t *testing.T) {
 	waitCO(t, c, "Upgradeable", "True", clusteroperator.ReasonAsExpected, 2*time.Minute, node)
 	waitCO(t, c, "Available", "True", clusteroperator.ReasonDeployComplete, time.Minute, node)
 
+	// It booted the agent image the image-customization-controller built for it.
+	checkHostImage(t, c, h, tlsSecret, creds)
+	checkICCDeployed(t, c)
+
 	// The operator's metrics: reconciles, and the conditions it reports.
 	checkMetrics(t, podIPs[0])
 
@@ -227,10 +235,11 @@ func startNode(t *testing.T, env *testenv.Env) *kubelet.Node {
 		Dir: t.TempDir(), Client: env.Client, Namespace: ns,
 		APIHost: u.Hostname(), APIPort: u.Port(), CAData: env.Config.CAData,
 		Images: map[string]kubelet.Image{
-			release.Images["clusterBaremetalOperator"]: {Layers: []string{a.Operator}, UID: 65534, GID: 65534},
-			release.Images["baremetalOperator"]:        {Layers: []string{a.BMO}, UID: 65534, GID: 65534},
-			release.Images["baremetalIronic"]:          {Layers: []string{a.Runner, a.ESP, a.IronicRoot}},
-			release.Images["machineOSImages"]:          {Layers: []string{a.CopyMetal}},
+			release.Images["clusterBaremetalOperator"]:     {Layers: []string{a.Operator}, UID: 65534, GID: 65534},
+			release.Images["baremetalOperator"]:            {Layers: []string{a.BMO}, UID: 65534, GID: 65534},
+			release.Images["baremetalIronic"]:              {Layers: []string{a.Runner, a.ESP, a.IronicRoot}},
+			release.Images["machineOSImages"]:              {Layers: []string{a.CopyMetal}},
+			release.Images["imageCustomizationController"]: {Layers: []string{a.ICC, a.NMCLI}},
 		},
 		Token: func(ctx context.Context, namespace, sa string) (string, error) {
 			exp := int64(3600)
@@ -403,6 +412,95 @@ func checkIronicAuth(t *testing.T, tlsSecret, creds *corev1.Secret) {
 	}
 	if code := get(string(creds.Data[secrets.KeyUsername]), string(creds.Data[secrets.KeyPassword])); code != http.StatusOK {
 		t.Errorf("with the operator's credentials Ironic answered %d", code)
+	}
+}
+
+// checkHostImage: the host's PreprovisioningImage is Ready with a URL of the
+// image-customization-controller's Service, the controller's process serves an ISO there, and
+// Ironic's node boots that image.
+func checkHostImage(t *testing.T, c client.Client, h *metal3.BareMetalHost, tlsSecret, creds *corev1.Secret) {
+	t.Helper()
+	ctx := context.Background()
+	ppi := &metal3.PreprovisioningImage{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: h.Name}, ppi); err != nil {
+		t.Fatalf("the host's PreprovisioningImage: %v", err)
+	}
+	ready := meta.FindStatusCondition(ppi.Status.Conditions, string(metal3.ConditionImageReady))
+	if ready == nil || ready.Status != metav1.ConditionTrue {
+		t.Errorf("PreprovisioningImage %s not Ready: %+v", ppi.Name, ppi.Status.Conditions)
+	}
+	prefix := "http://" + render.ICCService + "." + ns + ".svc.cluster.local/"
+	u, err := url.Parse(ppi.Status.ImageURL)
+	if err != nil || !strings.HasPrefix(ppi.Status.ImageURL, prefix) || ppi.Status.Format != metal3.ImageFormatISO {
+		t.Fatalf("PreprovisioningImage URL %q (format %s), want an ISO under %s", ppi.Status.ImageURL, ppi.Status.Format, prefix)
+	}
+	t.Logf("the host's image: %s", ppi.Status.ImageURL)
+
+	// The Service's name resolves to the controller's pod (its EndpointSlice), port 80 as the
+	// Service says.
+	var eps discoveryv1.EndpointSliceList
+	if err := c.List(ctx, &eps, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: render.ICCService}); err != nil {
+		t.Fatal(err)
+	}
+	if len(eps.Items) == 0 || len(eps.Items[0].Endpoints) == 0 {
+		t.Fatalf("no endpoints for %s", render.ICCService)
+	}
+	ip := eps.Items[0].Endpoints[0].Addresses[0]
+	resp, err := http.Get("http://" + ip + ":80" + u.Path) //nolint:noctx // a test's one request
+	if err != nil {
+		t.Fatalf("downloading the host's image from the controller: %v", err)
+	}
+	iso, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	// An ISO 9660 image: "CD001" in the primary volume descriptor at 32 KiB.
+	if resp.StatusCode != http.StatusOK || len(iso) < 0x8006 || string(iso[0x8001:0x8006]) != "CD001" {
+		t.Errorf("the controller served %d, %d bytes, not an ISO", resp.StatusCode, len(iso))
+	}
+
+	// Ironic's node boots it (the baremetal-operator handed it the image's URL).
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(tlsSecret.Data[secrets.KeyCA])
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: render.StateService + "." + ns + ".svc"}}}
+	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("https://%s:%d/v1/nodes/%s", nodeIP, render.IronicPort, h.Status.Provisioning.ID), nil)
+	req.SetBasicAuth(string(creds.Data[secrets.KeyUsername]), string(creds.Data[secrets.KeyPassword]))
+	req.Header.Set("X-OpenStack-Ironic-API-Version", "latest")
+	resp, err = hc.Do(req)
+	if err != nil {
+		t.Fatalf("reading Ironic's node: %v", err)
+	}
+	var node struct {
+		DriverInfo map[string]any `json:"driver_info"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&node)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatalf("Ironic's node: %v", err)
+	}
+	found := false
+	for _, v := range node.DriverInfo {
+		found = found || v == ppi.Status.ImageURL
+	}
+	if !found {
+		t.Errorf("Ironic's node does not boot the host's image: driver_info %v", node.DriverInfo)
+	}
+}
+
+// checkICCDeployed: the image-customization-controller's Deployment is available and the
+// ClusterOperator lists it.
+func checkICCDeployed(t *testing.T, c client.Client) {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: render.ICCDeployment}, d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Status.AvailableReplicas != 1 {
+		t.Errorf("%s: %d available replicas", render.ICCDeployment, d.Status.AvailableReplicas)
+	}
+	co := getCO(t, c)
+	if !slices.ContainsFunc(co.Status.RelatedObjects, func(r configv1.ObjectReference) bool {
+		return r.Resource == "deployments" && r.Name == render.ICCDeployment
+	}) {
+		t.Errorf("the ClusterOperator's related objects lack %s: %v", render.ICCDeployment, co.Status.RelatedObjects)
 	}
 }
 
