@@ -38,6 +38,10 @@ func main() {
 		// image-customization-controller appends its Ignition archive.
 		files["ironic-python-agent.initramfs"] = deployimage.LiveInitramfs()
 		files["ironic-python-agent.rootfs"] = deployimage.Rootfs()
+		// The ISO writer's workspace: the image has no /tmp.
+		if err := os.Setenv("TMPDIR", dir); err != nil {
+			log.Fatal(err)
+		}
 		iso := filepath.Join(dir, ".ironic-python-agent.iso.tmp")
 		if err := deployimage.WriteLiveISO(iso, deployimage.LiveOptions{}); err != nil {
 			log.Fatal(err)
