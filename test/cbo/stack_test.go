@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -120,9 +119,13 @@ func TestStack(t *testing.T) {
 	// While it provisions, an upgrade would break it: Upgradeable must say so at some point.
 	var sawBusy atomic.Bool
 	stopWatch := watchUpgradeable(t, c, &sawBusy)
+	// The baremetal-operator deletes the host's PreprovisioningImage once it is provisioned:
+	// watch it while it exists.
+	stopImage := watchHostImage(t, c, "worker-0")
 	start := time.Now()
 	h := waitHost(t, c, "worker-0", metal3.StateProvisioned, 15*time.Minute, node)
 	stopWatch()
+	image := stopImage()
 	t.Logf("worker-0 provisioned %s after creation", time.Since(start).Round(time.Second))
 	if h.Status.Provisioning.Image.URL != img.URL {
 		t.Errorf("provisioned image %q", h.Status.Provisioning.Image.URL)
@@ -134,7 +137,7 @@ func TestStack(t *testing.T) {
 	waitCO(t, c, "Available", "True", clusteroperator.ReasonDeployComplete, time.Minute, node)
 
 	// It booted the agent image the image-customization-controller built for it.
-	checkHostImage(t, c, h, tlsSecret, creds)
+	checkHostImage(t, image, node)
 	checkICCDeployed(t, c)
 
 	// The operator's metrics: reconciles, and the conditions it reports.
@@ -415,73 +418,89 @@ func checkIronicAuth(t *testing.T, tlsSecret, creds *corev1.Secret) {
 	}
 }
 
-// checkHostImage: the host's PreprovisioningImage is Ready with a URL of the
-// image-customization-controller's Service, the controller's process serves an ISO there, and
-// Ironic's node boots that image.
-func checkHostImage(t *testing.T, c client.Client, h *metal3.BareMetalHost, tlsSecret, creds *corev1.Secret) {
-	t.Helper()
-	ctx := context.Background()
-	ppi := &metal3.PreprovisioningImage{}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: h.Name}, ppi); err != nil {
-		t.Fatalf("the host's PreprovisioningImage: %v", err)
-	}
-	ready := meta.FindStatusCondition(ppi.Status.Conditions, string(metal3.ConditionImageReady))
-	if ready == nil || ready.Status != metav1.ConditionTrue {
-		t.Errorf("PreprovisioningImage %s not Ready: %+v", ppi.Name, ppi.Status.Conditions)
-	}
-	prefix := "http://" + render.ICCService + "." + ns + ".svc.cluster.local/"
-	u, err := url.Parse(ppi.Status.ImageURL)
-	if err != nil || !strings.HasPrefix(ppi.Status.ImageURL, prefix) || ppi.Status.Format != metal3.ImageFormatISO {
-		t.Fatalf("PreprovisioningImage URL %q (format %s), want an ISO under %s", ppi.Status.ImageURL, ppi.Status.Format, prefix)
-	}
-	t.Logf("the host's image: %s", ppi.Status.ImageURL)
+// hostImage is what watchHostImage saw of the host's PreprovisioningImage.
+type hostImage struct {
+	url    string
+	format metal3.ImageFormat
+	// served is what the image-customization-controller answered for the URL, through the
+	// Service's port on its pod ("" until the image was Ready).
+	served string
+}
 
-	// The Service's name resolves to the controller's pod (its EndpointSlice), port 80 as the
-	// Service says.
+// watchHostImage follows the host's PreprovisioningImage until stopped; the first time it is
+// Ready it downloads the image from the image-customization-controller's pod, as Ironic does
+// through the Service's name (which resolves to that pod, port 80 as the Service says).
+func watchHostImage(t *testing.T, c client.Client, name string) func() hostImage {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan hostImage)
+	go func() {
+		var seen hostImage
+		defer func() { done <- seen }()
+		for ctx.Err() == nil {
+			time.Sleep(200 * time.Millisecond)
+			ppi := &metal3.PreprovisioningImage{}
+			if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ppi); err != nil {
+				continue
+			}
+			ready := meta.FindStatusCondition(ppi.Status.Conditions, string(metal3.ConditionImageReady))
+			if ready == nil || ready.Status != metav1.ConditionTrue || ppi.Status.ImageURL == "" || seen.served != "" {
+				continue
+			}
+			seen.url, seen.format = ppi.Status.ImageURL, ppi.Status.Format
+			seen.served = download(ctx, c, ppi.Status.ImageURL)
+		}
+	}()
+	return func() hostImage { cancel(); return <-done }
+}
+
+// download fetches an image URL of the image-customization-controller's Service from its pod and
+// says what came back.
+func download(ctx context.Context, c client.Client, imageURL string) string {
+	u, err := url.Parse(imageURL)
+	if err != nil {
+		return err.Error()
+	}
 	var eps discoveryv1.EndpointSliceList
 	if err := c.List(ctx, &eps, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: render.ICCService}); err != nil {
-		t.Fatal(err)
+		return err.Error()
 	}
 	if len(eps.Items) == 0 || len(eps.Items[0].Endpoints) == 0 {
-		t.Fatalf("no endpoints for %s", render.ICCService)
+		return "no endpoints for " + render.ICCService
 	}
-	ip := eps.Items[0].Endpoints[0].Addresses[0]
-	resp, err := http.Get("http://" + ip + ":80" + u.Path) //nolint:noctx // a test's one request
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+eps.Items[0].Endpoints[0].Addresses[0]+":80"+u.Path, nil)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("downloading the host's image from the controller: %v", err)
+		return err.Error()
 	}
-	iso, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
 	// An ISO 9660 image: "CD001" in the primary volume descriptor at 32 KiB.
-	if resp.StatusCode != http.StatusOK || len(iso) < 0x8006 || string(iso[0x8001:0x8006]) != "CD001" {
-		t.Errorf("the controller served %d, %d bytes, not an ISO", resp.StatusCode, len(iso))
+	if resp.StatusCode == http.StatusOK && len(data) > 0x8006 && string(data[0x8001:0x8006]) == "CD001" {
+		return "ISO"
 	}
+	return fmt.Sprintf("status %d, %d bytes, not an ISO", resp.StatusCode, len(data))
+}
 
-	// Ironic's node boots it (the baremetal-operator handed it the image's URL).
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(tlsSecret.Data[secrets.KeyCA])
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: render.StateService + "." + ns + ".svc"}}}
-	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("https://%s:%d/v1/nodes/%s", nodeIP, render.IronicPort, h.Status.Provisioning.ID), nil)
-	req.SetBasicAuth(string(creds.Data[secrets.KeyUsername]), string(creds.Data[secrets.KeyPassword]))
-	req.Header.Set("X-OpenStack-Ironic-API-Version", "latest")
-	resp, err = hc.Do(req)
+// checkHostImage: the host's PreprovisioningImage was Ready with a URL of the
+// image-customization-controller's Service, the controller's process served an ISO there, and
+// Ironic downloaded it (its log names the URL: it boots the host from its copy).
+func checkHostImage(t *testing.T, img hostImage, node *kubelet.Node) {
+	t.Helper()
+	prefix := "http://" + render.ICCService + "." + ns + ".svc.cluster.local/"
+	if !strings.HasPrefix(img.url, prefix) || img.format != metal3.ImageFormatISO {
+		t.Fatalf("the host's PreprovisioningImage was Ready with %q (format %q), want an ISO under %s", img.url, img.format, prefix)
+	}
+	t.Logf("the host's image: %s", img.url)
+	if img.served != "ISO" {
+		t.Errorf("the image-customization-controller served %s", img.served)
+	}
+	log, err := os.ReadFile(node.LogPath(render.Metal3Deployment, "metal3-ironic"))
 	if err != nil {
-		t.Fatalf("reading Ironic's node: %v", err)
+		t.Fatal(err)
 	}
-	var node struct {
-		DriverInfo map[string]any `json:"driver_info"`
-	}
-	err = json.NewDecoder(resp.Body).Decode(&node)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatalf("Ironic's node: %v", err)
-	}
-	found := false
-	for _, v := range node.DriverInfo {
-		found = found || v == ppi.Status.ImageURL
-	}
-	if !found {
-		t.Errorf("Ironic's node does not boot the host's image: driver_info %v", node.DriverInfo)
+	if !bytes.Contains(log, []byte(img.url)) {
+		t.Errorf("Ironic's log never names the host's image %s", img.url)
 	}
 }
 
