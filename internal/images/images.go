@@ -62,6 +62,14 @@ func Specs(manifests map[string][]byte) []Spec {
 			Labels: map[string]string{"io.openshift.release.operator": "true", "io.k8s.display-name": "cluster-baremetal-operator"}},
 		{Name: "baremetal-operator", Package: "./cmd/baremetal-operator", Binary: BinDir + "/baremetal-operator", User: nonRoot,
 			Labels: map[string]string{"io.k8s.display-name": "baremetal-operator"}},
+		// nmcli (NetworkManager 1.42 or later) must be on its PATH: the controller writes the
+		// hosts' keyfiles with it. This layer is the controller alone; the image is this layer on
+		// a root with NetworkManager installed (the end-to-end test adds the host's nmcli). It
+		// runs as root: its image cache is a directory of the node (a hostPath), as the metal3
+		// pod's are.
+		{Name: "image-customization-controller", Package: "./cmd/image-customization-controller",
+			Binary: BinDir + "/image-customization-controller",
+			Labels: map[string]string{"io.k8s.display-name": "image-customization-controller"}},
 		// The Ironic runner alone: the Ironic image is this layer on a root with Ironic installed
 		// (the tests use the Debian sid root hack/ironic-up.sh builds).
 		{Name: "ironic-runner", Package: "./cmd/ironic-runner", Binary: BinDir + "/ironic-runner",

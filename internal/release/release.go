@@ -50,6 +50,10 @@ var Images = map[string]string{
 	"baremetalOperator":        "quay.io/metalforge/baremetal-operator:latest",
 	"baremetalIronic":          "quay.io/metalforge/ironic:latest",
 	"machineOSImages":          "quay.io/metalforge/machine-os-images:latest",
+	// The image-customization-controller builds every host's agent image; the agent image is
+	// what those images run (a reference only: this project does not build it).
+	"imageCustomizationController": "quay.io/metalforge/image-customization-controller:latest",
+	"baremetalIronicAgent":         "quay.io/metalforge/ironic-agent:latest",
 }
 
 // imageTags are image-references' tag names for the images.json keys.
@@ -58,6 +62,9 @@ var imageTags = map[string]string{
 	"baremetalOperator":        "baremetal-operator",
 	"baremetalIronic":          "ironic",
 	"machineOSImages":          "machine-os-images",
+	// OpenShift's tag names.
+	"imageCustomizationController": "machine-image-customization-controller",
+	"baremetalIronicAgent":         "ironic-agent",
 }
 
 // Inputs are the generated files the manifests include.

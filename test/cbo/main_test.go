@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/metalforge/metalforge/internal/images"
@@ -38,6 +39,8 @@ const artifactsEnv = "METALFORGE_CBO_E2E_ARTIFACTS"
 // artifacts are the image directories the outer run prepared.
 type artifacts struct {
 	Operator, BMO, Runner, ESP, CopyMetal, IronicRoot string
+	// ICC is the image-customization-controller's image, NMCLI the layer it runs on (nmcli).
+	ICC, NMCLI string
 }
 
 var (
@@ -81,9 +84,9 @@ func unavailable() string {
 	if !ironicenv.RootReady() {
 		return "end-to-end: the Ironic root is not built (make ironic-root)"
 	}
-	for _, tool := range []string{"unshare", "ip"} {
+	for _, tool := range []string{"unshare", "ip", "nmcli", "ldd"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return "end-to-end: " + tool + " is not installed (util-linux, iproute2)"
+			return "end-to-end: " + tool + " is not installed (util-linux, iproute2, network-manager, libc-bin; hack/host-packages.sh)"
 		}
 	}
 	return ""
@@ -143,7 +146,8 @@ func prepare(dir string) (*artifacts, error) {
 		return nil, err
 	}
 	a := &artifacts{IronicRoot: filepath.Join(ironicenv.CacheDir(), "root")}
-	for name, dst := range map[string]*string{"cluster-baremetal-operator": &a.Operator, "baremetal-operator": &a.BMO, "ironic-runner": &a.Runner} {
+	for name, dst := range map[string]*string{"cluster-baremetal-operator": &a.Operator, "baremetal-operator": &a.BMO, "ironic-runner": &a.Runner,
+		"image-customization-controller": &a.ICC} {
 		*dst = filepath.Join(dir, "rootfs", name)
 		if err := images.Extract(layouts[name], *dst); err != nil {
 			return nil, fmt.Errorf("unpacking %s: %w", name, err)
@@ -155,6 +159,10 @@ func prepare(dir string) (*artifacts, error) {
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building copy-metal: %w\n%s", err, b)
+	}
+	a.NMCLI = filepath.Join(dir, "rootfs", "nmcli")
+	if err := nmcliLayer(a.NMCLI); err != nil {
+		return nil, fmt.Errorf("the nmcli layer: %w", err)
 	}
 	// A zero-filled EFI system partition: bmcsim boots the ISO Ironic builds without looking at
 	// it (a real Ironic image carries a real one).
@@ -169,10 +177,47 @@ func prepare(dir string) (*artifacts, error) {
 	return a, nil
 }
 
+// nmcliLayer writes a layer holding the machine's nmcli and the shared libraries it loads (as
+// ldd lists them): the root with NetworkManager's command line client that the
+// image-customization-controller's image is meant to run on.
+func nmcliLayer(dir string) error {
+	nmcli, err := exec.LookPath("nmcli")
+	if err != nil {
+		return err
+	}
+	out, err := exec.Command("ldd", nmcli).Output()
+	if err != nil {
+		return fmt.Errorf("ldd %s: %w", nmcli, err)
+	}
+	files := map[string]string{"/usr/bin/nmcli": nmcli}
+	for line := range strings.Lines(string(out)) {
+		for f := range strings.FieldsSeq(line) {
+			if strings.HasPrefix(f, "/") {
+				files[f] = f
+			}
+		}
+	}
+	for dst, src := range files {
+		data, err := os.ReadFile(src) // follows symbolic links, as the loader does
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dir, dst)
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(target, data, 0o755); err != nil { //nolint:gosec // programs and libraries
+			return err
+		}
+	}
+	return nil
+}
+
 // Addresses inside the network namespace: the node's, and the pods' (not host-network).
 const nodeIP = "192.168.111.10"
 
-var podIPs = []string{"10.128.0.10", "10.128.0.11", "10.128.0.12", "10.128.0.13", "10.128.0.14", "10.128.0.15"}
+var podIPs = []string{"10.128.0.10", "10.128.0.11", "10.128.0.12", "10.128.0.13", "10.128.0.14", "10.128.0.15",
+	"10.128.0.16", "10.128.0.17", "10.128.0.18", "10.128.0.19"}
 
 func setupNetwork() error {
 	for _, args := range [][]string{{"link", "set", "lo", "up"}, {"addr", "add", nodeIP + "/32", "dev", "lo"}} {

@@ -19,9 +19,12 @@ import (
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -116,9 +119,13 @@ func TestStack(t *testing.T) {
 	// While it provisions, an upgrade would break it: Upgradeable must say so at some point.
 	var sawBusy atomic.Bool
 	stopWatch := watchUpgradeable(t, c, &sawBusy)
+	// The baremetal-operator deletes the host's PreprovisioningImage once it is provisioned:
+	// watch it while it exists.
+	stopImage := watchHostImage(t, c, "worker-0")
 	start := time.Now()
 	h := waitHost(t, c, "worker-0", metal3.StateProvisioned, 15*time.Minute, node)
 	stopWatch()
+	image := stopImage()
 	t.Logf("worker-0 provisioned %s after creation", time.Since(start).Round(time.Second))
 	if h.Status.Provisioning.Image.URL != img.URL {
 		t.Errorf("provisioned image %q", h.Status.Provisioning.Image.URL)
@@ -128,6 +135,10 @@ func TestStack(t *testing.T) {
 	}
 	waitCO(t, c, "Upgradeable", "True", clusteroperator.ReasonAsExpected, 2*time.Minute, node)
 	waitCO(t, c, "Available", "True", clusteroperator.ReasonDeployComplete, time.Minute, node)
+
+	// It booted the agent image the image-customization-controller built for it.
+	checkHostImage(t, image, node)
+	checkICCDeployed(t, c)
 
 	// The operator's metrics: reconciles, and the conditions it reports.
 	checkMetrics(t, podIPs[0])
@@ -227,10 +238,11 @@ func startNode(t *testing.T, env *testenv.Env) *kubelet.Node {
 		Dir: t.TempDir(), Client: env.Client, Namespace: ns,
 		APIHost: u.Hostname(), APIPort: u.Port(), CAData: env.Config.CAData,
 		Images: map[string]kubelet.Image{
-			release.Images["clusterBaremetalOperator"]: {Layers: []string{a.Operator}, UID: 65534, GID: 65534},
-			release.Images["baremetalOperator"]:        {Layers: []string{a.BMO}, UID: 65534, GID: 65534},
-			release.Images["baremetalIronic"]:          {Layers: []string{a.Runner, a.ESP, a.IronicRoot}},
-			release.Images["machineOSImages"]:          {Layers: []string{a.CopyMetal}},
+			release.Images["clusterBaremetalOperator"]:     {Layers: []string{a.Operator}, UID: 65534, GID: 65534},
+			release.Images["baremetalOperator"]:            {Layers: []string{a.BMO}, UID: 65534, GID: 65534},
+			release.Images["baremetalIronic"]:              {Layers: []string{a.Runner, a.ESP, a.IronicRoot}},
+			release.Images["machineOSImages"]:              {Layers: []string{a.CopyMetal}},
+			release.Images["imageCustomizationController"]: {Layers: []string{a.ICC, a.NMCLI}},
 		},
 		Token: func(ctx context.Context, namespace, sa string) (string, error) {
 			exp := int64(3600)
@@ -403,6 +415,111 @@ func checkIronicAuth(t *testing.T, tlsSecret, creds *corev1.Secret) {
 	}
 	if code := get(string(creds.Data[secrets.KeyUsername]), string(creds.Data[secrets.KeyPassword])); code != http.StatusOK {
 		t.Errorf("with the operator's credentials Ironic answered %d", code)
+	}
+}
+
+// hostImage is what watchHostImage saw of the host's PreprovisioningImage.
+type hostImage struct {
+	url    string
+	format metal3.ImageFormat
+	// served is what the image-customization-controller answered for the URL, through the
+	// Service's port on its pod ("" until the image was Ready).
+	served string
+}
+
+// watchHostImage follows the host's PreprovisioningImage until stopped; the first time it is
+// Ready it downloads the image from the image-customization-controller's pod, as Ironic does
+// through the Service's name (which resolves to that pod, port 80 as the Service says).
+func watchHostImage(t *testing.T, c client.Client, name string) func() hostImage {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan hostImage)
+	go func() {
+		var seen hostImage
+		defer func() { done <- seen }()
+		for ctx.Err() == nil {
+			time.Sleep(200 * time.Millisecond)
+			ppi := &metal3.PreprovisioningImage{}
+			if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ppi); err != nil {
+				continue
+			}
+			ready := meta.FindStatusCondition(ppi.Status.Conditions, string(metal3.ConditionImageReady))
+			if ready == nil || ready.Status != metav1.ConditionTrue || ppi.Status.ImageURL == "" || seen.served != "" {
+				continue
+			}
+			seen.url, seen.format = ppi.Status.ImageURL, ppi.Status.Format
+			seen.served = download(ctx, c, ppi.Status.ImageURL)
+		}
+	}()
+	return func() hostImage { cancel(); return <-done }
+}
+
+// download fetches an image URL of the image-customization-controller's Service from its pod and
+// says what came back.
+func download(ctx context.Context, c client.Client, imageURL string) string {
+	u, err := url.Parse(imageURL)
+	if err != nil {
+		return err.Error()
+	}
+	var eps discoveryv1.EndpointSliceList
+	if err := c.List(ctx, &eps, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: render.ICCService}); err != nil {
+		return err.Error()
+	}
+	if len(eps.Items) == 0 || len(eps.Items[0].Endpoints) == 0 {
+		return "no endpoints for " + render.ICCService
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+eps.Items[0].Endpoints[0].Addresses[0]+":80"+u.Path, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	// An ISO 9660 image: "CD001" in the primary volume descriptor at 32 KiB.
+	if resp.StatusCode == http.StatusOK && len(data) > 0x8006 && string(data[0x8001:0x8006]) == "CD001" {
+		return "ISO"
+	}
+	return fmt.Sprintf("status %d, %d bytes, not an ISO", resp.StatusCode, len(data))
+}
+
+// checkHostImage: the host's PreprovisioningImage was Ready with a URL of the
+// image-customization-controller's Service, the controller's process served an ISO there, and
+// Ironic downloaded it (its log names the URL: it boots the host from its copy).
+func checkHostImage(t *testing.T, img hostImage, node *kubelet.Node) {
+	t.Helper()
+	prefix := "http://" + render.ICCService + "." + ns + ".svc.cluster.local/"
+	if !strings.HasPrefix(img.url, prefix) || img.format != metal3.ImageFormatISO {
+		t.Fatalf("the host's PreprovisioningImage was Ready with %q (format %q), want an ISO under %s", img.url, img.format, prefix)
+	}
+	t.Logf("the host's image: %s", img.url)
+	if img.served != "ISO" {
+		t.Errorf("the image-customization-controller served %s", img.served)
+	}
+	log, err := os.ReadFile(node.LogPath(render.Metal3Deployment, "metal3-ironic"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(log, []byte(img.url)) {
+		t.Errorf("Ironic's log never names the host's image %s", img.url)
+	}
+}
+
+// checkICCDeployed: the image-customization-controller's Deployment is available and the
+// ClusterOperator lists it.
+func checkICCDeployed(t *testing.T, c client.Client) {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: render.ICCDeployment}, d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Status.AvailableReplicas != 1 {
+		t.Errorf("%s: %d available replicas", render.ICCDeployment, d.Status.AvailableReplicas)
+	}
+	co := getCO(t, c)
+	if !slices.ContainsFunc(co.Status.RelatedObjects, func(r configv1.ObjectReference) bool {
+		return r.Resource == "deployments" && r.Name == render.ICCDeployment
+	}) {
+		t.Errorf("the ClusterOperator's related objects lack %s: %v", render.ICCDeployment, co.Status.RelatedObjects)
 	}
 }
 

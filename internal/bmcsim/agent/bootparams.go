@@ -130,6 +130,12 @@ func applyIgnition(bi *BootInfo, archives []byte) error {
 	if lc.APIURL != "" {
 		bi.APIURL = lc.APIURL
 	}
+	if lc.Insecure {
+		if bi.Params == nil {
+			bi.Params = map[string]string{}
+		}
+		bi.Params["ipa-insecure"] = "1"
+	}
 	bi.Network = nicAddresses(lc.Keyfiles)
 	return nil
 }

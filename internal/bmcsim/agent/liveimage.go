@@ -129,6 +129,9 @@ func archiveFiles(data []byte) (map[string][]byte, error) {
 type liveConfig struct {
 	// APIURL is the first api_url of /etc/ironic-python-agent.conf ("" when the file is absent).
 	APIURL string
+	// Insecure is the file's insecure option: the agent does not verify Ironic's certificate, as
+	// with ipa-insecure=1 on the kernel command line.
+	Insecure bool
 	// Keyfiles are NetworkManager profiles by file name.
 	Keyfiles map[string]string
 }
@@ -167,6 +170,11 @@ func parseIgnition(config []byte) (liveConfig, error) {
 		case f.Path == agentConfigPath:
 			out.APIURL = iniValue(string(data), "api_url")
 			out.APIURL, _, _ = strings.Cut(out.APIURL, ",")
+			// oslo.config's booleans.
+			switch strings.ToLower(iniValue(string(data), "insecure")) {
+			case "true", "1", "yes", "on":
+				out.Insecure = true
+			}
 		case strings.HasPrefix(f.Path, keyfileDir):
 			out.Keyfiles[strings.TrimPrefix(f.Path, keyfileDir)] = string(data)
 		}

@@ -103,6 +103,10 @@ func TestParseLiveISO(t *testing.T) {
 	if !bi.Ignition || bi.APIURL != "http://10.1.2.3:6385" || bi.RootfsURL != "" || bi.Params["ignition.platform.id"] != "metal" {
 		t.Errorf("boot info %+v", bi)
 	}
+	// The agent configuration's insecure = True, as ipa-insecure=1.
+	if bi.Params["ipa-insecure"] != "1" {
+		t.Errorf("insecure = True in the agent configuration: params %v", bi.Params)
+	}
 	want := map[string]NICAddress{
 		"52:54:00:00:00:01": {MAC: "52:54:00:00:00:01", IPv4: "192.0.2.10", IPv6: "2001:db8::10"},
 		"eno2":              {Interface: "eno2", IPv4: "198.51.100.7"}, // the VLAN on the bond, on its first port
@@ -124,7 +128,7 @@ func TestParseLiveISO(t *testing.T) {
 
 	// A pristine live ISO (zero-filled area): no Ignition, the command line's URL if any.
 	bi, err = ParseBootISO(liveISO(t, deployimage.LiveOptions{}, nil))
-	if err != nil || bi.Ignition || bi.APIURL != "" {
+	if err != nil || bi.Ignition || bi.APIURL != "" || bi.Params["ipa-insecure"] != "" {
 		t.Errorf("pristine: %+v, %v", bi, err)
 	}
 	// A live ISO without its root filesystem and without coreos.live.rootfs_url cannot boot.

@@ -30,6 +30,7 @@ const (
 	ReasonDeployComplete       = "DeployComplete"
 	ReasonDeployTimedOut       = "DeployTimedOut"
 	ReasonDeleted              = "StackDeleted"
+	ReasonRemoved              = "Removed"
 )
 
 // plan is what a reconcile decided; write carries it out.
@@ -104,9 +105,21 @@ func decide(o *observed) (*plan, error) {
 			p.planObject(o, obj, true)
 		}
 	}
+	p.removeAbsent(o, stack)
 	p.observedGeneration = &prov.Generation
-	p.rollout(o, bmoReady)
+	p.rollout(o, stack, bmoReady)
 	return p, nil
+}
+
+// removeAbsent deletes what this configuration does not have any more (the
+// image-customization-controller once the images file no longer names it), if it is ours.
+func (p *plan) removeAbsent(o *observed, stack *render.Stack) {
+	for _, obj := range stack.Absent {
+		if existing := stored(o, obj); existing != nil && ours(existing, o.prov) {
+			p.deletes = append(p.deletes, existing)
+			p.events.NormalAbout(existing, ReasonRemoved, "Delete", "Removed "+describe(existing)+": the configuration no longer has it")
+		}
+	}
 }
 
 // paused: the pause annotation stops every change to the stack.
@@ -123,6 +136,9 @@ func invalid(o *observed) string {
 	}
 	if o.imagesErr != nil {
 		return o.imagesErr.Error()
+	}
+	if err := render.CheckICC(render.Input{Images: o.images, Spec: o.prov.Spec}); err != nil {
+		return err.Error()
 	}
 	return ""
 }
@@ -171,10 +187,13 @@ func timedOut(d *appsv1.Deployment) bool {
 	return false
 }
 
-// rollout decides the state from the plan's writes and the Deployments' progress.
-func (p *plan) rollout(o *observed, bmoReady bool) {
-	var waiting, late []string
-	for _, name := range []string{render.Metal3Deployment, render.BMODeployment} {
+// rollout decides the state from the plan's writes, the Deployments' progress and what the stack
+// says it waits for.
+func (p *plan) rollout(o *observed, stack *render.Stack, bmoReady bool) {
+	var waiting, late, names []string
+	for _, rendered := range stack.Deployments() {
+		name := rendered.Name
+		names = append(names, name)
 		d := o.deployments[name]
 		switch {
 		case p.writesDeployment(name) || d == nil:
@@ -192,10 +211,17 @@ func (p *plan) rollout(o *observed, bmoReady bool) {
 		if c := clusteroperator.Condition(o.co, "Degraded"); c == nil || c.Reason != clusteroperator.ReasonDeployTimedOut {
 			p.events.Warning(ReasonDeployTimedOut, "Rollout", msg)
 		}
-	case len(waiting) > 0 || len(p.writes) > 0 || len(p.secretWrites) > 0:
-		progress := "Applying metal3 resources"
+	case len(waiting) > 0 || len(stack.Waiting) > 0 || len(p.writes) > 0 || len(p.secretWrites) > 0:
+		var parts []string
 		if len(waiting) > 0 {
-			progress = "Waiting for " + strings.Join(waiting, " and ") + " to roll out"
+			parts = append(parts, "Waiting for "+strings.Join(waiting, " and ")+" to roll out")
+		}
+		if len(stack.Waiting) > 0 {
+			parts = append(parts, "Waiting for "+strings.Join(stack.Waiting, " and "))
+		}
+		progress := strings.Join(parts, "; ")
+		if progress == "" {
+			progress = "Applying metal3 resources"
 		}
 		p.state = clusteroperator.State{Reason: clusteroperator.ReasonSyncing, Progress: progress, Busy: o.busy}
 		// The Deployments' status changes wake the operator; this is a safety net.
@@ -203,7 +229,7 @@ func (p *plan) rollout(o *observed, bmoReady bool) {
 	default:
 		p.state = clusteroperator.State{Reason: clusteroperator.ReasonDeployComplete, Busy: o.busy, AtLevel: bmoReady}
 		if c := clusteroperator.Condition(o.co, "Available"); c == nil || c.Reason != clusteroperator.ReasonDeployComplete {
-			p.events.Normal(ReasonDeployComplete, "Rollout", "metal3 and the baremetal-operator are running")
+			p.events.Normal(ReasonDeployComplete, "Rollout", strings.Join(names, ", ")+" are running")
 		}
 		p.requeueAfter = o.resync
 	}

@@ -50,8 +50,22 @@ func (o *observed) apply(p *plan) {
 			o.services[obj.Name] = obj
 		case *admissionv1.ValidatingWebhookConfiguration:
 			o.webhookConfigs[obj.Name] = obj
+		case *corev1.Secret:
+			o.secrets[obj.Name] = obj
 		}
 		w.obj.SetResourceVersion("1")
+	}
+	for _, obj := range p.deletes {
+		switch obj.(type) {
+		case *appsv1.Deployment:
+			delete(o.deployments, obj.GetName())
+		case *corev1.Service:
+			delete(o.services, obj.GetName())
+		case *corev1.Secret:
+			delete(o.secrets, obj.GetName())
+		case *admissionv1.ValidatingWebhookConfiguration:
+			delete(o.webhookConfigs, obj.GetName())
+		}
 	}
 	clusteroperator.Apply(o.co, p.state, o.release, nil, o.now)
 }

@@ -18,12 +18,13 @@ func (p *plan) deleteStack(o *observed) error {
 	if w := o.webhookConfigs[render.BMOWebhookConfig]; w != nil {
 		order = append(order, w)
 	}
-	for _, name := range []string{render.BMODeployment, render.Metal3Deployment} {
+	// The baremetal-operator first: it stops asking for images and for Ironic.
+	for _, name := range []string{render.BMODeployment, render.ICCDeployment, render.Metal3Deployment} {
 		if d := o.deployments[name]; d != nil {
 			order = append(order, d)
 		}
 	}
-	for _, name := range []string{render.BMOWebhookService, render.StateService} {
+	for _, name := range []string{render.BMOWebhookService, render.ICCService, render.StateService} {
 		if s := o.services[name]; s != nil {
 			order = append(order, s)
 		}

@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -12,7 +13,8 @@ import (
 )
 
 // CacheOptions keep the operator's cache small: namespaced objects from its namespace only, the
-// Secrets it made only (labelled; the namespace also holds every host's BMC credentials), and of
+// Secrets it made only (labelled; the namespace also holds every host's BMC credentials), the
+// metal3-state Service's EndpointSlices only (where the metal3 pod runs), and of
 // the hosts (from every namespace: watchAllNamespaces may be switched on) only what tells whether
 // they are busy.
 func CacheOptions(namespace string) cache.Options {
@@ -22,6 +24,8 @@ func CacheOptions(namespace string) cache.Options {
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Label: labels.NewSelector().Add(*componentLabel)},
+			// Only the metal3 pod's endpoints: where Ironic runs.
+			&discoveryv1.EndpointSlice{}: {Label: labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: render.StateService})},
 			&metal3.BareMetalHost{}: {
 				Namespaces: map[string]cache.Config{cache.AllNamespaces: {}},
 				Transform:  busyOnly,

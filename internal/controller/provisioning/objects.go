@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"bytes"
 	"maps"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -49,8 +50,15 @@ func (p *plan) planObject(o *observed, desired client.Object, owned bool) {
 			p.events.NormalAbout(existing, ReasonRecreated, "Recreate", "Recreating "+describe(desired)+": its selector differs and cannot be changed")
 			return
 		}
-		if !covers(&d.Spec, &m.Spec) {
+		// A desired zero is "the server's to default" for covers; replicas 0 is meant.
+		if !covers(&d.Spec, &m.Spec) || !equalReplicas(d.Spec.Replicas, m.Spec.Replicas) {
 			m.Spec = d.Spec
+			specChanged = true
+		}
+	case *corev1.Secret:
+		m := merged.(*corev1.Secret)
+		if !maps.EqualFunc(d.Data, m.Data, bytes.Equal) || d.Type != m.Type {
+			m.Data, m.Type = d.Data, d.Type
 			specChanged = true
 		}
 	case *corev1.Service:
@@ -95,6 +103,10 @@ func stored(o *observed, desired client.Object) client.Object {
 		if s := o.services[desired.GetName()]; s != nil {
 			obj = s
 		}
+	case *corev1.Secret:
+		if s := o.secrets[desired.GetName()]; s != nil {
+			obj = s
+		}
 	case *admissionv1.ValidatingWebhookConfiguration:
 		if w := o.webhookConfigs[desired.GetName()]; w != nil {
 			obj = w
@@ -131,6 +143,18 @@ func mergeMetadata(merged, desired client.Object) {
 		}
 	}
 	merged.SetOwnerReferences(refs)
+}
+
+// equalReplicas compares replica counts, nil being the server's default of one.
+func equalReplicas(a, b *int32) bool {
+	one := int32(1)
+	if a == nil {
+		a = &one
+	}
+	if b == nil {
+		b = &one
+	}
+	return *a == *b
 }
 
 func union(have, want map[string]string) map[string]string {

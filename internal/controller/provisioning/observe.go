@@ -9,6 +9,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,11 +54,19 @@ type observed struct {
 
 	// busy says which hosts are in an operation an upgrade would break ("" when none).
 	busy string
+	// ironicHostIPs are the addresses of the metal3 pod (render.Input.IronicHostIPs).
+	ironicHostIPs []string
 }
 
 // stackSecrets are the Secrets of the stack (deleted with it); the operator's own webhook
 // certificate is the platform's and stays.
-var stackSecrets = []string{secrets.IronicCredentials, secrets.IronicTLS, secrets.BMOWebhookCert}
+var stackSecrets = []string{secrets.IronicCredentials, secrets.IronicTLS, secrets.BMOWebhookCert, render.ICCConfigSecret}
+
+// The stack's Deployments and Services, by name (what observe reads and deletion removes).
+var (
+	stackDeployments = []string{render.Metal3Deployment, render.BMODeployment, render.ICCDeployment}
+	stackServices    = []string{render.StateService, render.BMOWebhookService, render.ICCService}
+)
 
 func (r *Reconciler) observe(ctx context.Context, now time.Time) (*observed, error) {
 	o := &observed{now: now, namespace: r.Config.Namespace, release: r.Config.ReleaseVersion, resync: r.Config.Resync,
@@ -142,7 +151,7 @@ func (r *Reconciler) observeDeployed(ctx context.Context, o *observed) error {
 			o.secrets[name] = s
 		}
 	}
-	for _, name := range []string{render.Metal3Deployment, render.BMODeployment} {
+	for _, name := range stackDeployments {
 		d := &appsv1.Deployment{}
 		if err := getOptional(ctx, r.Client, types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
 			return err
@@ -150,7 +159,7 @@ func (r *Reconciler) observeDeployed(ctx context.Context, o *observed) error {
 			o.deployments[name] = d
 		}
 	}
-	for _, name := range []string{render.StateService, render.BMOWebhookService} {
+	for _, name := range stackServices {
 		s := &corev1.Service{}
 		if err := getOptional(ctx, r.Client, types.NamespacedName{Namespace: ns, Name: name}, s); err != nil {
 			return err
@@ -166,6 +175,28 @@ func (r *Reconciler) observeDeployed(ctx context.Context, o *observed) error {
 			o.webhookConfigs[name] = w
 		}
 	}
+	return r.observeIronicAddresses(ctx, o)
+}
+
+// observeIronicAddresses reads where the metal3 pod runs from the endpoints of the metal3-state
+// Service (the pod uses its node's network, so its address is the node's): Ironic's address when
+// the spec names none. Endpoints of a pod that is going away do not count; one that is not ready
+// yet does (Ironic will listen there).
+func (r *Reconciler) observeIronicAddresses(ctx context.Context, o *observed) error {
+	var list discoveryv1.EndpointSliceList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.namespace),
+		client.MatchingLabels{discoveryv1.LabelServiceName: render.StateService}); err != nil {
+		return fmt.Errorf("reading the endpoints of service %s/%s: %w", o.namespace, render.StateService, err)
+	}
+	var addrs []string
+	for _, s := range list.Items {
+		for _, e := range s.Endpoints {
+			if e.Conditions.Terminating == nil || !*e.Conditions.Terminating {
+				addrs = append(addrs, e.Addresses...)
+			}
+		}
+	}
+	o.ironicHostIPs = render.SortAddresses(addrs)
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -101,6 +102,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&appsv1.Deployment{}, toSingleton, builder.WithPredicates(inNamespace)).
 		Watches(&corev1.Service{}, toSingleton, builder.WithPredicates(inNamespace)).
 		Watches(&corev1.Secret{}, toSingleton, builder.WithPredicates(inNamespace)).
+		Watches(&discoveryv1.EndpointSlice{}, toSingleton, builder.WithPredicates(inNamespace, predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetLabels()[discoveryv1.LabelServiceName] == render.StateService
+		}))).
 		Watches(&admissionv1.ValidatingWebhookConfiguration{}, toSingleton, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetName() == render.BMOWebhookConfig || o.GetName() == render.CBOWebhookConfig
 		}))).

@@ -17,7 +17,8 @@ const secretComponent = "secrets"
 // planSecrets decides the stack's Secrets (the Ironic credentials, Ironic's certificate, the
 // baremetal-operator's webhook certificate) and returns the render input built from them.
 func (p *plan) planSecrets(o *observed) (render.Input, error) {
-	in := render.Input{Namespace: o.namespace, Spec: o.prov.Spec, Images: o.images, Platform: o.features, Proxy: o.proxy}
+	in := render.Input{Namespace: o.namespace, Spec: o.prov.Spec, Images: o.images, Platform: o.features, Proxy: o.proxy,
+		IronicHostIPs: o.ironicHostIPs}
 
 	creds := o.secrets[secrets.IronicCredentials]
 	if creds == nil {

@@ -47,6 +47,12 @@ func TestMain(m *testing.M) {
 const testImages = `{"baremetalOperator": "registry.example.com/mf/baremetal-operator:1",
  "baremetalIronic": "registry.example.com/mf/ironic:1", "machineOSImages": "registry.example.com/mf/machine-os-images:1"}`
 
+// testImagesICC add the image-customization-controller and the agent image it builds in.
+const testImagesICC = `{"baremetalOperator": "registry.example.com/mf/baremetal-operator:1",
+ "baremetalIronic": "registry.example.com/mf/ironic:1", "machineOSImages": "registry.example.com/mf/machine-os-images:1",
+ "imageCustomizationController": "registry.example.com/mf/image-customization-controller:1",
+ "baremetalIronicAgent": "registry.example.com/mf/ironic-agent:1"}`
+
 // clock is a settable clock for certificate renewal tests.
 type clock struct {
 	mu  sync.Mutex

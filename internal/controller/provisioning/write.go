@@ -14,7 +14,6 @@ import (
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/patch"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/clusteroperator"
-	"github.com/metalforge/metalforge/internal/controller/provisioning/render"
 )
 
 // write carries out a plan in the order that keeps the reports true: the ClusterOperator exists
@@ -132,7 +131,7 @@ func setProvisioningStatus(o *observed, generation int64, written map[string]*ap
 	st := &o.prov.Status
 	st.ObservedGeneration = generation
 	var gens []metal3.GenerationStatus
-	for _, name := range []string{render.Metal3Deployment, render.BMODeployment} {
+	for _, name := range stackDeployments {
 		d := written[name]
 		if d == nil {
 			d = o.deployments[name]

@@ -10,7 +10,9 @@
 // Services of the namespace, and the environment resolved as the kubelet resolves it (values,
 // $(VAR) expansion, field references, Secret and ConfigMap keys). The process runs as the image's
 // user unless the pod says otherwise. Readiness probes decide when the pod is ready; the
-// Deployment's status and the EndpointSlices of the Services that select the pod follow.
+// Deployment's status and the EndpointSlices of the Services that select the pod follow. A
+// Deployment scaled to zero has no pod. Where a Service's port differs from its target port, the
+// pod's address answers on the Service's port too (the Service's name resolves to the pod).
 //
 // Containers need root (mount namespaces, overlayfs, chroot). The process that starts them is
 // the test binary itself, re-executed: TestMain must call MaybeInit first.

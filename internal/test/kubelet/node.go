@@ -160,6 +160,9 @@ func (n *Node) sync(ctx context.Context) error {
 	want := map[string]bool{}
 	for i := range deps.Items {
 		d := &deps.Items[i]
+		if d.Spec.Replicas != nil && *d.Spec.Replicas == 0 {
+			continue // scaled to zero: no pod
+		}
 		want[d.Name] = true
 		hash := templateHash(d)
 		n.mu.Lock()
@@ -244,7 +247,7 @@ func (n *Node) startPod(ctx context.Context, d *appsv1.Deployment, hash string) 
 		return nil, err
 	}
 	pctx, cancel := context.WithCancel(context.Background())
-	p.cancel = cancel
+	p.ctx, p.cancel = pctx, cancel
 	n.logf("deployment %s: starting pod %s on %s", d.Name, p.name, p.ip)
 	go p.run(pctx)
 	return p, nil
@@ -259,11 +262,17 @@ func (n *Node) writeStatus(ctx context.Context, d *appsv1.Deployment) error {
 	st := appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1}
 	progressing := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "ReplicaSetUpdated"}
 	available := appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable"}
-	if p != nil && p.ready.Load() {
+	switch {
+	case d.Spec.Replicas != nil && *d.Spec.Replicas == 0:
+		// Nothing to run: as available as it is asked to be.
+		st.Replicas, st.UpdatedReplicas = 0, 0
+		progressing.Reason = "NewReplicaSetAvailable"
+		available.Status, available.Reason = corev1.ConditionTrue, "MinimumReplicasAvailable"
+	case p != nil && p.ready.Load():
 		st.ReadyReplicas, st.AvailableReplicas = 1, 1
 		progressing.Reason = "NewReplicaSetAvailable"
 		available.Status, available.Reason = corev1.ConditionTrue, "MinimumReplicasAvailable"
-	} else {
+	default:
 		st.UnavailableReplicas = 1
 	}
 	st.Conditions = []appsv1.DeploymentCondition{available, progressing}
@@ -336,6 +345,9 @@ func (n *Node) syncServices(ctx context.Context) error {
 	for i := range svcs.Items {
 		if err := n.endpointSlice(ctx, &svcs.Items[i]); err != nil {
 			return err
+		}
+		for _, p := range n.podsFor(svcs.Items[i].Spec.Selector) {
+			p.forward(p.ctx, &svcs.Items[i])
 		}
 	}
 	hosts := n.hosts(ctx)

@@ -35,8 +35,11 @@ type pod struct {
 	hostsFile  string
 
 	cancel context.CancelFunc
-	done   chan struct{}
-	ready  atomic.Bool
+	// ctx ends when the pod stops.
+	ctx   context.Context
+	done  chan struct{}
+	fwd   forwards
+	ready atomic.Bool
 	// started counts the containers' process starts (restarts show as more).
 	started atomic.Int64
 	mu      sync.Mutex

@@ -1,6 +1,7 @@
 package clusteroperator
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -164,6 +165,15 @@ func TestRelatedObjects(t *testing.T) {
 		if !seen[want] {
 			t.Errorf("related objects lack %s", want)
 		}
+	}
+	var deployments []string
+	for _, r := range refs {
+		if r.Group == "apps" && r.Resource == "deployments" && r.Namespace == "openshift-machine-api" {
+			deployments = append(deployments, r.Name)
+		}
+	}
+	if want := []string{"metal3", "metal3-baremetal-operator", "metal3-image-customization"}; !slices.Equal(deployments, want) {
+		t.Errorf("related Deployments %v, want %v", deployments, want)
 	}
 	co := New()
 	Apply(co, State{Reason: ReasonDeployComplete}, "", refs, t0)

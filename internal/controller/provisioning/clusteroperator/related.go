@@ -3,6 +3,8 @@ package clusteroperator
 import (
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/metalforge/metalforge/internal/controller/provisioning/render"
 )
 
 // RBACName is the name of the operator's ClusterRole, Role, their bindings and its
@@ -36,7 +38,8 @@ var metal3Resources = []struct {
 }
 
 // RelatedObjects are what `oc adm must-gather` collects for the operator: its namespace, every
-// metal3.io resource and the operator's RBAC.
+// metal3.io resource, the Deployments of the stack (the image-customization-controller's too,
+// which a stack without it simply lacks) and the operator's RBAC.
 func RelatedObjects(namespace string) []configv1.ObjectReference {
 	refs := []configv1.ObjectReference{{Group: "", Resource: "namespaces", Name: namespace}}
 	for _, r := range metal3Resources {
@@ -45,6 +48,9 @@ func RelatedObjects(namespace string) []configv1.ObjectReference {
 			ref.Namespace = namespace
 		}
 		refs = append(refs, ref)
+	}
+	for _, name := range []string{render.Metal3Deployment, render.BMODeployment, render.ICCDeployment} {
+		refs = append(refs, configv1.ObjectReference{Group: "apps", Resource: "deployments", Namespace: namespace, Name: name})
 	}
 	return append(refs,
 		configv1.ObjectReference{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Name: RBACName},

@@ -39,9 +39,10 @@ func buildBMO(in *Input, s *Stack) {
 		envVar(ironic.EnvEndpoint, fmt.Sprintf("https://%s.%s.svc.cluster.local:%d/v1/", StateService, in.Namespace, IronicPort)),
 		envVar(ironic.EnvCACertFile, ironicCADir+"/"+secrets.KeyCA),
 		envVar(ironic.EnvAuthRootDir, authDir),
-		// Until the image-customization-controller builds per-host images, every host boots the
-		// agent Ironic builds from these (the machine OS images init container put them there;
-		// the URLs are Ironic's, which has /shared).
+		// Without the image-customization-controller every host boots the agent Ironic builds
+		// from these (the machine OS images init container put them there; the URLs are
+		// Ironic's, which has /shared). With it (icc.go) only the kernel stays, for an initrd
+		// image that names none.
 		envVar(ironic.EnvDeployKernelURL, "file://"+imagesDir+"/"+agentKernel),
 		envVar(ironic.EnvDeployRamdiskURL, "file://"+imagesDir+"/"+agentInitramfs),
 		envVar(ironic.EnvLiveISOPersistent, "Never"),

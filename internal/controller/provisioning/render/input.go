@@ -72,9 +72,11 @@ const (
 )
 
 // Images is the images file (images.json from the cluster-baremetal-operator-images ConfigMap),
-// with OpenShift's keys. The stack uses the baremetal-operator, Ironic and machine OS images; the
-// Ironic runner in the Ironic image also does what OpenShift runs the static-IP-manager and
-// downloader images for, so those keys are accepted and unused.
+// with OpenShift's keys. The stack uses the baremetal-operator, Ironic and machine OS images, and,
+// when imageCustomizationController is there, the image-customization-controller with the agent
+// image (baremetalIronicAgent) it builds into every host's image; the Ironic runner in the Ironic
+// image also does what OpenShift runs the static-IP-manager and downloader images for, so those
+// keys are accepted and unused.
 type Images struct {
 	BaremetalOperator            string `json:"baremetalOperator"`
 	Ironic                       string `json:"baremetalIronic"`
@@ -133,6 +135,10 @@ type Input struct {
 	BMOWebhookCABundle []byte
 	// Proxy is the cluster's proxy (nil: none).
 	Proxy *Proxy
+	// IronicHostIPs are the metal3 pod's addresses (the endpoints of the metal3-state Service; the
+	// pod uses its node's network), sorted by SortAddresses: where hosts reach Ironic when the
+	// spec names no address for it. Empty until the pod has one.
+	IronicHostIPs []string
 }
 
 // Proxy is the cluster-wide proxy, from the Proxy object's status.

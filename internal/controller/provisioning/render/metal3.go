@@ -170,8 +170,9 @@ func (in *Input) ironicContainer() corev1.Container {
 	env = append(env,
 		envVar("IRONIC_LISTEN_PORT", strconv.Itoa(IronicPort)),
 		secretEnv("IRONIC_HTPASSWD", secrets.IronicCredentials, secrets.KeyHtpasswd),
-		// The agent cannot verify Ironic's self-signed certificate until the
-		// image-customization-controller puts the CA into its image.
+		// The agent Ironic boots cannot verify Ironic's self-signed certificate: nothing puts
+		// the CA into that image (the image-customization-controller's images carry it, and
+		// tell the agent not to verify either, as OpenShift's do).
 		envVar("IRONIC_INSECURE", "true"),
 		envVar("IRONIC_KERNEL_PARAMS", "rd.net.timeout.carrier=30 "+in.ipOptions()),
 		envVar("IRONIC_FAST_TRACK", "true"),

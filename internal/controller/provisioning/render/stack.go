@@ -15,13 +15,30 @@ import (
 
 // Stack is what the components build, in the order they are applied.
 type Stack struct {
-	// Metal3 and BMO are the two Deployments; later components may adjust them.
+	// Metal3 and BMO are the two Deployments every stack has; later components may adjust them.
 	Metal3, BMO *appsv1.Deployment
+	// ICC is the image-customization-controller's Deployment (nil when the stack has none).
+	ICC *appsv1.Deployment
 	// Objects are every object, Deployments included, in apply order.
 	Objects []client.Object
 	// AfterBMO are objects applied only once the baremetal-operator is available: its webhook
 	// configuration (with failurePolicy Fail, every host write would fail until it answers).
 	AfterBMO []client.Object
+	// Absent are objects (kind, namespace and name only) this configuration does not have: a
+	// component that is turned off lists its objects, so that a stack that had them loses them.
+	Absent []client.Object
+	// Waiting says what the stack waits for before it can be complete, whatever the Deployments
+	// report (a Deployment scaled to zero until it can run).
+	Waiting []string
+}
+
+// Deployments are the stack's Deployments, in apply order.
+func (s *Stack) Deployments() []*appsv1.Deployment {
+	out := []*appsv1.Deployment{s.Metal3, s.BMO}
+	if s.ICC != nil {
+		out = append(out, s.ICC)
+	}
+	return out
 }
 
 // component adds its part to the stack.

@@ -1,0 +1,167 @@
+package provisioning
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	configv1 "github.com/openshift/api/config/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/clusteroperator"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/render"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/secrets"
+)
+
+// iccWorld is a cluster whose images file names the image-customization-controller.
+func iccWorld(spec metal3.ProvisioningSpec, hostIPs ...string) *observed {
+	o := world(&spec, configv1.BareMetalPlatformType)
+	o.images, _ = render.ParseImages("test", []byte(testImagesICC))
+	o.ironicHostIPs = hostIPs
+	return o
+}
+
+// settle applies plans and marks the Deployments available until nothing is left to write.
+func settle(t *testing.T, o *observed) {
+	t.Helper()
+	for range 4 {
+		o.apply(mustDecide(t, o))
+		var names []string
+		for name, d := range o.deployments {
+			if d != nil {
+				names = append(names, name)
+			}
+		}
+		o.available(names...)
+	}
+}
+
+// TestDecideICC: named situations of a stack with the image-customization-controller.
+func TestDecideICC(t *testing.T) {
+	for name, tc := range map[string]struct {
+		world func(t *testing.T) *observed
+		state string
+		// progress is part of the Progressing message ("" not checked).
+		progress string
+		writes   []string
+		deletes  []string
+	}{
+		"a new stack: the controller's objects after the baremetal-operator's": {
+			world: func(*testing.T) *observed { return iccWorld(disabled, "192.168.111.10") },
+			state: clusteroperator.ReasonSyncing,
+			writes: []string{"Secret/" + secrets.CBOWebhookCert, "Secret/" + secrets.IronicCredentials, "Secret/" + secrets.IronicTLS,
+				"Secret/" + secrets.BMOWebhookCert, "*v1.ValidatingWebhookConfiguration/" + render.CBOWebhookConfig, "*v1.Deployment/metal3",
+				"*v1.Service/metal3-state", "*v1.Deployment/metal3-baremetal-operator", "*v1.Service/baremetal-operator-webhook-service",
+				"*v1.Service/" + render.ICCService, "*v1.Secret/" + render.ICCConfigSecret, "*v1.Deployment/" + render.ICCDeployment},
+		},
+		"complete once the controller runs too": {
+			world: func(t *testing.T) *observed {
+				t.Helper()
+				o := iccWorld(disabled, "192.168.111.10")
+				settle(t, o)
+				return o
+			},
+			state: clusteroperator.ReasonDeployComplete,
+		},
+		"the controller not available yet: syncing": {
+			world: func(t *testing.T) *observed {
+				t.Helper()
+				o := iccWorld(disabled, "192.168.111.10")
+				settle(t, o)
+				o.deployments[render.ICCDeployment].Status.AvailableReplicas = 0
+				o.deployments[render.ICCDeployment].Status.UnavailableReplicas = 1
+				return o
+			},
+			state: clusteroperator.ReasonSyncing, progress: "Waiting for " + render.ICCDeployment + " to roll out",
+		},
+		"the metal3 pod has no address yet: the controller exists, scaled to zero, and the stack waits": {
+			world: func(t *testing.T) *observed {
+				t.Helper()
+				o := iccWorld(disabled)
+				settle(t, o)
+				return o
+			},
+			state: clusteroperator.ReasonSyncing, progress: "Waiting for the metal3 pod's address",
+		},
+		"the metal3 pod gets an address: the controller is scaled up with Ironic's URL": {
+			world: func(t *testing.T) *observed {
+				t.Helper()
+				o := iccWorld(disabled)
+				settle(t, o)
+				o.ironicHostIPs = []string{"192.168.111.10"}
+				return o
+			},
+			state:  clusteroperator.ReasonSyncing,
+			writes: []string{"*v1.Secret/" + render.ICCConfigSecret, "*v1.Deployment/" + render.ICCDeployment},
+		},
+		"an NTP server added: only the controller changes": {
+			world: func(t *testing.T) *observed {
+				t.Helper()
+				o := iccWorld(disabled, "192.168.111.10")
+				settle(t, o)
+				o.prov.Spec.AdditionalNTPServers = []string{"0.pool.ntp.org"}
+				return o
+			},
+			state:  clusteroperator.ReasonSyncing,
+			writes: []string{"*v1.Deployment/" + render.ICCDeployment},
+		},
+		"the images file drops the controller: its objects go, the baremetal-operator builds no images": {
+			world: func(t *testing.T) *observed {
+				t.Helper()
+				o := iccWorld(disabled, "192.168.111.10")
+				settle(t, o)
+				o.images, _ = render.ParseImages("test", []byte(testImages))
+				return o
+			},
+			state:   clusteroperator.ReasonSyncing,
+			writes:  []string{"*v1.Deployment/metal3-baremetal-operator"},
+			deletes: []string{render.ICCDeployment, render.ICCService, render.ICCConfigSecret},
+		},
+		"no agent image: invalid configuration": {
+			world: func(*testing.T) *observed {
+				o := iccWorld(disabled, "192.168.111.10")
+				o.images.IronicAgent = ""
+				return o
+			},
+			state:    clusteroperator.ReasonInvalidConfiguration,
+			progress: "",
+			writes:   []string{"Secret/" + secrets.CBOWebhookCert, "*v1.ValidatingWebhookConfiguration/" + render.CBOWebhookConfig},
+		},
+		"deleting: the controller's objects with the rest": {
+			world: func(t *testing.T) *observed {
+				t.Helper()
+				o := iccWorld(disabled, "192.168.111.10")
+				settle(t, o)
+				now := metav1.Now()
+				o.prov.DeletionTimestamp = &now
+				return o
+			},
+			state: clusteroperator.ReasonResourceNotFound,
+			deletes: []string{render.BMOWebhookConfig, render.BMODeployment, render.ICCDeployment, render.Metal3Deployment,
+				render.BMOWebhookService, render.ICCService, render.StateService,
+				secrets.IronicCredentials, secrets.IronicTLS, secrets.BMOWebhookCert, render.ICCConfigSecret},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := tc.world(t)
+			p := mustDecide(t, o)
+			if p.state.Reason != tc.state {
+				t.Errorf("state %q (%s), want %q", p.state.Reason, p.state.Message, tc.state)
+			}
+			if tc.progress != "" && !strings.Contains(p.state.Progress, tc.progress) {
+				t.Errorf("progress %q, want it to contain %q", p.state.Progress, tc.progress)
+			}
+			if got := written(p); !slices.Equal(got, tc.writes) {
+				t.Errorf("writes\n%q\nwant\n%q", got, tc.writes)
+			}
+			var deletes []string
+			for _, d := range p.deletes {
+				deletes = append(deletes, d.GetName())
+			}
+			if !slices.Equal(deletes, tc.deletes) {
+				t.Errorf("deletes %q, want %q", deletes, tc.deletes)
+			}
+		})
+	}
+}
