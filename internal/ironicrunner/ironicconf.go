@@ -4,8 +4,17 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
+
+// PeriodicMaxWorkers is Ironic's [conductor] periodic_max_workers. Besides capping the workers of
+// each periodic task, it is how many nodes per state a starting conductor moves out of a working
+// state a killed conductor left them in (Ironic 39's _correct_stuck_states stops there). With the
+// default 8, a restart in the middle of a rack's cleaning left most nodes in "cleaning" or
+// "deleting" for good. The conductor refuses to start unless sync_power_state_workers (8) + 2 x
+// this + 2 is less than its pool (300 less 5 % reserved).
+const PeriodicMaxWorkers = 128
 
 // Paths derived from the configuration.
 func (c Config) confPath() string     { return filepath.Join(c.ConfDir, "ironic.conf") }
@@ -73,6 +82,10 @@ func IronicConf(c Config, ip netip.Addr, tls bool) string {
 		// A rack working at once makes writers wait on sqlite's lock longer than the default 10 s.
 		"sqlite_max_wait_for_retry", "60")
 	section("conductor", "automated_clean", "true",
+		// A restarted conductor fails the nodes a dead one left in a working state, but at most
+		// periodic_max_workers (default 8) per state; the rest stay there for good. 128 is the most
+		// the default worker pool starts with (docs/ironic-notes.md, "A restart fails 8 nodes").
+		"periodic_max_workers", strconv.Itoa(PeriodicMaxWorkers),
 		// file:// agent images live on the shared volume (the machine OS images init container).
 		"file_url_allowed_paths", strings.Join([]string{c.DataDir, c.SharedDir, "/templates"}, ","))
 	deploy := []string{

@@ -122,7 +122,8 @@ func TestIronicConf(t *testing.T) {
 			want: []string{"auth_strategy = http_basic", "http_basic_auth_user_file = /etc/ironic/htpasswd", "enable_ssl_api = true",
 				"cert_file = /certs/ironic/tls.crt", "host_ip = 0.0.0.0", "endpoint_override = https://192.168.111.10:6385",
 				"http_url = http://192.168.111.10:6180", "external_http_url = https://192.168.111.10:6183", "ipa-insecure=1",
-				"connection = sqlite:////var/lib/ironic/ironic.sqlite", "file_url_allowed_paths = /var/lib/ironic,/shared,/templates"},
+				"connection = sqlite:////var/lib/ironic/ironic.sqlite", "file_url_allowed_paths = /var/lib/ironic,/shared,/templates",
+				"periodic_max_workers = 128"},
 			avoid: []string{"external_callback_url", "$2y$"},
 		},
 		"no TLS, no auth": {
