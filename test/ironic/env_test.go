@@ -33,21 +33,24 @@ type ironicEnv map[string]string
 // timeouts, and stops and deletes it when the test ends.
 func startIronic(t *testing.T) ironicEnv {
 	t.Helper()
-	if why := ironicenv.Unavailable(); why != "" {
-		t.Skip("skipping: " + why)
-	}
-	o := ironicenv.Options{
-		Instance: fmt.Sprintf("gotest-%d", os.Getpid()),
-		// deploy_callback_timeout makes the crashed agent's node fail within the test; heartbeats
-		// reset it, so healthy nodes are unaffected.
-		ExtraConf: `[conductor]
+	// deploy_callback_timeout makes the crashed agent's node fail within the test; heartbeats
+	// reset it, so healthy nodes are unaffected.
+	return startInstance(t, "gotest", `[conductor]
 check_provision_state_interval = 5
 deploy_callback_timeout = 30
 clean_callback_timeout = 300
 service_callback_timeout = 300
-`,
-		Debug: true,
+`, true).Vars
+}
+
+// startInstance starts Ironic instance <name>-<pid> with extraConf, and stops and deletes it when
+// the test ends (unless KEEP_IRONIC is set); it skips the test where Ironic cannot run.
+func startInstance(t *testing.T, name, extraConf string, debug bool) *ironicenv.Instance {
+	t.Helper()
+	if why := ironicenv.Unavailable(); why != "" {
+		t.Skip("skipping: " + why)
 	}
+	o := ironicenv.Options{Instance: fmt.Sprintf("%s-%d", name, os.Getpid()), ExtraConf: extraConf, Debug: debug}
 	if os.Getenv("KEEP_IRONIC") == "" {
 		// A test binary killed before its cleanup (timeout) still stops its Ironic.
 		o.OwnerPID = os.Getpid()
@@ -72,7 +75,7 @@ service_callback_timeout = 300
 			t.Errorf("stopping Ironic: %v", err)
 		}
 	})
-	return ironic.Vars
+	return ironic
 }
 
 func ironicClient(t *testing.T, env ironicEnv) *gophercloud.ServiceClient {

@@ -2,9 +2,7 @@ package ironic_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -30,30 +28,7 @@ const stuckNodes = 20
 // put 20 nodes in each of both states with no reservation (as the killed conductor left them);
 // after the start with our configuration every one must have failed.
 func TestRestartFailsEveryStuckNode(t *testing.T) {
-	if why := ironicenv.Unavailable(); why != "" {
-		t.Skip("skipping: " + why)
-	}
-	o := ironicenv.Options{Instance: fmt.Sprintf("gotest-restart-%d", os.Getpid())}
-	if os.Getenv("KEEP_IRONIC") == "" {
-		o.OwnerPID = os.Getpid()
-	}
-	ironic, err := ironicenv.Start(o)
-	if errors.Is(err, ironicenv.ErrMirrorUnreachable) {
-		t.Skipf("skipping: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("Ironic log %s, warnings and errors (last 40):\n%s", ironic.Vars["IRONIC_LOG"], ironic.LogProblems(40))
-		}
-		if os.Getenv("KEEP_IRONIC") == "" {
-			if err := ironic.Purge(); err != nil {
-				t.Errorf("stopping Ironic: %v", err)
-			}
-		}
-	})
+	ironic := startInstance(t, "gotest-restart", "", false)
 	client, err := noauth.NewBareMetalNoAuth(noauth.EndpointOpts{IronicEndpoint: ironic.Endpoint()})
 	if err != nil {
 		t.Fatal(err)
