@@ -84,8 +84,14 @@ func (s *hostScope) run() outcome {
 		}
 		switch out.kind {
 		case kindAdvance:
+			from := s.state()
 			if blocked, ok := s.moveTo(out.next, out.keepError); ok {
 				return blocked
+			}
+			if stateOf(from).writeOnLeave.is() {
+				// Written before the next state acts (stateRow.writeOnLeave); the status
+				// write wakes the host again at once.
+				return waitFor(time.Millisecond, "")
 			}
 		case kindRepeat:
 		default:

@@ -242,3 +242,33 @@ func TestBackoffRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestDeprovisioningEndIsWrittenBeforeADeploy reproduces the fault campaign's finding 3
+// (docs/fault-campaign.md): a reconcile that ended deprovisioning went on through available into
+// provisioning and started the new deployment before the status was written; the operator was
+// killed in between, the next one found the host still deprovisioning and undeployed the new
+// deployment, and the server's disk was written once more. The reconcile must end when
+// deprovisioning does, with no deployment asked for.
+func TestDeprovisioningEndIsWrittenBeforeADeploy(t *testing.T) {
+	fix := fixture.New(fixture.Config{})
+	s := unitScope(t, unitHost(metal3.StateDeprovisioning), fix)
+	provisionIn(t, s, fix)
+	s.host.Spec.Image = &metal3.Image{URL: "http://images/b.qcow2", Checksum: "def", ChecksumType: metal3.MD5}
+	deploys := fix.Count("ns", "host-0", fixture.OpProvision)
+
+	out := s.run()
+	if got := s.state(); got != metal3.StateAvailable {
+		t.Fatalf("state after the reconcile: %q, want available (outcome %+v)", got, out)
+	}
+	if out.kind != kindWait || out.after > time.Second {
+		t.Errorf("outcome %+v, want to look again at once (after the status write)", out)
+	}
+	if got := fix.Count("ns", "host-0", fixture.OpProvision); got != deploys {
+		t.Errorf("the reconcile that ended deprovisioning asked for %d deployments, want none before its status is written", got-deploys)
+	}
+	// The next reconcile deploys the new image.
+	s.run()
+	if got := fix.Count("ns", "host-0", fixture.OpProvision); got <= deploys {
+		t.Errorf("the next reconcile did not deploy (state %q)", s.state())
+	}
+}

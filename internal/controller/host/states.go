@@ -106,6 +106,13 @@ type stateRow struct {
 	// changes its HostUpdatePolicy allows are applied on its next reboot (servicing.go), and the
 	// changes and the policy are read before the handlers run.
 	liveUpdates yesNo
+	// writeOnLeave: leaving the state ends the reconcile, so that the status saying it was left is
+	// written before the next state's handler acts. Deprovisioning undoes a deployment: had its
+	// end not been written when a reconcile went on to deploy again (available, provisioning) and
+	// the operator died, the next operator would find the host still deprovisioning and undeploy
+	// the new deployment, writing the disk once more (the fault campaign's finding 3,
+	// docs/fault-campaign.md). It costs one status write per re-provisioned host.
+	writeOnLeave yesNo
 	// conditions: what the state says about the host's conditions (setConditions).
 	conditions stateConditions
 	// enterReason is the reason of the Event for a host entering the state.
@@ -123,85 +130,85 @@ var states map[metal3.ProvisioningState]stateRow
 func init() {
 	states = map[metal3.ProvisioningState]stateRow{
 		metal3.StateNone: {
-			handler: handleNone, busy: no, registered: no, pastProvisioning: no, mayPrepare: yes, detachable: no, liveUpdates: no,
+			handler: handleNone, busy: no, registered: no, pastProvisioning: no, mayPrepare: yes, detachable: no, liveUpdates: no, writeOnLeave: no,
 			conditions:  stateConditions{false, metal3.NotProvisionedReason, metal3.NotManageableReason, metal3.NotProgressingReason, ""},
 			enterReason: reasonStateChanged,
 			agentImage:  imageAlways(imageLeft),
 		},
 		metal3.StateUnmanaged: {
-			handler: handleUnmanaged, busy: no, registered: no, pastProvisioning: no, mayPrepare: no, detachable: no, liveUpdates: no,
+			handler: handleUnmanaged, busy: no, registered: no, pastProvisioning: no, mayPrepare: no, detachable: no, liveUpdates: no, writeOnLeave: no,
 			conditions:  stateConditions{false, metal3.NotProvisionedReason, metal3.NotManageableReason, metal3.NotProgressingReason, ""},
 			enterReason: reasonDiscovered,
 			agentImage:  imageAlways(imageLeft),
 		},
 		metal3.StateRegistering: {
-			handler: handleRegistering, busy: no, registered: no, pastProvisioning: no, mayPrepare: yes, detachable: no, liveUpdates: no,
+			handler: handleRegistering, busy: no, registered: no, pastProvisioning: no, mayPrepare: yes, detachable: no, liveUpdates: no, writeOnLeave: no,
 			conditions:  stateConditions{false, metal3.NotProvisionedReason, metal3.NotManageableReason, metal3.RegisteringReason, "registration with the provisioner"},
 			enterReason: reasonRegistering,
 			agentImage:  registeringImage,
 		},
 		metal3.StateInspecting: {
-			handler: handleInspecting, busy: yes, registered: yes, pastProvisioning: no, mayPrepare: yes, detachable: no, liveUpdates: no,
+			handler: handleInspecting, busy: yes, registered: yes, pastProvisioning: no, mayPrepare: yes, detachable: no, liveUpdates: no, writeOnLeave: no,
 			conditions:  stateConditions{true, metal3.NotProvisionedReason, metal3.InspectingReason, metal3.InspectingReason, "hardware inspection"},
 			enterReason: reasonInspectionStarted,
 			agentImage:  inspectingImage,
 		},
 		metal3.StateMatchProfile: {
-			handler: handleMatchProfile, busy: no, registered: yes, pastProvisioning: no, mayPrepare: yes, detachable: no, liveUpdates: no,
+			handler: handleMatchProfile, busy: no, registered: yes, pastProvisioning: no, mayPrepare: yes, detachable: no, liveUpdates: no, writeOnLeave: no,
 			conditions:  stateConditions{true, metal3.NotProvisionedReason, metal3.NotAvailableReason, metal3.PreparingReason, "preparation"},
 			enterReason: reasonStateChanged,
 			agentImage:  imageAlways(imageKept),
 		},
 		metal3.StatePreparing: {
-			handler: handlePreparing, busy: yes, registered: yes, pastProvisioning: no, mayPrepare: yes, detachable: no, liveUpdates: no,
+			handler: handlePreparing, busy: yes, registered: yes, pastProvisioning: no, mayPrepare: yes, detachable: no, liveUpdates: no, writeOnLeave: no,
 			conditions:  stateConditions{true, metal3.NotProvisionedReason, metal3.NotAvailableReason, metal3.PreparingReason, "preparation (RAID, root device hints, firmware)"},
 			enterReason: reasonPreparationStarted,
 			agentImage:  imageAlways(imageBooted),
 		},
 		metal3.StateReady: {
-			handler: handleReady, busy: no, registered: yes, pastProvisioning: no, mayPrepare: no, detachable: yes, liveUpdates: no,
+			handler: handleReady, busy: no, registered: yes, pastProvisioning: no, mayPrepare: no, detachable: yes, liveUpdates: no, writeOnLeave: no,
 			conditions:  stateConditions{true, metal3.NotProvisionedReason, metal3.AvailableReason, metal3.NotProgressingReason, ""},
 			enterReason: reasonStateChanged,
 			agentImage:  imageAlways(imageKept),
 		},
 		metal3.StateAvailable: {
-			handler: handleAvailable, busy: no, registered: yes, pastProvisioning: no, mayPrepare: yes, detachable: yes, liveUpdates: no,
+			handler: handleAvailable, busy: no, registered: yes, pastProvisioning: no, mayPrepare: yes, detachable: yes, liveUpdates: no, writeOnLeave: no,
 			conditions:  stateConditions{true, metal3.NotProvisionedReason, metal3.AvailableReason, metal3.NotProgressingReason, ""},
 			enterReason: reasonAvailable,
 			agentImage:  imageAlways(imageKept),
 		},
 		metal3.StateProvisioning: {
-			handler: handleProvisioning, busy: yes, registered: yes, pastProvisioning: no, mayPrepare: no, detachable: no, liveUpdates: no,
+			handler: handleProvisioning, busy: yes, registered: yes, pastProvisioning: no, mayPrepare: no, detachable: no, liveUpdates: no, writeOnLeave: no,
 			conditions:  stateConditions{true, metal3.ProvisioningReason, metal3.NotAvailableReason, metal3.ProvisioningReason, "provisioning"},
 			enterReason: reasonProvisioningStarted,
 			agentImage:  provisioningImage,
 		},
 		metal3.StateProvisioned: {
-			handler: handleProvisioned, busy: no, registered: yes, pastProvisioning: yes, mayPrepare: no, detachable: yes, liveUpdates: yes,
+			handler: handleProvisioned, busy: no, registered: yes, pastProvisioning: yes, mayPrepare: no, detachable: yes, liveUpdates: yes, writeOnLeave: no,
 			conditions:  stateConditions{true, metal3.ProvisionedReason, metal3.NotAvailableReason, metal3.NotProgressingReason, ""},
 			enterReason: reasonProvisioningComplete,
 			agentImage:  servicingImage,
 		},
 		metal3.StateExternallyProvisioned: {
-			handler: handleExternallyProvisioned, busy: no, registered: yes, pastProvisioning: yes, mayPrepare: no, detachable: yes, liveUpdates: yes,
+			handler: handleExternallyProvisioned, busy: no, registered: yes, pastProvisioning: yes, mayPrepare: no, detachable: yes, liveUpdates: yes, writeOnLeave: no,
 			conditions:  stateConditions{true, metal3.ProvisionedReason, metal3.NotAvailableReason, metal3.NotProgressingReason, ""},
 			enterReason: reasonExternallyProvisioned,
 			agentImage:  servicingImage,
 		},
 		metal3.StateDeprovisioning: {
-			handler: handleDeprovisioning, busy: yes, registered: yes, pastProvisioning: yes, mayPrepare: no, detachable: no, liveUpdates: no,
+			handler: handleDeprovisioning, busy: yes, registered: yes, pastProvisioning: yes, mayPrepare: no, detachable: no, liveUpdates: no, writeOnLeave: yes,
 			conditions:  stateConditions{true, metal3.NotProvisionedReason, metal3.NotAvailableReason, metal3.DeprovisioningReason, "deprovisioning (cleaning)"},
 			enterReason: reasonDeprovisioningStarted,
 			agentImage:  deprovisioningImage,
 		},
 		metal3.StatePoweringOffBeforeDelete: {
-			handler: handlePoweringOffBeforeDelete, busy: no, registered: yes, pastProvisioning: yes, mayPrepare: no, detachable: no, liveUpdates: no,
+			handler: handlePoweringOffBeforeDelete, busy: no, registered: yes, pastProvisioning: yes, mayPrepare: no, detachable: no, liveUpdates: no, writeOnLeave: no,
 			conditions:  stateConditions{true, metal3.NotProvisionedReason, metal3.NotAvailableReason, metal3.PoweringOffBeforeDeleteReason, "power off before deletion"},
 			enterReason: reasonPoweringOffForDelete,
 			agentImage:  imageAlways(imageDeleted),
 		},
 		metal3.StateDeleting: {
-			handler: handleDeleting, busy: no, registered: no, pastProvisioning: yes, mayPrepare: no, detachable: no, liveUpdates: no,
+			handler: handleDeleting, busy: no, registered: no, pastProvisioning: yes, mayPrepare: no, detachable: no, liveUpdates: no, writeOnLeave: no,
 			conditions:  stateConditions{false, metal3.NotProvisionedReason, metal3.NotAvailableReason, metal3.DeletingReason, "removal from the provisioner"},
 			enterReason: reasonDeleting,
 			agentImage:  imageAlways(imageDeleted),
