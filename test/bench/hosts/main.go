@@ -9,17 +9,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,6 +32,7 @@ import (
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/scheme"
+	"github.com/metalforge/metalforge/internal/test/apirequests"
 	"github.com/metalforge/metalforge/internal/test/builder"
 	"github.com/metalforge/metalforge/internal/test/loopback"
 	"github.com/metalforge/metalforge/internal/test/procstat"
@@ -133,7 +131,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	before, err := scrape("http://" + metricsAddr + "/metrics")
+	before, err := apirequests.Scrape("http://" + metricsAddr + "/metrics")
 	if err != nil {
 		return err
 	}
@@ -165,7 +163,7 @@ wait:
 	// Let trailing reconciles (woken by the operator's own last writes) and queued Events land,
 	// so that they are counted too.
 	time.Sleep(3 * time.Second)
-	after, err := scrape("http://" + metricsAddr + "/metrics")
+	after, err := apirequests.Scrape("http://" + metricsAddr + "/metrics")
 	if err != nil {
 		return err
 	}
@@ -262,49 +260,12 @@ func watchProvisioned(ctx context.Context, cfg *rest.Config, ns string, n int) (
 	return w, nil
 }
 
-type sample map[string]float64
-
-// scrape reads the operator's metalforge_api_requests_total series.
-func scrape(url string) (sample, error) {
-	resp, err := http.Get(url) //nolint:noctx // local, short-lived
-	if err != nil {
-		return nil, fmt.Errorf("scraping %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	out := sample{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "metalforge_api_requests_total{") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		out[line[len("metalforge_api_requests_total"):i]] = v
-	}
-	return out, sc.Err()
-}
-
-func label(series, name string) string {
-	key := name + `="`
-	i := strings.Index(series, key)
-	if i < 0 {
-		return ""
-	}
-	rest := series[i+len(key):]
-	return rest[:strings.IndexByte(rest, '"')]
-}
-
-func report(o options, wall, created time.Duration, before, after sample, opPID int, apiCPU float64) {
+func report(o options, wall, created time.Duration, before, after apirequests.Sample, opPID int, apiCPU float64) {
 	writes, events := 0.0, 0.0
 	byKind, reads := map[string]float64{}, map[string]float64{}
 	for series, v := range after {
 		d := v - before[series]
-		verb, resource, sub := label(series, "verb"), label(series, "resource"), label(series, "subresource")
+		verb, resource, sub := apirequests.Label(series, "verb"), apirequests.Label(series, "resource"), apirequests.Label(series, "subresource")
 		switch verb {
 		case "create", "update", "patch", "delete":
 		default:

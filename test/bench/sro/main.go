@@ -10,14 +10,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -37,6 +35,7 @@ import (
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/controller/conditions"
+	"github.com/metalforge/metalforge/internal/test/apirequests"
 	"github.com/metalforge/metalforge/internal/test/kwokenv"
 	"github.com/metalforge/metalforge/internal/test/loopback"
 	"github.com/metalforge/metalforge/internal/test/procstat"
@@ -111,7 +110,7 @@ func run(o options) error {
 	if err := waitLabelled(ctx, c, o); err != nil {
 		return err
 	}
-	before, err := scrape("http://" + metricsAddr + "/metrics")
+	before, err := apirequests.Scrape("http://" + metricsAddr + "/metrics")
 	if err != nil {
 		return err
 	}
@@ -134,7 +133,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	after, err := scrape("http://" + metricsAddr + "/metrics")
+	after, err := apirequests.Scrape("http://" + metricsAddr + "/metrics")
 	if err != nil {
 		return err
 	}
@@ -265,49 +264,12 @@ func waitReady(ctx context.Context, c *kwokenv.Cluster, o options, start time.Ti
 	}
 }
 
-type sample map[string]float64
-
-// scrape reads the operator's metalforge_api_requests_total series.
-func scrape(url string) (sample, error) {
-	resp, err := http.Get(url) //nolint:noctx // local, short-lived
-	if err != nil {
-		return nil, fmt.Errorf("scraping %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	out := sample{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "metalforge_api_requests_total{") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		out[line[len("metalforge_api_requests_total"):i]] = v
-	}
-	return out, sc.Err()
-}
-
-func label(series, name string) string {
-	key := name + `="`
-	i := strings.Index(series, key)
-	if i < 0 {
-		return ""
-	}
-	rest := series[i+len(key):]
-	return rest[:strings.IndexByte(rest, '"')]
-}
-
-func report(o options, wall time.Duration, served int32, before, after sample, rss int64, cpu float64) {
+func report(o options, wall time.Duration, served int32, before, after apirequests.Sample, rss int64, cpu float64) {
 	writes := 0.0
 	byKind := map[string]float64{}
 	for series, v := range after {
 		d := v - before[series]
-		verb, resource, sub := label(series, "verb"), label(series, "resource"), label(series, "subresource")
+		verb, resource, sub := apirequests.Label(series, "verb"), apirequests.Label(series, "resource"), apirequests.Label(series, "subresource")
 		switch verb {
 		case "create", "update", "patch", "delete", "apply":
 		default:
