@@ -18,6 +18,7 @@ type tuningOptions struct {
 	ironicShort      time.Duration
 	ironicLong       time.Duration
 	ironicConns      int
+	agentLostAfter   time.Duration
 }
 
 func (t *tuningOptions) bindFlags(fs *flag.FlagSet) {
@@ -27,6 +28,7 @@ func (t *tuningOptions) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&t.unavailableDelay, "provisioner-unavailable-delay", def.UnavailableDelay, "How often a host looks again while the provisioner is unavailable.")
 	fs.DurationVar(&t.ironicShort, "ironic-short-poll", idef.ShortDelay, "Ironic provisioner: poll interval of quick operations (manage, provide, power, busy nodes).")
 	fs.DurationVar(&t.ironicLong, "ironic-long-poll", idef.LongDelay, "Ironic provisioner: poll interval of long operations (inspect, clean, deploy, service).")
+	fs.DurationVar(&t.agentLostAfter, "ironic-agent-lost-after", idef.AgentLostAfter, "Ironic provisioner: abort and retry a clean, deploy or service wait whose agent took its token and has not heartbeat for this long (0: leave it to Ironic's callback timeout).")
 	fs.IntVar(&t.ironicConns, "ironic-max-connections", idef.MaxConnections, "Ironic provisioner: connections to Ironic, so requests in flight, at most (Ironic's single-process API server works on ten at once).")
 }
 
@@ -39,4 +41,5 @@ func (t *tuningOptions) applyHost(c *host.Config) {
 func (t *tuningOptions) applyIronic(c *ironic.Config) {
 	c.ShortDelay, c.LongDelay = t.ironicShort, t.ironicLong
 	c.MaxConnections = t.ironicConns
+	c.AgentLostAfter = t.agentLostAfter
 }

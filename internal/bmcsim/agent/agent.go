@@ -148,14 +148,21 @@ func (a *agentInstance) lookup() *lookupResponse {
 	for attempt := 0; ; attempt++ {
 		lk, err := a.api.lookup(a.ctx, macs, a.hint)
 		if err == nil {
+			// Ironic masks a token it pregenerated (it is then in the kernel parameters) or handed
+			// out before.
+			t := lk.Config.AgentToken
+			fresh := t != "" && !strings.Contains(t, "*")
+			lost := fresh && a.m.LoseAgentToken()
 			a.mu.Lock()
 			a.nodeUUID = lk.Node.UUID
-			// Ironic masks a token it pregenerated (it is then in the kernel parameters).
-			if t := lk.Config.AgentToken; t != "" && !strings.Contains(t, "*") {
+			if fresh && !lost {
 				a.token = t
 			}
 			noToken := a.token == ""
 			a.mu.Unlock()
+			if lost {
+				a.event("lookup answer with the agent token lost (fault injection)")
+			}
 			if noToken {
 				// As IPA: the token is masked (it was handed out before, e.g. to the previous boot,
 				// and Ironic has not wiped it yet) and the image has none. Heartbeats without it

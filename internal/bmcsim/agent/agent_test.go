@@ -31,6 +31,7 @@ func (m *fakeMachine) Inventory() Inventory   { return Inventory{} }
 func (m *fakeMachine) PowerOff()              { m.mu.Lock(); m.off = true; m.mu.Unlock() }
 func (m *fakeMachine) WriteDisk(url string)   { m.mu.Lock(); m.disk = url; m.mu.Unlock() }
 func (m *fakeMachine) FailDeploy() bool       { return m.failWith }
+func (m *fakeMachine) LoseAgentToken() bool   { return false }
 func (m *fakeMachine) isOff() bool            { m.mu.Lock(); defer m.mu.Unlock(); return m.off }
 
 var _ Machine = (*fakeMachine)(nil)

@@ -15,6 +15,9 @@ type Machine interface {
 	WriteDisk(imageURL string)
 	// FailDeploy reports whether fault injection wants this server's agent to crash in the middle of a deploy.
 	FailDeploy() bool
+	// LoseAgentToken reports whether fault injection wants the agent to lose the lookup answer that
+	// carries its token.
+	LoseAgentToken() bool
 }
 
 // Inventory is the hardware inventory in the shape ironic-python-agent reports it

@@ -28,6 +28,11 @@ type Set struct {
 	IgnorePowerOn bool `json:"ignorePowerOn,omitempty"`
 	// FailDeploy makes the server's agent crash in the middle of a deploy (agent.Machine.FailDeploy).
 	FailDeploy bool `json:"failDeploy,omitempty"`
+	// LoseAgentToken makes the server's agent lose the answer to the lookup that hands out its
+	// token (agent.Machine.LoseAgentToken), as when Ironic dies between storing the token and
+	// answering: Ironic keeps the token and masks it in every later answer, so the agent looks
+	// itself up again and again and never heartbeats.
+	LoseAgentToken bool `json:"loseAgentToken,omitempty"`
 	// FailFirmwareUpdate makes firmware updates end in TaskState Exception, versions unchanged.
 	FailFirmwareUpdate bool `json:"failFirmwareUpdate,omitempty"`
 	// RejectBIOSSetting names a BIOS attribute the BMC refuses to change: a settings PATCH that
@@ -67,6 +72,7 @@ func Merge(global, server Set) Set {
 		WrongCredentials:   global.WrongCredentials || server.WrongCredentials,
 		IgnorePowerOn:      global.IgnorePowerOn || server.IgnorePowerOn,
 		FailDeploy:         global.FailDeploy || server.FailDeploy,
+		LoseAgentToken:     global.LoseAgentToken || server.LoseAgentToken,
 		FailFirmwareUpdate: global.FailFirmwareUpdate || server.FailFirmwareUpdate,
 		RejectBIOSSetting:  cmp.Or(server.RejectBIOSSetting, global.RejectBIOSSetting),
 	}

@@ -129,3 +129,6 @@ func (s *Server) WriteDisk(imageURL string) {
 
 // FailDeploy reports whether the agent should crash in the middle of a deploy.
 func (s *Server) FailDeploy() bool { return s.fleet.Faults.For(s.Name).FailDeploy }
+
+// LoseAgentToken reports whether the agent should lose the lookup answer that carries its token.
+func (s *Server) LoseAgentToken() bool { return s.fleet.Faults.For(s.Name).LoseAgentToken }

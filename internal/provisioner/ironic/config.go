@@ -36,6 +36,7 @@ const (
 	DefaultSoftPowerOff      = 180 * time.Second
 	DefaultCapacityCacheTTL  = 5 * time.Second
 	DefaultNodeCacheTTL      = time.Second
+	DefaultAgentLostAfter    = 5 * time.Minute // Ironic's [api] ramdisk_heartbeat_timeout
 )
 
 // defaultAuthRootDir is where metal3's deployments mount the Ironic credentials.
@@ -88,6 +89,10 @@ type Config struct {
 	Jitter     float64
 	// SoftPowerOffTimeout is how long Ironic waits for a soft power off before it fails.
 	SoftPowerOffTimeout time.Duration
+	// AgentLostAfter: a node waiting for an agent that took its token and has not heartbeat for
+	// this long is aborted, and the operation retried (lostagent.go). 0 leaves such a node to
+	// Ironic's callback timeout.
+	AgentLostAfter time.Duration
 }
 
 // String never shows the password.
@@ -112,6 +117,7 @@ func DefaultConfig() Config {
 		LongDelay:           DefaultLongDelay,
 		Jitter:              DefaultJitter,
 		SoftPowerOffTimeout: DefaultSoftPowerOff,
+		AgentLostAfter:      DefaultAgentLostAfter,
 	}
 }
 

@@ -81,6 +81,12 @@ func (p *Provisioner) result(d decision, n *nodes.Node, host provisioner.Host) (
 
 func state(n *nodes.Node) nodes.ProvisionState { return nodes.ProvisionState(n.ProvisionState) }
 
+// tearingDown reports whether a conductor still holds a node that is already in a failed state:
+// an abort moves the node to clean/deploy/service failed first and sets last_error only when its
+// tear-down (power off, ejecting media) ends, so until then the failure cannot be told from an
+// abort, and a manage or retry would be refused (409) anyway.
+func tearingDown(n *nodes.Node) bool { return n.Reservation != "" }
+
 // decideRegistration: after enrollment and updates, move enroll → manageable (Ironic verifies the
 // BMC). A failed verification is reported unless there is something new to try (credentials just
 // written, or a retry asked for).
@@ -147,7 +153,10 @@ func decidePreparation(n *nodes.Node, hasSteps, finished, restartOnFailure bool)
 	case nodes.Cleaning, nodes.CleanWait, nodes.CleanHold:
 		return do(actWaitLong)
 	case nodes.CleanFail:
-		if !restartOnFailure {
+		if tearingDown(n) {
+			return do(actWaitShort)
+		}
+		if !restartOnFailure && !abortedByRequest(n) {
 			return fail("Preparation (manual cleaning) failed", n)
 		}
 		return do(actManage)
@@ -165,7 +174,10 @@ func decideProvisioning(n *nodes.Node, matches, restartOnFailure bool, f Feature
 	case nodes.Cleaning, nodes.CleanWait, nodes.Deleting:
 		return do(actWaitLong)
 	case nodes.CleanFail:
-		if !restartOnFailure {
+		if tearingDown(n) {
+			return do(actWaitShort)
+		}
+		if !restartOnFailure && !abortedByRequest(n) {
 			return fail("Cleaning before provisioning failed", n)
 		}
 		return do(actManage)
@@ -179,7 +191,10 @@ func decideProvisioning(n *nodes.Node, matches, restartOnFailure bool, f Feature
 	case nodes.Deploying, nodes.DeployHold:
 		return do(actWaitLong)
 	case nodes.DeployFail:
-		if matches && !restartOnFailure {
+		if tearingDown(n) {
+			return do(actWaitShort)
+		}
+		if matches && !restartOnFailure && !abortedByRequest(n) {
 			return fail("Image provisioning failed", n)
 		}
 		return do(actDeploy)
@@ -212,6 +227,9 @@ func decideDeprovisioning(n *nodes.Node, restartOnFailure bool) decision {
 		}
 		return do(actUndeploy)
 	case nodes.CleanFail:
+		if tearingDown(n) {
+			return do(actWaitShort)
+		}
 		if !restartOnFailure && !containsFold(n.LastError, "abort") {
 			return fail("Cleaning failed", n)
 		}
@@ -281,10 +299,13 @@ func decideServicing(n *nodes.Node, hasSteps, finished, sameRequest bool) decisi
 		}
 		return do(actWaitLong)
 	case nodes.ServiceFail:
+		if tearingDown(n) {
+			return do(actWaitShort)
+		}
 		if !hasSteps {
 			return do(actAbort)
 		}
-		if sameRequest {
+		if sameRequest && !abortedByRequest(n) {
 			return fail("Servicing failed", n)
 		}
 		return do(actService)

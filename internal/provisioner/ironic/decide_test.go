@@ -26,6 +26,7 @@ func target(t string) func(*nodes.Node)      { return func(n *nodes.Node) { n.Ta
 func power(s, target string) func(*nodes.Node) {
 	return func(n *nodes.Node) { n.PowerState, n.TargetPowerState = s, target }
 }
+func reserved(n *nodes.Node)  { n.Reservation = "metalforge-conductor" }
 func inspected(n *nodes.Node) { t := time.Unix(1, 0); n.InspectionFinishedAt = &t }
 
 type decideCase struct {
@@ -92,9 +93,14 @@ func TestDecidePreparation(t *testing.T) {
 		"clean wait":           {got: decidePreparation(node(nodes.CleanWait), true, true, false), want: actWaitLong},
 		"failed":               {got: decidePreparation(node(nodes.CleanFail, lastError("raid")), true, true, false), want: actFail, wantMsg: "manual cleaning) failed: raid"},
 		"failed, restart":      {got: decidePreparation(node(nodes.CleanFail), true, true, true), want: actManage},
+		"aborted (lost agent)": {got: decidePreparation(node(nodes.CleanFail, lastError(cleanAborted)), true, false, false), want: actManage},
+		"abort tearing down":   {got: decidePreparation(node(nodes.CleanFail, reserved), true, false, false), want: actWaitShort},
 		"active":               {got: decidePreparation(node(nodes.Active), true, false, false), want: actUnexpected},
 	})
 }
+
+// cleanAborted is Ironic's last_error after an abort in clean wait.
+const cleanAborted = "By request, the clean operation was aborted"
 
 func TestDecideProvisioning(t *testing.T) {
 	with := Features{DeployWaitAbort: true}
@@ -104,6 +110,9 @@ func TestDecideProvisioning(t *testing.T) {
 		"cleaning":                      {got: decideProvisioning(node(nodes.Cleaning), true, false, with), want: actWaitLong},
 		"clean failed":                  {got: decideProvisioning(node(nodes.CleanFail, lastError("x")), true, false, with), want: actFail, wantMsg: "Cleaning before provisioning failed: x"},
 		"clean failed, restart":         {got: decideProvisioning(node(nodes.CleanFail), true, true, with), want: actManage},
+		"clean aborted (lost agent)":    {got: decideProvisioning(node(nodes.CleanFail, lastError(cleanAborted)), true, false, with), want: actManage},
+		"clean abort tearing down":      {got: decideProvisioning(node(nodes.CleanFail, reserved), true, false, with), want: actWaitShort},
+		"deploy abort tearing down":     {got: decideProvisioning(node(nodes.DeployFail, reserved), true, false, with), want: actWaitShort},
 		"available":                     {got: decideProvisioning(node(nodes.Available), false, false, with), want: actDeploy},
 		"deploying":                     {got: decideProvisioning(node(nodes.Deploying), true, false, with), want: actWaitLong},
 		"deploy wait":                   {got: decideProvisioning(node(nodes.DeployWait), true, false, with), want: actWaitLong},
@@ -111,6 +120,8 @@ func TestDecideProvisioning(t *testing.T) {
 		"deploy wait, new image, old":   {got: decideProvisioning(node(nodes.DeployWait), false, false, without), want: actWaitLong},
 		"deploy failed, same image":     {got: decideProvisioning(node(nodes.DeployFail, lastError("checksum")), true, false, with), want: actFail, wantMsg: "Image provisioning failed: checksum"},
 		"deploy failed, restart":        {got: decideProvisioning(node(nodes.DeployFail), true, true, with), want: actDeploy},
+		"deploy aborted (lost agent)":   {got: decideProvisioning(node(nodes.DeployFail, lastError("By request, the deploy operation was aborted")), true, false, with), want: actDeploy},
+		"deploy failed after an abort":  {got: decideProvisioning(node(nodes.DeployFail, lastError("Failed to clean up deploying after aborting the operation")), true, false, with), want: actFail, wantMsg: "after aborting"},
 		"deploy failed, new image":      {got: decideProvisioning(node(nodes.DeployFail), false, false, with), want: actDeploy},
 		"active":                        {got: decideProvisioning(node(nodes.Active), true, false, with), want: actDone},
 		"enroll":                        {got: decideProvisioning(node(nodes.Enroll), true, false, with), want: actUnexpected},
@@ -130,6 +141,7 @@ func TestDecideDeprovisioning(t *testing.T) {
 		"clean failed":            {got: decideDeprovisioning(node(nodes.CleanFail, lastError("disk")), false), want: actFail, wantMsg: "Cleaning failed: disk"},
 		"clean failed, restart":   {got: decideDeprovisioning(node(nodes.CleanFail), true), want: actManage},
 		"clean aborted by us":     {got: decideDeprovisioning(node(nodes.CleanFail, lastError("Clean operation aborted")), false), want: actManage},
+		"abort tearing down":      {got: decideDeprovisioning(node(nodes.CleanFail, reserved), false), want: actWaitShort},
 		"manageable":              {got: decideDeprovisioning(node(nodes.Manageable), false), want: actProvide},
 		"available":               {got: decideDeprovisioning(node(nodes.Available), false), want: actDone},
 		"adopting":                {got: decideDeprovisioning(node(nodes.Adopting), false), want: actWaitShort},
@@ -171,6 +183,8 @@ func TestDecideServicing(t *testing.T) {
 		"failed":                    {got: decideServicing(node(nodes.ServiceFail, lastError("bios")), true, false, true), want: actFail, wantMsg: "Servicing failed: bios"},
 		"failed, taken back":        {got: decideServicing(node(nodes.ServiceFail), false, false, false), want: actAbort},
 		"failed, request changed":   {got: decideServicing(node(nodes.ServiceFail, lastError("bios")), true, false, false), want: actService},
+		"aborted (lost agent)":      {got: decideServicing(node(nodes.ServiceFail, lastError("By request, the service operation was aborted")), true, false, true), want: actService},
+		"abort tearing down":        {got: decideServicing(node(nodes.ServiceFail, reserved), true, false, true), want: actWaitShort},
 		"manageable":                {got: decideServicing(node(nodes.Manageable), true, false, false), want: actUnexpected},
 	})
 }

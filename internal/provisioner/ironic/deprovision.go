@@ -17,6 +17,9 @@ func (p *Provisioner) Deprovision(ctx context.Context, host provisioner.Host, re
 	if err != nil {
 		return provisioner.Result{}, err
 	}
+	if res, handled, err := p.abortLostAgent(ctx, s, n, "deprovisioning"); handled {
+		return res, err
+	}
 	access, err := parseAccess(host)
 	if err != nil {
 		return provisioner.Failed(err.Error()), nil

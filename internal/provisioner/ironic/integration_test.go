@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/bmcsim/fault"
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
 
@@ -529,4 +531,73 @@ func TestAdoptExternallyProvisioned(t *testing.T) {
 			before.State.DiskImage, after.State.DiskImage)
 	}
 	mustDone(t, "detach", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Detach(ctx, host) })
+}
+
+// TestLostAgentToken: the agent loses the lookup answer that carries its token, as when Ironic is
+// killed between storing the token and answering (fault campaign, finding 4). Ironic refuses it
+// another token, so it can never heartbeat, and Ironic alone would wait for clean_callback_timeout
+// (300 s here, 30 minutes by default) and then fail the clean. The provisioner aborts the clean
+// wait once the agent has been silent for AgentLostAfter, and deprovisioning ends through a fresh
+// boot of the agent.
+func TestLostAgentToken(t *testing.T) {
+	e := integration(t)
+	t.Parallel()
+	cfg := e.ironic.config()
+	cfg.AgentLostAfter = 15 * time.Second
+	p := newTestProvisioner(t, cfg)
+	srv := e.host(t)
+	host := testHost(t, srv)
+	register(t, p, &host)
+	data := e.diskImage("/disk.img")
+	mustDone(t, "provision", 8*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Provision(ctx, host, data, false)
+	})
+
+	if err := e.control.SetFaults(srv.Name, fault.Set{LoseAgentToken: true}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.control.SetFaults(srv.Name, fault.Set{}) })
+	aborts := testutil.ToFloat64(lostAgentAborts.WithLabelValues(string(nodes.CleanWait)))
+
+	// Deprovision until the node waits in clean wait with a token stored that its agent never got.
+	ctx := context.Background()
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		res, err := p.Deprovision(ctx, host, false)
+		if err != nil || !res.Busy {
+			t.Fatalf("deprovisioning while the agent has no token: %s, %v; want it to wait", describe(res), err)
+		}
+		s, err := p.session(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := p.fetchNode(ctx, s, host.NodeID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, token := n.DriverInternalInfo["agent_secret_token"]; token && n.ProvisionState == string(nodes.CleanWait) {
+			if _, pre := n.DriverInternalInfo["agent_secret_token_pregenerated"]; pre {
+				t.Fatal("Ironic pregenerated the token (in the boot image): the agent cannot lose it, the test proves nothing")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the node never waited in clean wait with a token: %s", n.ProvisionState)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	// The next boot of the agent gets its token.
+	if err := e.control.SetFaults(srv.Name, fault.Set{}); err != nil {
+		t.Fatal(err)
+	}
+	mustDone(t, "deprovision after the lost token", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Deprovision(ctx, host, false)
+	})
+	if got := testutil.ToFloat64(lostAgentAborts.WithLabelValues(string(nodes.CleanWait))) - aborts; got != 1 {
+		t.Errorf("lost-agent aborts of clean wait: %v, want 1 (otherwise Ironic's callback timeout ended the wait)", got)
+	}
+	n := waitNode(t, p, host, "available", func(n *nodes.Node) bool { return true })
+	if n.ProvisionState != string(nodes.Available) {
+		t.Errorf("node after deprovisioning: %s, want available", n.ProvisionState)
+	}
 }

@@ -17,7 +17,15 @@ var requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Requests the Ironic provisioner sent to Ironic, by provisioner operation, HTTP method and status class.",
 }, []string{"operation", "method", "code"})
 
-func init() { metrics.Registry.MustRegister(requestsTotal) }
+// lostAgentAborts counts the waits aborted because the agent took its token and went silent
+// (lostagent.go), by the node's provision state: how often agents get lost, which Ironic itself
+// only shows as callback timeouts half an hour later.
+var lostAgentAborts = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "metalforge_ironic_lost_agent_aborts_total",
+	Help: "Clean, deploy and service waits the Ironic provisioner aborted because the agent took its token and stopped heartbeating, by provision state.",
+}, []string{"state"})
+
+func init() { metrics.Registry.MustRegister(requestsTotal, lostAgentAborts) }
 
 type opKey struct{}
 

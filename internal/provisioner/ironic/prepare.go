@@ -27,6 +27,9 @@ func (p *Provisioner) Prepare(ctx context.Context, host provisioner.Host, data p
 	if err != nil {
 		return provisioner.Result{}, err
 	}
+	if res, handled, err := p.abortLostAgent(ctx, s, n, "preparation"); handled {
+		return res, err
+	}
 	access, err := parseAccess(host)
 	if err != nil {
 		return provisioner.Failed(err.Error()), nil

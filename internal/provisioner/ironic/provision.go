@@ -18,6 +18,9 @@ func (p *Provisioner) Provision(ctx context.Context, host provisioner.Host, data
 	if err != nil {
 		return provisioner.Result{}, err
 	}
+	if res, handled, err := p.abortLostAgent(ctx, s, n, "provisioning"); handled {
+		return res, err
+	}
 	access, err := parseAccess(host)
 	if err != nil {
 		return provisioner.Failed(err.Error()), nil

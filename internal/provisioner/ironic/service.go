@@ -23,6 +23,9 @@ func (p *Provisioner) Service(ctx context.Context, host provisioner.Host, data p
 	if err != nil {
 		return provisioner.Result{}, err
 	}
+	if res, handled, err := p.abortLostAgent(ctx, s, n, "servicing"); handled {
+		return res, err
+	}
 	if !s.features.Servicing {
 		return provisioner.Result{}, fmt.Errorf("servicing host %s/%s: Ironic's API goes up to %s, servicing needs 1.%d: %w",
 			host.Namespace, host.Name, s.features.MaxVersion, minorServicing, provisioner.ErrServicingUnsupported)

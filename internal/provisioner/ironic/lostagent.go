@@ -1,0 +1,104 @@
+package ironic
+
+import (
+	"context"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// In these states Ironic waits for the agent: each heartbeat it handles touches the node's
+// provision_updated_at, and its only way out of a silent agent is the callback timeout
+// ([conductor] clean/deploy/service_callback_timeout, 30 minutes by default), which has to cover a
+// real server's boot into the agent.
+var agentWaitStates = map[nodes.ProvisionState]bool{
+	nodes.CleanWait: true, nodes.DeployWait: true, nodes.ServiceWait: true,
+}
+
+// Ironic hands an agent its token in the answer to the first lookup after each boot and refuses
+// another while one is stored ("An agent token generation request is being refused as one is
+// already present"). When that answer never reaches the agent (Ironic killed between storing the
+// token and answering, a connection lost, an agent that gave up on a slow answer) the agent can
+// never heartbeat, and the node waits for the callback timeout: half an hour of a host doing
+// nothing (fault campaign, finding 4; docs/fault-campaign.md). A stored token shows that the agent
+// has booted and looked itself up, so its silence no longer means a slow boot: an agent with a
+// token heartbeats at least every [api] ramdisk_heartbeat_timeout (300 s; ironic-python-agent
+// every 0.3–0.6 of it). Past AgentLostAfter without a heartbeat, the provisioner aborts the wait,
+// which powers the server off (wiping the token), and the operation retries with a fresh boot.
+//
+// Tokens Ironic pregenerates (virtual media with a kernel and ramdisk it builds the ISO from) are
+// in the boot image from the start, before the server has booted; they say nothing.
+
+// agentQuiet reports whether n waits for its agent and nothing has happened to it (no heartbeat
+// handled, no state change) for after. It needs only the listed fields; agentLost then decides on
+// the full node.
+func agentQuiet(n *nodes.Node, now time.Time, after time.Duration) bool {
+	return after > 0 && agentWaitStates[state(n)] && !n.ProvisionUpdatedAt.IsZero() &&
+		now.Sub(n.ProvisionUpdatedAt) >= after
+}
+
+// agentLost reports whether n (read in full, driver_internal_info included) waits for an agent that
+// took its token and has been silent for after; f says whether a deploy wait can be aborted.
+func agentLost(n *nodes.Node, f Features, now time.Time, after time.Duration) bool {
+	if !agentQuiet(n, now, after) || (state(n) == nodes.DeployWait && !f.DeployWaitAbort) {
+		return false
+	}
+	info := n.DriverInternalInfo
+	if _, ok := info["agent_secret_token"]; !ok {
+		return false // not looked up yet: the server may still be booting
+	}
+	if pregenerated, ok := info["agent_secret_token_pregenerated"]; ok && pregenerated != false {
+		return false // masked ("******") or true
+	}
+	if last, ok := info["agent_last_heartbeat"].(string); ok {
+		if t, err := parseIronicTime(last); err == nil && now.Sub(t) < after {
+			return false
+		}
+	}
+	return true
+}
+
+// parseIronicTime reads the naive UTC timestamps Ironic keeps in driver_internal_info
+// (Python's isoformat, with or without fractional seconds or an offset).
+func parseIronicTime(s string) (time.Time, error) {
+	for _, layout := range []string{"2006-01-02T15:04:05.999999", time.RFC3339Nano} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Parse("2006-01-02T15:04:05.999999Z07:00", s)
+}
+
+// abortLostAgent aborts the wait of a node whose agent took its token and went silent (see above);
+// handled is false when the node is not in that case. Only a node quiet for AgentLostAfter is read
+// again in full (driver_internal_info is not in the list the watcher keeps).
+func (p *Provisioner) abortLostAgent(ctx context.Context, s *session, n *nodes.Node, op string) (res provisioner.Result, handled bool, err error) {
+	now := p.now()
+	if !agentQuiet(n, now, p.cfg.AgentLostAfter) {
+		return res, false, nil
+	}
+	full, err := p.fetchNode(ctx, s, n.UUID)
+	if err != nil {
+		return res, true, err
+	}
+	if !agentLost(full, s.features, now, p.cfg.AgentLostAfter) {
+		return res, false, nil
+	}
+	p.logger(ctx).Info("The agent took its token and has not heartbeat since: aborting the wait so that the server boots it again",
+		"node", n.UUID, "provisionState", full.ProvisionState, "quietSince", full.ProvisionUpdatedAt.UTC().Format(time.RFC3339),
+		"lastHeartbeat", full.DriverInternalInfo["agent_last_heartbeat"], "after", p.cfg.AgentLostAfter)
+	res, err = p.abort(ctx, s, full, op+" (agent lost)")
+	if err == nil {
+		lostAgentAborts.WithLabelValues(full.ProvisionState).Inc()
+	}
+	return res, true, err
+}
+
+// abortedByRequest reports whether n's last operation ended in an abort (Ironic's "By request, the
+// clean/deploy/service operation was aborted"). Only the provisioner aborts (a lost agent, a
+// changed image, changes taken back), so such a failure is retried at once, not reported.
+func abortedByRequest(n *nodes.Node) bool {
+	return containsFold(n.LastError, "by request") && containsFold(n.LastError, "was aborted")
+}

@@ -1,0 +1,72 @@
+package ironic
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+)
+
+func TestAgentLost(t *testing.T) {
+	now := time.Date(2026, 11, 24, 13, 0, 0, 0, time.UTC)
+	after := 5 * time.Minute
+	quietFor := func(d time.Duration) func(*nodes.Node) {
+		return func(n *nodes.Node) { n.ProvisionUpdatedAt = now.Add(-d) }
+	}
+	info := func(kv ...any) func(*nodes.Node) {
+		return func(n *nodes.Node) {
+			n.DriverInternalInfo = map[string]any{}
+			for i := 0; i < len(kv); i += 2 {
+				n.DriverInternalInfo[kv[i].(string)] = kv[i+1]
+			}
+		}
+	}
+	// Ironic's API masks the token's value; the key is what tells.
+	token := info("agent_secret_token", "******")
+	heartbeat := func(ago time.Duration) string { return now.Add(-ago).Format("2006-01-02T15:04:05.000000") }
+	with, without := Features{DeployWaitAbort: true}, Features{}
+	for name, c := range map[string]struct {
+		n     *nodes.Node
+		f     Features
+		quiet bool // agentQuiet: worth reading the node in full
+		lost  bool
+	}{
+		"clean wait, token, silent 6 min":              {node(nodes.CleanWait, quietFor(6*time.Minute), token), with, true, true},
+		"clean wait, token, silent 4 min":              {node(nodes.CleanWait, quietFor(4*time.Minute), token), with, false, false},
+		"clean wait, no token (still booting)":         {node(nodes.CleanWait, quietFor(20*time.Minute), info()), with, true, false},
+		"clean wait, pregenerated token (vmedia)":      {node(nodes.CleanWait, quietFor(20*time.Minute), info("agent_secret_token", "******", "agent_secret_token_pregenerated", "******")), with, true, false},
+		"clean wait, pregenerated shown as true":       {node(nodes.CleanWait, quietFor(20*time.Minute), info("agent_secret_token", "x", "agent_secret_token_pregenerated", true)), with, true, false},
+		"clean wait, pregenerated false":               {node(nodes.CleanWait, quietFor(20*time.Minute), info("agent_secret_token", "x", "agent_secret_token_pregenerated", false)), with, true, true},
+		"clean wait, old heartbeat of an earlier boot": {node(nodes.CleanWait, quietFor(6*time.Minute), info("agent_secret_token", "******", "agent_last_heartbeat", heartbeat(time.Hour))), with, true, true},
+		"clean wait, heartbeat 1 min ago":              {node(nodes.CleanWait, quietFor(6*time.Minute), info("agent_secret_token", "******", "agent_last_heartbeat", heartbeat(time.Minute))), with, true, false},
+		"deploy wait, token, 1.110":                    {node(nodes.DeployWait, quietFor(6*time.Minute), token), with, true, true},
+		"deploy wait, token, no abort":                 {node(nodes.DeployWait, quietFor(6*time.Minute), token), without, true, false},
+		"service wait, token":                          {node(nodes.ServiceWait, quietFor(time.Hour), token), with, true, true},
+		"inspect wait, token":                          {node(nodes.InspectWait, quietFor(time.Hour), token), with, false, false},
+		"cleaning (conductor works), token":            {node(nodes.Cleaning, quietFor(time.Hour), token), with, false, false},
+		"clean wait, no provision_updated_at":          {node(nodes.CleanWait, token), with, false, false},
+	} {
+		if got := agentQuiet(c.n, now, after); got != c.quiet {
+			t.Errorf("%s: agentQuiet = %t, want %t", name, got, c.quiet)
+		}
+		if got := agentLost(c.n, c.f, now, after); got != c.lost {
+			t.Errorf("%s: agentLost = %t, want %t", name, got, c.lost)
+		}
+		if agentLost(c.n, c.f, now, 0) || agentQuiet(c.n, now, 0) {
+			t.Errorf("%s: AgentLostAfter 0 must turn the check off", name)
+		}
+	}
+}
+
+func TestParseIronicTime(t *testing.T) {
+	want := time.Date(2026, 11, 24, 12, 53, 9, 531000000, time.UTC)
+	for _, s := range []string{"2026-11-24T12:53:09.531000", "2026-11-24T12:53:09.531Z", "2026-11-24T12:53:09.531+00:00"} {
+		got, err := parseIronicTime(s)
+		if err != nil || !got.Equal(want) {
+			t.Errorf("parseIronicTime(%q) = %v, %v; want %v", s, got, err, want)
+		}
+	}
+	if _, err := parseIronicTime("yesterday"); err == nil {
+		t.Error("parseIronicTime accepted \"yesterday\"")
+	}
+}
