@@ -28,8 +28,16 @@ var agentWaitStates = map[nodes.ProvisionState]bool{
 // every 0.3–0.6 of it). Past AgentLostAfter without a heartbeat, the provisioner aborts the wait,
 // which powers the server off (wiping the token), and the operation retries with a fresh boot.
 //
+// One such abort per node per lostAgentRetryWindow: an agent that can look itself up but never
+// heartbeat (a callback URL Ironic refuses, a firewall between the agent and Ironic) would
+// otherwise have its server rebooted every few minutes with nothing shown on the host. The second
+// time the wait is left to Ironic's callback timeout, whose failure the host reports and counts.
+//
 // Tokens Ironic pregenerates (virtual media with a kernel and ramdisk it builds the ISO from) are
 // in the boot image from the start, before the server has booted; they say nothing.
+
+// lostAgentRetryWindow: within it, a node's wait is aborted for a lost agent once.
+const lostAgentRetryWindow = time.Hour
 
 // agentQuiet reports whether n waits for its agent and nothing has happened to it (no heartbeat
 // handled, no state change) for after. It needs only the listed fields; agentLost then decides on
@@ -76,7 +84,7 @@ func parseIronicTime(s string) (time.Time, error) {
 // again in full (driver_internal_info is not in the list the watcher keeps).
 func (p *Provisioner) abortLostAgent(ctx context.Context, s *session, n *nodes.Node, op string) (res provisioner.Result, handled bool, err error) {
 	now := p.now()
-	if !agentQuiet(n, now, p.cfg.AgentLostAfter) {
+	if !agentQuiet(n, now, p.cfg.AgentLostAfter) || p.memory.lostAgentAbortedSince(n.UUID, now.Add(-lostAgentRetryWindow)) {
 		return res, false, nil
 	}
 	full, err := p.fetchNode(ctx, s, n.UUID)
@@ -91,6 +99,7 @@ func (p *Provisioner) abortLostAgent(ctx context.Context, s *session, n *nodes.N
 		"lastHeartbeat", full.DriverInternalInfo["agent_last_heartbeat"], "after", p.cfg.AgentLostAfter)
 	res, err = p.abort(ctx, s, full, op+" (agent lost)")
 	if err == nil {
+		p.memory.setLostAgentAbort(n.UUID, now)
 		lostAgentAborts.WithLabelValues(full.ProvisionState).Inc()
 	}
 	return res, true, err

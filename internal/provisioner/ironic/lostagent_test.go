@@ -1,9 +1,17 @@
 package ironic
 
 import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 )
 
@@ -69,4 +77,60 @@ func TestParseIronicTime(t *testing.T) {
 	if _, err := parseIronicTime("yesterday"); err == nil {
 		t.Error("parseIronicTime accepted \"yesterday\"")
 	}
+}
+
+// TestLostAgentAbortedOncePerWindow: a node's wait is aborted for a lost agent once; a second lost
+// agent within lostAgentRetryWindow is left to Ironic's callback timeout (whose failure the host
+// reports), and after the window it is aborted again.
+func TestLostAgentAbortedOncePerWindow(t *testing.T) {
+	const uuid = "0b3c9c3e-5d1a-4c1e-9a57-6b1f1f2f0002"
+	now := time.Date(2026, 11, 24, 13, 0, 0, 0, time.UTC)
+	quietSince := now.Add(-10 * time.Minute).Format(time.RFC3339)
+	var aborts atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case answerVersion(w, r):
+		case r.URL.Path == "/v1/nodes/"+uuid && r.Method == http.MethodGet:
+			_, _ = fmt.Fprintf(w, `{"uuid": %q, "provision_state": "clean wait", "target_provision_state": "available",
+				"provision_updated_at": %q, "driver_internal_info": {"agent_secret_token": "******"}}`, uuid, quietSince)
+		case r.URL.Path == "/v1/nodes/"+uuid+"/states/provision" && r.Method == http.MethodPut:
+			body, _ := io.ReadAll(r.Body)
+			if !strings.Contains(string(body), `"abort"`) {
+				t.Errorf("provision state change %s, want abort", body)
+			}
+			aborts.Add(1)
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	cfg := DefaultConfig()
+	cfg.Endpoint = srv.URL + "/v1/"
+	p, err := New(cfg, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.now = func() time.Time { return now }
+	ctx := context.Background()
+	s, err := p.session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := node(nodes.CleanWait, func(n *nodes.Node) { n.UUID, n.ProvisionUpdatedAt = uuid, now.Add(-10*time.Minute) })
+
+	try := func(when string, wantHandled bool, wantAborts int32) {
+		t.Helper()
+		_, handled, err := p.abortLostAgent(ctx, s, n, "deprovisioning")
+		if err != nil || handled != wantHandled || aborts.Load() != wantAborts {
+			t.Errorf("%s: handled %t, %v, %d aborts; want handled %t, %d aborts", when, handled, err, aborts.Load(), wantHandled, wantAborts)
+		}
+	}
+	try("first lost agent", true, 1)
+	try("again within the window", false, 1)
+	now = now.Add(lostAgentRetryWindow + time.Minute)
+	n.ProvisionUpdatedAt = now.Add(-10 * time.Minute)
+	quietSince = n.ProvisionUpdatedAt.Format(time.RFC3339)
+	try("after the window", true, 2)
 }

@@ -3,6 +3,7 @@ package ironic
 import (
 	"reflect"
 	"sync"
+	"time"
 )
 
 // nodeMemory is what the provisioner remembers about each node beyond what Ironic shows, because
@@ -33,6 +34,9 @@ type nodeFacts struct {
 	// failedStarts holds, per extra key (extraPrepared, extraServiced), a fingerprint written to
 	// the node whose operation Ironic then did not accept (see finished).
 	failedStarts map[string]string
+	// lostAgentAbort is when this provisioner last aborted the node's wait for a lost agent
+	// (lostagent.go), so that a second one soon after is left to Ironic's callback timeout.
+	lostAgentAbort time.Time
 }
 
 // read calls f with the node's facts (zero when none) under the lock.
@@ -137,4 +141,15 @@ func (m *nodeMemory) recordStart(id, key, fp string, started bool) {
 		}
 		f.failedStarts[key] = fp
 	})
+}
+
+// lostAgentAbortedSince reports whether this provisioner aborted the node's wait for a lost agent
+// at or after t.
+func (m *nodeMemory) lostAgentAbortedSince(id string, t time.Time) (aborted bool) {
+	m.read(id, func(f nodeFacts) { aborted = !f.lostAgentAbort.IsZero() && !f.lostAgentAbort.Before(t) })
+	return aborted
+}
+
+func (m *nodeMemory) setLostAgentAbort(id string, at time.Time) {
+	m.update(id, func(f *nodeFacts) { f.lostAgentAbort = at })
 }

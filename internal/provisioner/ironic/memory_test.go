@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
@@ -24,6 +25,7 @@ func remember(m *nodeMemory, id string) {
 	m.setRestartedManage(id, true)
 	m.setBootPort(id, "52:54:00:00:00:01")
 	m.recordStart(id, extraPrepared, "fp-steps", false)
+	m.setLostAgentAbort(id, time.Unix(100, 0))
 }
 
 // remembered reports whether the provisioner keeps anything about node id.
@@ -60,6 +62,9 @@ func TestNodeMemory(t *testing.T) {
 	if _, failed := m.failedStart("a", extraServiced); failed {
 		t.Error("a failed start under one key shows under another")
 	}
+	if !m.lostAgentAbortedSince("a", time.Unix(100, 0)) || m.lostAgentAbortedSince("a", time.Unix(101, 0)) || m.lostAgentAbortedSince("c", time.Time{}) {
+		t.Error("lostAgentAbortedSince: want the abort at 100 s seen from 100 s on, not after it, and none for an unknown node")
+	}
 	if !m.takeRestartedManage("a") || m.takeRestartedManage("a") {
 		t.Error("takeRestartedManage: want true once, then false (one restart per reported failure)")
 	}
@@ -86,6 +91,7 @@ func TestNodeMemory(t *testing.T) {
 	m.setPowerRequest("b", "")
 	m.setRestartedManage("b", false)
 	m.setBootPort("b", "")
+	m.setLostAgentAbort("b", time.Time{})
 	if m.nodes["b"] == nil {
 		t.Fatal("b dropped while a failed start is still remembered")
 	}
@@ -95,6 +101,15 @@ func TestNodeMemory(t *testing.T) {
 	}
 }
 
+// answerVersion answers the version document of an Ironic at API 1.115 when r asks for it.
+func answerVersion(w http.ResponseWriter, r *http.Request) bool {
+	if r.URL.Path != "/v1/" && r.URL.Path != "/v1" {
+		return false
+	}
+	_, _ = fmt.Fprint(w, `{"id": "v1", "version": {"id": "v1", "status": "CURRENT", "min_version": "1.1", "version": "1.115"}}`)
+	return true
+}
+
 // fakeIronic answers for one manageable node: its version document, GET and DELETE of the node
 // (DELETE answers 409 "locked" while locked is set).
 func fakeIronic(t *testing.T, uuid, name string, locked *atomic.Bool) *httptest.Server {
@@ -102,8 +117,7 @@ func fakeIronic(t *testing.T, uuid, name string, locked *atomic.Bool) *httptest.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		switch {
-		case r.URL.Path == "/v1/" || r.URL.Path == "/v1":
-			_, _ = fmt.Fprint(w, `{"id": "v1", "version": {"id": "v1", "status": "CURRENT", "min_version": "1.1", "version": "1.115"}}`)
+		case answerVersion(w, r):
 		case r.URL.Path == "/v1/nodes/"+uuid && r.Method == http.MethodGet:
 			_, _ = fmt.Fprintf(w, `{"uuid": %q, "name": %q, "provision_state": "manageable", "power_state": "power off"}`, uuid, name)
 		case r.URL.Path == "/v1/nodes/"+uuid && r.Method == http.MethodDelete && locked.Load():
