@@ -71,12 +71,10 @@ func agentLost(n *nodes.Node, f Features, now time.Time, after time.Duration) bo
 // parseIronicTime reads the naive UTC timestamps Ironic keeps in driver_internal_info
 // (Python's isoformat, with or without fractional seconds or an offset).
 func parseIronicTime(s string) (time.Time, error) {
-	for _, layout := range []string{"2006-01-02T15:04:05.999999", time.RFC3339Nano} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, nil
-		}
+	if t, err := time.Parse("2006-01-02T15:04:05.999999", s); err == nil {
+		return t, nil
 	}
-	return time.Parse("2006-01-02T15:04:05.999999Z07:00", s)
+	return time.Parse(time.RFC3339Nano, s) // "Z" or "+00:00"; the fraction is optional in both
 }
 
 // abortLostAgent aborts the wait of a node whose agent took its token and went silent (see above);
