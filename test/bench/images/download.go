@@ -34,6 +34,10 @@ type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
+// readBuffer is the size of each stream's read buffer (-read-kib): every stream, cat's pipe and
+// both servers' sockets alike, is read into one such buffer.
+var readBuffer = 1 << 20
+
 var httpClient = &http.Client{Transport: &http.Transport{MaxConnsPerHost: 0, MaxIdleConnsPerHost: 64, DisableCompression: true}}
 
 // verifyOne downloads one image and checks it against its checksum annotation.
@@ -120,7 +124,7 @@ func streams(n int, open func(i int) (io.ReadCloser, func() error, error)) (floa
 				errs <- err
 				return
 			}
-			k, err := io.CopyBuffer(discard{}, rc, make([]byte, 1<<20))
+			k, err := io.CopyBuffer(discard{}, rc, make([]byte, readBuffer))
 			rc.Close()
 			if werr := wait(); err == nil {
 				err = werr

@@ -52,8 +52,10 @@ func main() {
 	flag.IntVar(&o.concurrency, "concurrency", 0, "Controller -concurrency (0: its default).")
 	flag.IntVar(&o.rounds, "rounds", 3, "Download rounds per count (interleaved; medians reported).")
 	flag.StringVar(&o.cacheDir, "cache", "", "Where the base ISO is kept between runs (default: .cache/bench-images).")
+	readKiB := flag.Int("read-kib", readBuffer>>10, "Read buffer of each download stream, in KiB.")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "Give up after this long.")
 	flag.Parse()
+	readBuffer = *readKiB << 10
 	o.downloads = min(o.downloads, o.n)
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-images:", err)
