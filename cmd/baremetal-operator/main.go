@@ -11,21 +11,16 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/metalforge/metalforge/internal/apimetrics"
 	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/controller/host"
 	"github.com/metalforge/metalforge/internal/controller/hostfirmwarecomponents"
 	"github.com/metalforge/metalforge/internal/controller/hostfirmwaresettings"
 	"github.com/metalforge/metalforge/internal/controller/preprovisioningimage"
+	"github.com/metalforge/metalforge/internal/managerconfig"
 	"github.com/metalforge/metalforge/internal/scheme"
 	"github.com/metalforge/metalforge/internal/webhooks"
 )
@@ -34,15 +29,7 @@ type options struct {
 	provisioner            string
 	namespaces             []string
 	concurrency            int
-	qps                    float64
-	burst                  int
-	metricsAddr            string
-	probeAddr              string
-	pprofAddr              string
-	leaderElect            bool
-	leaderElectionNS       string
-	webhookPort            int
-	webhookCertDir         string
+	manager                managerconfig.Flags
 	maxProvisioningRetries int
 	buildPreprovImage      bool
 	externalImageBuilder   bool
@@ -77,15 +64,7 @@ func main() {
 		return nil
 	})
 	fs.IntVar(&o.concurrency, "concurrency", 20, "Hosts reconciled at once.")
-	fs.Float64Var(&o.qps, "kube-api-qps", defaultQPS, "Client-side limit on API requests per second (negative: no limit).")
-	fs.IntVar(&o.burst, "kube-api-burst", defaultBurst, "Client-side burst of API requests.")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint (0 disables it).")
-	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":9440", "Address of the /healthz and /readyz endpoints.")
-	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "Address of the pprof endpoints (0 disables them).")
-	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles.")
-	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's).")
-	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the admission webhook server (0: no webhooks).")
-	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory with tls.crt and tls.key for the webhook server (default: controller-runtime's).")
+	o.manager.Bind(fs, managerconfig.Defaults{QPS: defaultQPS, Burst: defaultBurst, ProbeAddr: ":9440"})
 	fs.IntVar(&o.maxProvisioningRetries, "max-provisioning-retries", 5, "Failed provisioning attempts of one image before giving up (0: no limit).")
 	fs.BoolVar(&o.buildPreprovImage, "build-preprov-image", false, "Give every host a PreprovisioningImage (its own agent image, with its network data) and boot the agent from it.")
 	fs.BoolVar(&o.externalImageBuilder, "external-preprov-image-builder", false,
@@ -126,7 +105,10 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("loading the Kubernetes client configuration: %w", err)
 	}
-	configureClient(cfg, o)
+	o.manager.ConfigureClient(cfg, "metalforge-baremetal-operator")
+	// The API server warns on every write of metal3's finalizer names (not domain-qualified, and
+	// kept for compatibility): once is enough.
+	cfg.WarningHandlerWithContext = ctrllog.NewKubeAPIWarningLogger(ctrllog.KubeAPIWarningLoggerOptions{Deduplicate: true})
 
 	// Every controller of this manager reads the same cache: its reductions are declared once here.
 	views := append(host.CacheViews(), hostfirmwaresettings.CacheViews()...)
@@ -137,20 +119,7 @@ func run(ctx context.Context, o options) error {
 	for _, line := range cacheview.Describe(views...) {
 		log.Info("Cached reads are reduced", "view", line)
 	}
-	mgrOpts := ctrl.Options{
-		Scheme:                  scheme.New(),
-		Cache:                   cacheOpts,
-		Client:                  clientOpts,
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
-		HealthProbeBindAddress:  o.probeAddr,
-		PprofBindAddress:        o.pprofAddr,
-		LeaderElection:          o.leaderElect,
-		LeaderElectionID:        "baremetal-operator.metal3.io",
-		LeaderElectionNamespace: o.leaderElectionNS,
-	}
-	if o.webhookPort != 0 {
-		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir})
-	}
+	mgrOpts := o.manager.ManagerOptions(scheme.New(), "baremetal-operator.metal3.io", cacheOpts, clientOpts)
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
@@ -176,41 +145,18 @@ func run(ctx context.Context, o options) error {
 	if err := hfc.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if o.webhookPort != 0 {
+	if o.manager.WebhookPort != 0 {
 		if err := webhooks.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the webhooks: %w", err)
 		}
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return fmt.Errorf("adding the health check: %w", err)
-	}
-	ready := healthz.Ping
-	if o.webhookPort != 0 {
-		ready = mgr.GetWebhookServer().StartedChecker()
-	}
-	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
-		return fmt.Errorf("adding the readiness check: %w", err)
+	if err := o.manager.AddHealthChecks(mgr); err != nil {
+		return err
 	}
 
 	log.Info("Starting the operator", "provisioner", o.provisioner, "namespaces", o.namespaces,
-		"concurrency", o.concurrency, "qps", o.qps, "burst", o.burst)
+		"concurrency", o.concurrency, "qps", o.manager.QPS, "burst", o.manager.Burst)
 	return mgr.Start(ctx)
-}
-
-// configureClient sets one rate limiter shared by every client of the manager (otherwise each
-// resource's REST client gets its own bucket and the flag means little), and counts API requests.
-func configureClient(cfg *rest.Config, o options) {
-	cfg.UserAgent = "metalforge-baremetal-operator"
-	if o.qps < 0 {
-		cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
-	} else {
-		cfg.QPS, cfg.Burst = float32(o.qps), o.burst
-		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(float32(o.qps), o.burst)
-	}
-	cfg.Wrap(apimetrics.Wrap)
-	// The API server warns on every write of metal3's finalizer names (not domain-qualified, and
-	// kept for compatibility): once is enough.
-	cfg.WarningHandlerWithContext = ctrllog.NewKubeAPIWarningLogger(ctrllog.KubeAPIWarningLoggerOptions{Deduplicate: true})
 }
 
 // setupImageController starts the built-in PreprovisioningImage controller when hosts get images

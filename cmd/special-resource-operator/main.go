@@ -13,20 +13,16 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/metalforge/metalforge/internal/apimetrics"
 	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/controller/nodekernel"
 	"github.com/metalforge/metalforge/internal/controller/preflightvalidation"
 	"github.com/metalforge/metalforge/internal/controller/specialresource"
 	"github.com/metalforge/metalforge/internal/controller/sroclusteroperator"
+	"github.com/metalforge/metalforge/internal/managerconfig"
 	"github.com/metalforge/metalforge/internal/scheme"
 	"github.com/metalforge/metalforge/internal/sro/build"
 	"github.com/metalforge/metalforge/internal/sro/image"
@@ -35,15 +31,7 @@ import (
 
 type options struct {
 	concurrency        int
-	qps                float64
-	burst              int
-	metricsAddr        string
-	probeAddr          string
-	pprofAddr          string
-	leaderElect        bool
-	leaderElectionNS   string
-	webhookPort        int
-	webhookCertDir     string
+	manager            managerconfig.Flags
 	namespace          string
 	clusterOperator    string
 	buildBackend       string
@@ -56,15 +44,7 @@ func main() {
 	logCfg := textlogger.NewConfig()
 	fs := flag.CommandLine
 	fs.IntVar(&o.concurrency, "concurrency", 10, "SpecialResources reconciled at once.")
-	fs.Float64Var(&o.qps, "kube-api-qps", 200, "Client-side limit on API requests per second (negative: no limit).")
-	fs.IntVar(&o.burst, "kube-api-burst", 400, "Client-side burst of API requests.")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint (0 disables it).")
-	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
-	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "Address of the pprof endpoints (0 disables them).")
-	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles.")
-	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's).")
-	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the admission webhook server (0: no webhooks).")
-	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory with tls.crt and tls.key for the webhook server (default: controller-runtime's).")
+	o.manager.Bind(fs, managerconfig.Defaults{QPS: 200, Burst: 400, ProbeAddr: ":8081"})
 	fs.StringVar(&o.namespace, "operator-namespace", os.Getenv("OPERATOR_NAMESPACE"), "The operator's namespace (reported on the ClusterOperator).")
 	fs.StringVar(&o.clusterOperator, "cluster-operator", sroclusteroperator.DefaultName, "Name of the ClusterOperator to report on, where the cluster has ClusterOperators (empty: none).")
 	fs.StringVar(&o.buildBackend, "build-backend", "auto", "How to build missing driver images: openshift (build.openshift.io), job (kaniko in a Job), or auto (openshift where served).")
@@ -93,7 +73,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("loading the Kubernetes client configuration: %w", err)
 	}
-	configureClient(cfg, o)
+	o.manager.ConfigureClient(cfg, "metalforge-special-resource-operator")
 	// Which build backend (and so which cache views) depends on what the cluster serves.
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -115,20 +95,7 @@ func run(ctx context.Context, o options) error {
 	for _, line := range cacheview.Describe(views...) {
 		log.Info("Cached reads are reduced", "view", line)
 	}
-	mgrOpts := ctrl.Options{
-		Scheme:                  scheme.New(),
-		Cache:                   cacheOpts,
-		Client:                  clientOpts,
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
-		HealthProbeBindAddress:  o.probeAddr,
-		PprofBindAddress:        o.pprofAddr,
-		LeaderElection:          o.leaderElect,
-		LeaderElectionID:        "special-resource-operator.sro.openshift.io",
-		LeaderElectionNamespace: o.leaderElectionNS,
-	}
-	if o.webhookPort != 0 {
-		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir})
-	}
+	mgrOpts := o.manager.ManagerOptions(scheme.New(), "special-resource-operator.sro.openshift.io", cacheOpts, clientOpts)
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
@@ -160,23 +127,16 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("setting up the ClusterOperator controller: %w", err)
 		}
 	}
-	if o.webhookPort != 0 {
+	if o.manager.WebhookPort != 0 {
 		if err := srowebhook.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the webhooks: %w", err)
 		}
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return fmt.Errorf("adding the health check: %w", err)
-	}
-	ready := healthz.Ping
-	if o.webhookPort != 0 {
-		ready = mgr.GetWebhookServer().StartedChecker()
-	}
-	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
-		return fmt.Errorf("adding the readiness check: %w", err)
+	if err := o.manager.AddHealthChecks(mgr); err != nil {
+		return err
 	}
 	log.Info("Starting the special-resource-operator", "version", version(), "builds", builder.Kind(), "clusterOperator", hasCO,
-		"webhookPort", o.webhookPort, "concurrency", o.concurrency)
+		"webhookPort", o.manager.WebhookPort, "concurrency", o.concurrency)
 	return mgr.Start(ctx)
 }
 
@@ -192,19 +152,6 @@ func chooseBuilder(mgr ctrl.Manager, o options) (build.Builder, error) {
 		return build.Job{Client: c, Image: o.buildImage}, nil
 	}
 	return nil, fmt.Errorf("--build-backend=%q: want auto, openshift or job", o.buildBackend)
-}
-
-// configureClient shares one rate limiter among the manager's clients and counts API requests
-// (metalforge_api_requests_total, read by the benchmark).
-func configureClient(cfg *rest.Config, o options) {
-	cfg.UserAgent = "metalforge-special-resource-operator"
-	if o.qps < 0 {
-		cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
-	} else {
-		cfg.QPS, cfg.Burst = float32(o.qps), o.burst
-		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(float32(o.qps), o.burst)
-	}
-	cfg.Wrap(apimetrics.Wrap)
 }
 
 // version is the module version the binary was built from ("devel" in a work tree).

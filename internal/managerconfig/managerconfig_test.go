@@ -1,0 +1,76 @@
+package managerconfig
+
+import (
+	"flag"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/metalforge/metalforge/internal/scheme"
+)
+
+func parse(t *testing.T, d Defaults, args ...string) Flags {
+	t.Helper()
+	var f Flags
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	f.Bind(fs, d)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestBindKeepsEachOperatorsDefaults(t *testing.T) {
+	f := parse(t, Defaults{QPS: 200, Burst: 400, ProbeAddr: ":8081"})
+	want := Flags{QPS: 200, Burst: 400, MetricsAddr: ":8080", ProbeAddr: ":8081", PprofAddr: "0", WebhookPort: 9443}
+	if f != want {
+		t.Fatalf("defaults: got %+v, want %+v", f, want)
+	}
+	f = parse(t, Defaults{QPS: 500, Burst: 1000, ProbeAddr: ":9440"}, "--kube-api-qps=-1", "--webhook-port=0", "--leader-elect", "--leader-election-namespace=ns")
+	if f.QPS != -1 || f.Burst != 1000 || f.ProbeAddr != ":9440" || f.WebhookPort != 0 || !f.LeaderElect || f.LeaderElectionNS != "ns" {
+		t.Fatalf("parsed: %+v", f)
+	}
+}
+
+func TestConfigureClient(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		qps          float64
+		burst        int
+		wantLimiter  bool
+		wantQPS      float32
+		wantBurstCfg int
+	}{
+		{name: "a negative QPS turns the client-side limit off", qps: -1, burst: 10, wantQPS: -1, wantBurstCfg: 0},
+		{name: "a positive QPS is one limiter shared by every client", qps: 50, burst: 70, wantLimiter: true, wantQPS: 50, wantBurstCfg: 70},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := &rest.Config{}
+			Flags{QPS: tc.qps, Burst: tc.burst}.ConfigureClient(cfg, "agent")
+			if cfg.UserAgent != "agent" || cfg.QPS != tc.wantQPS || cfg.Burst != tc.wantBurstCfg || (cfg.RateLimiter != nil) != tc.wantLimiter {
+				t.Fatalf("got user agent %q, QPS %v, burst %d, limiter %v", cfg.UserAgent, cfg.QPS, cfg.Burst, cfg.RateLimiter != nil)
+			}
+			if cfg.WrapTransport == nil {
+				t.Fatal("API requests are not counted: no transport wrapper")
+			}
+		})
+	}
+}
+
+func TestManagerOptionsWebhookServerOnlyWithAPort(t *testing.T) {
+	f := Flags{MetricsAddr: ":1", ProbeAddr: ":2", PprofAddr: "0", LeaderElect: true, LeaderElectionNS: "ns", WebhookPort: 0}
+	opts := f.ManagerOptions(scheme.New(), "lease", cache.Options{}, client.Options{})
+	if opts.WebhookServer != nil {
+		t.Fatal("--webhook-port=0 still configures a webhook server")
+	}
+	if opts.Metrics.BindAddress != ":1" || opts.HealthProbeBindAddress != ":2" || !opts.LeaderElection ||
+		opts.LeaderElectionID != "lease" || opts.LeaderElectionNamespace != "ns" || opts.Scheme == nil {
+		t.Fatalf("options not taken from the flags: %+v", opts)
+	}
+	f.WebhookPort, f.WebhookCertDir = 9443, "/certs"
+	if opts := f.ManagerOptions(scheme.New(), "lease", cache.Options{}, client.Options{}); opts.WebhookServer == nil {
+		t.Fatal("--webhook-port=9443 configures no webhook server")
+	}
+}
