@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/metalforge/metalforge/internal/bulktcp"
 	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/controller/imagecustomization"
 	"github.com/metalforge/metalforge/internal/imagecustomization/baseimage"
@@ -172,7 +173,8 @@ func run(ctx context.Context, o options) error {
 	for name, rec := range b.Statics() {
 		srv.AddStatic(name, rec)
 	}
-	ln, err := net.Listen("tcp", o.bindAddr)
+	// Images are streamed with sendfile: Nagle's algorithm on (bulktcp) makes that faster.
+	ln, err := bulktcp.Listen("tcp", o.bindAddr)
 	if err != nil {
 		return fmt.Errorf("image server: %w", err)
 	}

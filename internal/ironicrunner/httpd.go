@@ -11,6 +11,8 @@ import (
 	"path"
 	"path/filepath"
 	"time"
+
+	"github.com/metalforge/metalforge/internal/bulktcp"
 )
 
 // FileHandler serves files below root: GET and HEAD, byte ranges (BMCs and agents resume
@@ -62,7 +64,7 @@ func Serve(ctx context.Context, c Config, ip string, logf func(string, ...any)) 
 	}
 	errc := make(chan error, len(servers))
 	for _, s := range servers {
-		ln, err := net.Listen("tcp", s.Addr)
+		ln, err := bulktcp.Listen("tcp", s.Addr) // images streamed with sendfile: Nagle on
 		if err != nil {
 			return fmt.Errorf("listening on %s: %w", s.Addr, err)
 		}
