@@ -1,6 +1,6 @@
 // Package bulktcp makes TCP listeners for servers whose answers are mostly large files sent with
-// sendfile: the image-customization-controller's per-host images and the Ironic runner's httpd
-// (agent and OS images).
+// sendfile: the image-customization-controller's per-host images and the Ironic runner's httpd on
+// plain HTTP (agent and OS images).
 //
 // Go turns Nagle's algorithm off on every TCP connection it makes (TCP_NODELAY), which suits
 // request and answer protocols: a small write leaves at once. For a file streamed with sendfile it

@@ -64,7 +64,13 @@ func Serve(ctx context.Context, c Config, ip string, logf func(string, ...any)) 
 	}
 	errc := make(chan error, len(servers))
 	for _, s := range servers {
-		ln, err := bulktcp.Listen("tcp", s.Addr) // images streamed with sendfile: Nagle on
+		// Plain HTTP streams the images with sendfile, which Nagle's algorithm makes faster
+		// (bulktcp); TLS encrypts in the process and keeps Go's default.
+		listen := bulktcp.Listen
+		if s.TLSConfig != nil {
+			listen = net.Listen
+		}
+		ln, err := listen("tcp", s.Addr)
 		if err != nil {
 			return fmt.Errorf("listening on %s: %w", s.Addr, err)
 		}
