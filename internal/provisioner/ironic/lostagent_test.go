@@ -85,7 +85,9 @@ func TestParseIronicTime(t *testing.T) {
 func TestLostAgentAbortedOncePerWindow(t *testing.T) {
 	const uuid = "0b3c9c3e-5d1a-4c1e-9a57-6b1f1f2f0002"
 	now := time.Date(2026, 11, 24, 13, 0, 0, 0, time.UTC)
-	quietSince := now.Add(-10 * time.Minute).Format(time.RFC3339)
+	// quietSince is what the fake Ironic answers for provision_updated_at; the test moves it.
+	var quietSince atomic.Value
+	quietSince.Store(now.Add(-10 * time.Minute).Format(time.RFC3339))
 	var aborts atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -93,7 +95,7 @@ func TestLostAgentAbortedOncePerWindow(t *testing.T) {
 		case answerVersion(w, r):
 		case r.URL.Path == "/v1/nodes/"+uuid && r.Method == http.MethodGet:
 			_, _ = fmt.Fprintf(w, `{"uuid": %q, "provision_state": "clean wait", "target_provision_state": "available",
-				"provision_updated_at": %q, "driver_internal_info": {"agent_secret_token": "******"}}`, uuid, quietSince)
+				"provision_updated_at": %q, "driver_internal_info": {"agent_secret_token": "******"}}`, uuid, quietSince.Load())
 		case r.URL.Path == "/v1/nodes/"+uuid+"/states/provision" && r.Method == http.MethodPut:
 			body, _ := io.ReadAll(r.Body)
 			if !strings.Contains(string(body), `"abort"`) {
@@ -131,6 +133,6 @@ func TestLostAgentAbortedOncePerWindow(t *testing.T) {
 	try("again within the window", false, 1)
 	now = now.Add(lostAgentRetryWindow + time.Minute)
 	n.ProvisionUpdatedAt = now.Add(-10 * time.Minute)
-	quietSince = n.ProvisionUpdatedAt.Format(time.RFC3339)
+	quietSince.Store(n.ProvisionUpdatedAt.Format(time.RFC3339))
 	try("after the window", true, 2)
 }
