@@ -173,7 +173,8 @@ func run(ctx context.Context, o options) error {
 	for name, rec := range b.Statics() {
 		srv.AddStatic(name, rec)
 	}
-	// Images are streamed with sendfile: Nagle's algorithm on (bulktcp) makes that faster.
+	// Images are streamed with sendfile: Nagle's algorithm on while a body streams (bulktcp)
+	// makes that faster.
 	ln, err := bulktcp.Listen("tcp", o.bindAddr)
 	if err != nil {
 		return fmt.Errorf("image server: %w", err)

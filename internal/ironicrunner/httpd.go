@@ -64,8 +64,8 @@ func Serve(ctx context.Context, c Config, ip string, logf func(string, ...any)) 
 	}
 	errc := make(chan error, len(servers))
 	for _, s := range servers {
-		// Plain HTTP streams the images with sendfile, which Nagle's algorithm makes faster
-		// (bulktcp); TLS encrypts in the process and keeps Go's default.
+		// Plain HTTP streams the images with sendfile, which Nagle's algorithm on while a body
+		// streams makes faster (bulktcp); TLS encrypts in the process and keeps Go's default.
 		listen := bulktcp.Listen
 		if s.TLSConfig != nil {
 			listen = net.Listen
