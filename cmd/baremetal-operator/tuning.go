@@ -19,6 +19,7 @@ type tuningOptions struct {
 	ironicLong       time.Duration
 	ironicConns      int
 	agentLostAfter   time.Duration
+	stalledNodeAfter time.Duration
 }
 
 func (t *tuningOptions) bindFlags(fs *flag.FlagSet) {
@@ -29,6 +30,7 @@ func (t *tuningOptions) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&t.ironicShort, "ironic-short-poll", idef.ShortDelay, "Ironic provisioner: poll interval of quick operations (manage, provide, power, busy nodes).")
 	fs.DurationVar(&t.ironicLong, "ironic-long-poll", idef.LongDelay, "Ironic provisioner: poll interval of long operations (inspect, clean, deploy, service).")
 	fs.DurationVar(&t.agentLostAfter, "ironic-agent-lost-after", idef.AgentLostAfter, "Ironic provisioner: abort and retry a clean, deploy or service wait whose agent took its token and has not heartbeat for this long (0: leave it to Ironic's callback timeout).")
+	fs.DurationVar(&t.stalledNodeAfter, "ironic-stalled-node-after", idef.StalledNodeAfter, "Ironic provisioner: delete a node Ironic has left in a working state (deploying, cleaning, ...) with no conductor holding it for this long, and register the host again (0: only say so on the host).")
 	fs.IntVar(&t.ironicConns, "ironic-max-connections", idef.MaxConnections, "Ironic provisioner: connections to Ironic, so requests in flight, at most (Ironic's single-process API server works on ten at once).")
 }
 
@@ -42,4 +44,5 @@ func (t *tuningOptions) applyIronic(c *ironic.Config) {
 	c.ShortDelay, c.LongDelay = t.ironicShort, t.ironicLong
 	c.MaxConnections = t.ironicConns
 	c.AgentLostAfter = t.agentLostAfter
+	c.StalledNodeAfter = t.stalledNodeAfter
 }

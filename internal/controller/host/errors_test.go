@@ -255,6 +255,36 @@ func TestProvisionerLostHostIsAdopted(t *testing.T) {
 	}
 }
 
+// TestProvisionerLostHostMidProvisioning: a provisioner that loses a host's node while it
+// provisions (Ironic lost its database, or the Ironic provisioner deleted a node Ironic had left
+// stalled in "deploying") gets the host registered again, says why in an event, and the host
+// provisions on the new node.
+func TestProvisionerLostHostMidProvisioning(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{PollInterval: 50 * time.Millisecond})
+	fix.SetLatency(fixture.OpProvision, time.Hour)
+	startOperator(t, ns, fix)
+	createHost(t, newHost(ns, "h").Build())
+	h := waitState(t, ns, "h", metal3.StateProvisioning)
+	oldID := h.Status.Provisioning.ID
+	fix.Forget(ns, "h")
+	fix.SetLatency(fixture.OpProvision, 0)
+	h = waitState(t, ns, "h", metal3.StateProvisioned)
+	if h.Status.Provisioning.ID == oldID || h.Status.Provisioning.ID == "" || h.Status.ErrorType != "" {
+		t.Fatalf("host after losing its node while provisioning: %s, node %q (was %q); want provisioned on a new node", describe(h), h.Status.Provisioning.ID, oldID)
+	}
+	eventually(t, "an event saying the host registers again", func() (bool, string) {
+		got := eventsFor(t, ns, "h", true)
+		for _, e := range got {
+			if strings.HasPrefix(e, "Registering: Registering the host again: ") && strings.Contains(e, "not registered") {
+				return true, ""
+			}
+		}
+		return false, strings.Join(got, " | ")
+	})
+}
+
 // TestOperatorRestartMidProvisioning: stop the operator while the host provisions, start a new
 // one against the same provisioner: the host finishes, provisioned exactly once.
 func TestOperatorRestartMidProvisioning(t *testing.T) {

@@ -234,6 +234,11 @@ func (s *hostScope) provError(err error, doing string) outcome {
 		return waitFor(s.cfg.UnavailableDelay, waitingProvisioner)
 	case errors.Is(err, provisioner.ErrNeedsRegistration) && !s.registered:
 		s.needsRegistration = true
+		if s.host.Status.Provisioning.ID != "" {
+			// The provisioner lost the host's node (Ironic lost its database) or deleted one its
+			// engine had stalled: say why the host registers again.
+			s.event(eventNormal, reasonRegistering, "Register", "Registering the host again: "+sanitizeMessage(err.Error()))
+		}
 		return repeat()
 	case errors.Is(err, provisioner.ErrNeedsPreprovisioningImage):
 		return s.imageRefused()

@@ -37,6 +37,7 @@ const (
 	DefaultCapacityCacheTTL  = 5 * time.Second
 	DefaultNodeCacheTTL      = time.Second
 	DefaultAgentLostAfter    = 5 * time.Minute // Ironic's [api] ramdisk_heartbeat_timeout
+	DefaultStalledNodeAfter  = 10 * time.Minute
 )
 
 // defaultAuthRootDir is where metal3's deployments mount the Ironic credentials.
@@ -93,6 +94,10 @@ type Config struct {
 	// this long is aborted, and the operation retried (lostagent.go). 0 leaves such a node to
 	// Ironic's callback timeout.
 	AgentLostAfter time.Duration
+	// StalledNodeAfter: a node left in a working state with no conductor holding it for this long
+	// is deleted and the host registered again (stall.go). 0 only reports such a node on the
+	// host.
+	StalledNodeAfter time.Duration
 }
 
 // String never shows the password.
@@ -118,6 +123,7 @@ func DefaultConfig() Config {
 		Jitter:              DefaultJitter,
 		SoftPowerOffTimeout: DefaultSoftPowerOff,
 		AgentLostAfter:      DefaultAgentLostAfter,
+		StalledNodeAfter:    DefaultStalledNodeAfter,
 	}
 }
 

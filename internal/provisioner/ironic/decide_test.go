@@ -280,6 +280,9 @@ func TestStalled(t *testing.T) {
 		"verifying, unlocked, 30 min":     {node(nodes.Verifying, since(30*time.Minute)), true},
 		"deleting, redacted reservation":  {node(nodes.Deleting, since(time.Hour), func(n *nodes.Node) { n.Reservation = "** Redacted **" }), false},
 	} {
+		if stalledFor(c.n, now, 0) {
+			t.Errorf("%s: stalled with StalledNodeAfter 0, which turns deletion off", name)
+		}
 		got := stalled(c.n, now)
 		if (got != "") != c.want {
 			t.Errorf("%s: stalled = %q, want stalled %v", name, got, c.want)

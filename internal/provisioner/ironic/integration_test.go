@@ -3,6 +3,7 @@ package ironic
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -599,5 +600,69 @@ func TestLostAgentToken(t *testing.T) {
 	n := waitNode(t, p, host, "available", func(n *nodes.Node) bool { return true })
 	if n.ProvisionState != string(nodes.Available) {
 		t.Errorf("node after deprovisioning: %s, want available", n.ProvisionState)
+	}
+}
+
+// TestStalledNodeDeletedAndRegisteredAgain: a node Ironic left in a working state with no
+// conductor (a lost conductor thread; a restarted conductor fails only periodic_max_workers such
+// nodes per state) is deleted once it has been so for StalledNodeAfter, and the host's next
+// registration enrolls a new node that deprovisioning then cleans to available. The database is
+// edited while Ironic runs to put the registered node in "cleaning" untouched for 11 minutes; with
+// a reservation (a conductor at work) nothing is deleted.
+func TestStalledNodeDeletedAndRegisteredAgain(t *testing.T) {
+	e := integration(t)
+	t.Parallel()
+	srv := e.host(t)
+	host := testHost(t, srv)
+	register(t, e.provisioner(t), &host)
+	stalled := host.NodeID
+	stall := func(reservation string) {
+		t.Helper()
+		n, err := e.ironic.ExecSQL(fmt.Sprintf(`UPDATE nodes SET provision_state = 'cleaning', target_provision_state = 'available',
+			reservation = %s, provision_updated_at = datetime('now', '-11 minutes') WHERE uuid = '%s'`, reservation, stalled))
+		if err != nil || n != 1 {
+			t.Fatalf("putting node %s in cleaning: %d rows, %v", stalled, n, err)
+		}
+	}
+	deletions := testutil.ToFloat64(stalledNodeDeletions.WithLabelValues(string(nodes.Cleaning)))
+
+	// Held by a conductor: the host waits, the node stays. (A new provisioner: no cached read.)
+	stall("'some-conductor'")
+	p := e.provisioner(t)
+	res, err := p.Deprovision(context.Background(), host, false)
+	if err != nil || !res.Busy {
+		t.Fatalf("deprovisioning a node a conductor holds in cleaning: %s, %v; want it to wait", describe(res), err)
+	}
+	s, err := p.session(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.fetchNode(context.Background(), s, stalled); err != nil {
+		t.Fatalf("the held node: %v; want it kept", err)
+	}
+
+	// Nobody holds it: deleted, and the host must register again.
+	stall("NULL")
+	p = e.provisioner(t)
+	_, err = p.Deprovision(context.Background(), host, false)
+	if !errors.Is(err, provisioner.ErrNeedsRegistration) || !strings.Contains(err.Error(), `"cleaning"`) {
+		t.Fatalf("deprovisioning a node stalled in cleaning: %v; want ErrNeedsRegistration naming the state", err)
+	}
+	if _, err := p.fetchNode(context.Background(), s, stalled); !notFound(err) {
+		t.Fatalf("reading the stalled node after the deletion: %v; want 404", err)
+	}
+	if got := testutil.ToFloat64(stalledNodeDeletions.WithLabelValues(string(nodes.Cleaning))) - deletions; got != 1 {
+		t.Errorf("stalled node deletions in cleaning: %v, want 1", got)
+	}
+
+	register(t, p, &host)
+	if host.NodeID == stalled || host.NodeID == "" {
+		t.Fatalf("node after registering again: %q, want a new one (the stalled one was %s)", host.NodeID, stalled)
+	}
+	mustDone(t, "deprovision on the new node", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Deprovision(ctx, host, false)
+	})
+	if n := waitNode(t, p, host, "available", func(*nodes.Node) bool { return true }); n.ProvisionState != string(nodes.Available) {
+		t.Errorf("the new node after deprovisioning: %s, want available", n.ProvisionState)
 	}
 }

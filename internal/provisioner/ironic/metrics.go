@@ -25,7 +25,14 @@ var lostAgentAborts = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Clean, deploy and service waits the Ironic provisioner aborted because the agent took its token and stopped heartbeating, by provision state.",
 }, []string{"state"})
 
-func init() { metrics.Registry.MustRegister(requestsTotal, lostAgentAborts) }
+// stalledNodeDeletions counts the nodes deleted because Ironic left them in a working state with no
+// conductor (stall.go), by that state.
+var stalledNodeDeletions = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "metalforge_ironic_stalled_node_deletions_total",
+	Help: "Nodes the Ironic provisioner deleted (and registered again) because Ironic left them in a working state with no conductor, by provision state.",
+}, []string{"state"})
+
+func init() { metrics.Registry.MustRegister(requestsTotal, lostAgentAborts, stalledNodeDeletions) }
 
 type opKey struct{}
 

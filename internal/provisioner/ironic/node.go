@@ -29,7 +29,8 @@ func hostOfNode(name string) (types.NamespacedName, bool) {
 	return types.NamespacedName{Namespace: ns, Name: host}, true
 }
 
-// getNode reads the host's node by its ID. No ID, or no such node, is ErrNeedsRegistration.
+// getNode reads the host's node by its ID. No ID, no such node, or a node Ironic stalled (deleted
+// here, stall.go) is ErrNeedsRegistration.
 func (p *Provisioner) getNode(ctx context.Context, host provisioner.Host) (*session, *nodes.Node, error) {
 	s, err := p.session(ctx)
 	if err != nil {
@@ -38,10 +39,13 @@ func (p *Provisioner) getNode(ctx context.Context, host provisioner.Host) (*sess
 	if host.NodeID == "" {
 		return s, nil, fmt.Errorf("host %s/%s has no Ironic node yet: %w", host.Namespace, host.Name, provisioner.ErrNeedsRegistration)
 	}
-	if n, ok := p.watch.Get(host.NodeID); ok {
-		return s, n, nil
+	n, ok := p.watch.Get(host.NodeID)
+	if !ok {
+		if n, err = p.readNode(ctx, s, host); err != nil {
+			return s, nil, err
+		}
 	}
-	n, err := p.readNode(ctx, s, host)
+	n, err = p.recoverStalled(ctx, s, n, host)
 	return s, n, err
 }
 

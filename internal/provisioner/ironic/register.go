@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -55,6 +56,16 @@ func (p *Provisioner) register(ctx context.Context, host provisioner.Host, opts 
 	var n *nodes.Node
 	if host.NodeID != "" {
 		if n, err = p.findNode(ctx, s, host); err != nil {
+			return provisioner.Result{}, host.NodeID, err
+		}
+	}
+	if n != nil {
+		// A node stalled in verifying (or any working state) is deleted and enrolled anew.
+		n, err = p.recoverStalled(ctx, s, n, host)
+		switch {
+		case errors.Is(err, provisioner.ErrNeedsRegistration):
+			n, err = nil, nil
+		case err != nil:
 			return provisioner.Result{}, host.NodeID, err
 		}
 	}

@@ -42,13 +42,23 @@ func (p *Provisioner) remove(ctx context.Context, host provisioner.Host) (provis
 	} else if err != nil {
 		return provisioner.Result{}, err
 	}
+	res, err := p.deleteNode(ctx, s, n, "removed by Metalforge")
+	if err == nil && !res.Busy {
+		p.logger(ctx).Info("Removed the Ironic node", "node", n.UUID, "host", host.Namespace+"/"+host.Name)
+	}
+	return res, err
+}
+
+// deleteNode deletes n from Ironic, putting it in maintenance (with reason) first when its state
+// needs it; a node already gone counts as deleted. Busy when Ironic holds the node.
+func (p *Provisioner) deleteNode(ctx context.Context, s *session, n *nodes.Node, reason string) (provisioner.Result, error) {
 	if !deletableStates[nodes.ProvisionState(n.ProvisionState)] && !n.Maintenance {
-		if res, err := p.setMaintenance(ctx, s, n, true, "removed by Metalforge"); err != nil || res.Busy {
+		if res, err := p.setMaintenance(ctx, s, n, true, reason); err != nil || res.Busy {
 			return res, err
 		}
 	}
 	ended := p.watch.Writing(n.UUID)
-	err = nodes.Delete(ctx, s.sc, n.UUID).ExtractErr()
+	err := nodes.Delete(ctx, s.sc, n.UUID).ExtractErr()
 	ended()
 	switch {
 	case err == nil, notFound(err):
@@ -56,7 +66,6 @@ func (p *Provisioner) remove(ctx context.Context, host provisioner.Host) (provis
 		// this one is worth keeping.
 		p.watch.Removed(n.UUID)
 		p.memory.forget(n.UUID)
-		p.logger(ctx).Info("Removed the Ironic node", "node", n.UUID, "host", host.Namespace+"/"+host.Name)
 		return provisioner.Done(), nil
 	case busy(err):
 		return p.short(), nil

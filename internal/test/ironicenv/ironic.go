@@ -331,3 +331,25 @@ func LastLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// ExecSQL runs one SQL statement on the instance's SQLite database (with Python's sqlite3 inside
+// the Ironic root, which has it) and returns the number of rows it changed. Tests use it to put
+// nodes in states no API call reaches, as a lost conductor thread or a killed conductor leaves
+// them. Ironic may be running: it reads nodes from the database on every request.
+func (i *Instance) ExecSQL(sql string) (int, error) {
+	root, state := i.Vars["IRONIC_ROOT"], i.Vars["IRONIC_STATE_DIR"]
+	rel, err := filepath.Rel(root, filepath.Join(state, "ironic.sqlite"))
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return 0, fmt.Errorf("the database %s/ironic.sqlite is not inside the root %s (IRONIC_USE_MARIADB?)", state, root)
+	}
+	const script = `import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], timeout=30)
+n = c.execute(sys.argv[2]).rowcount
+c.commit()
+print(n)`
+	out, err := exec.Command("chroot", root, "/usr/bin/python3", "-c", script, "/"+rel, sql).CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("editing Ironic's database: %w\n%s", err, out)
+	}
+	return strconv.Atoi(strings.TrimSpace(string(out)))
+}
