@@ -128,7 +128,10 @@ func TestOnlyRegisteredHosts(t *testing.T) {
 			t.Fatalf("a host with the %s annotation got HostFirmwareSettings", annotation)
 		}
 		mark = op.Mark(key)
-		setHostStatus(t, h, func(st *metal3.BareMetalHostStatus) { st.Provisioning.State = metal3.StateRegistering })
+		// Back to unregistered, node ID cleared: a change that wakes the controller (HostChanges).
+		setHostStatus(t, h, func(st *metal3.BareMetalHostStatus) {
+			st.Provisioning.ID, st.Provisioning.State = "", metal3.StateRegistering
+		})
 		op.WaitAfter(t, key, mark, 1)
 	}
 	h.Annotations = nil
@@ -264,8 +267,10 @@ func TestUnusedSchemaIsDeleted(t *testing.T) {
 		return len(schemasIn(t, ns)) == 0, fmt.Sprintf("%d schemas", len(schemasIn(t, ns)))
 	})
 
-	// The host changes (its operational status): its HostFirmwareSettings and schema come back.
+	// The host changes in a way that wakes the controller (servicing ends): its
+	// HostFirmwareSettings and schema come back.
 	setHostStatus(t, a, func(st *metal3.BareMetalHostStatus) { st.OperationalStatus = metal3.OperationalStatusServicing })
+	setHostStatus(t, a, func(st *metal3.BareMetalHostStatus) { st.OperationalStatus = metal3.OperationalStatusOK })
 	again := waitHFS(t, ns, "a", "created again", current)
 	if again.Status.FirmwareSchema.Name != schema || len(schemasIn(t, ns)) != 1 {
 		t.Fatalf("schema %s after re-creation, %d schemas; want %s again", again.Status.FirmwareSchema.Name, len(schemasIn(t, ns)), schema)
