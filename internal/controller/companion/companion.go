@@ -126,13 +126,16 @@ func Jitter(d time.Duration) time.Duration {
 	return d + time.Duration(rand.Int64N(int64(d)/10+1)) //nolint:gosec // spreading load, not security
 }
 
-// SpecChanged passes spec edits of a companion only: its creation (ours, or the user's before the
-// host registered) and deletion are followed through the host's events and the resync, and the
-// controller's own status writes must not wake it.
-func SpecChanged() predicate.Funcs {
+// EditedOrDeleted passes a companion's spec edits and its deletion. A companion deleted by hand
+// while its host is registered is created again at once, not at the next periodic re-read (its
+// spec is lost with it; status is read again from the provisioner); when the host itself is deleted the reconcile
+// finds the host gone or going and does nothing. Its creation (ours, or the user's before the host
+// registered) is followed through the host's events and the resync, and the controller's own status
+// writes must not wake it.
+func EditedOrDeleted() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
-		DeleteFunc:  func(ctrlevent.DeleteEvent) bool { return false },
+		DeleteFunc:  func(ctrlevent.DeleteEvent) bool { return true },
 		GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
 		UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
 			return e.ObjectNew.GetGeneration() != e.ObjectOld.GetGeneration()

@@ -84,7 +84,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.driver = companion.Driver{Client: r.Client, Written: &r.written, Reconciled: r.Config.Reconciled}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("hostfirmwarecomponents").
-		For(&metal3.HostFirmwareComponents{}, builder.WithPredicates(predicate.Or[client.Object](companion.SpecChanged(), updatesRecorded()))).
+		For(&metal3.HostFirmwareComponents{}, builder.WithPredicates(predicate.Or[client.Object](companion.EditedOrDeleted(), updatesRecorded()))).
 		Watches(&metal3.BareMetalHost{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(companion.HostChanges())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.Concurrency), SkipNameValidation: &r.skipNameValidation}).
 		Complete(r)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -56,6 +57,26 @@ func TestComponentsOfRegisteredHosts(t *testing.T) {
 	seen.WaitAfter(t, key, mark, 1)
 	if _, ok := getHFC(t, ns, "bare"); ok {
 		t.Error("a host without firmware components got HostFirmwareComponents")
+	}
+}
+
+// TestDeletedComponentsComeBack: HostFirmwareComponents deleted by hand while the host is
+// registered are created again at once, not at the next periodic re-read.
+func TestDeletedComponentsComeBack(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, env.Config, ns, fix, func(c *Config) { c.Resync, c.ChangeResync = time.Hour, time.Hour })
+	companiontest.NewHost(t, env.Client, fix, ns, "h")
+	old := waitHFC(t, ns, "h", "created", current)
+	if err := env.Client.Delete(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	again := waitHFC(t, ns, "h", "created again", func(hfc *metal3.HostFirmwareComponents) bool {
+		return hfc.UID != old.UID && current(hfc)
+	})
+	if len(again.Status.Components) != len(old.Status.Components) {
+		t.Errorf("created again with components %+v, want %+v", again.Status.Components, old.Status.Components)
 	}
 }
 

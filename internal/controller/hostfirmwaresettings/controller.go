@@ -76,7 +76,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;list;watch
 
 // SetupWithManager registers the controller (keyed by host: a host's changes and its
-// HostFirmwareSettings' spec changes wake it) and the schema cleaner.
+// HostFirmwareSettings' spec edits and deletion wake it) and the schema cleaner.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -102,7 +102,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("hostfirmwaresettings").
-		For(&metal3.HostFirmwareSettings{}, builder.WithPredicates(companion.SpecChanged())).
+		For(&metal3.HostFirmwareSettings{}, builder.WithPredicates(companion.EditedOrDeleted())).
 		Watches(&metal3.BareMetalHost{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(companion.HostChanges())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.Concurrency), SkipNameValidation: &r.skipNameValidation}).
 		Complete(r)

@@ -241,39 +241,82 @@ func TestRereadsWriteOnlyChanges(t *testing.T) {
 	}
 }
 
+// TestDeletedSettingsComeBack: HostFirmwareSettings deleted by hand while the host is registered
+// are created again at once (not at the next periodic re-read), with the settings read anew and the
+// user's spec gone with the deleted object.
+func TestDeletedSettingsComeBack(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	// No periodic re-read: only the deletion can bring the object back within the test.
+	startOperator(t, env.Config, ns, fix, func(c *Config) { c.Resync, c.ChangeResync = time.Hour, time.Hour })
+	newHost(t, fix, ns, "h")
+	old := waitHFS(t, ns, "h", "created", current)
+	setSpec(t, ns, "h", metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")})
+	waitHFS(t, ns, "h", "change detected", func(hfs *metal3.HostFirmwareSettings) bool {
+		return current(hfs) && condition(hfs, metal3.FirmwareSettingsChangeDetected).Status == metav1.ConditionTrue
+	})
+	deleteHFS(t, ns, "h")
+	again := waitHFS(t, ns, "h", "created again", func(hfs *metal3.HostFirmwareSettings) bool {
+		return hfs.UID != old.UID && current(hfs)
+	})
+	if len(again.Spec.Settings) != 0 || len(again.Status.Settings) != len(old.Status.Settings) ||
+		again.Status.FirmwareSchema.Name != old.Status.FirmwareSchema.Name {
+		t.Errorf("created again with spec %v, %d settings, schema %q; want an empty spec, %d settings, schema %q",
+			again.Spec.Settings, len(again.Status.Settings), again.Status.FirmwareSchema.Name,
+			len(old.Status.Settings), old.Status.FirmwareSchema.Name)
+	}
+	if c := condition(again, metal3.FirmwareSettingsChangeDetected); c.Status != metav1.ConditionFalse {
+		t.Errorf("ChangeDetected %+v after re-creation, want False", c)
+	}
+}
+
 // TestUnusedSchemaIsDeleted: a schema stays while any HostFirmwareSettings names it and goes once
 // none does; a host that needs it again creates it again under the same name.
 func TestUnusedSchemaIsDeleted(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
 	fix := fixture.New(fixture.Config{})
-	// No periodic re-read: a deleted HostFirmwareSettings stays deleted until the host changes.
 	op := startOperator(t, env.Config, ns, fix, func(c *Config) { c.Resync, c.ChangeResync = time.Hour, time.Hour })
 	a := newHost(t, fix, ns, "a")
-	newHost(t, fix, ns, "b")
+	b := newHost(t, fix, ns, "b")
 	waitHFS(t, ns, "a", "created", current)
 	schema := waitHFS(t, ns, "b", "created", current).Status.FirmwareSchema.Name
 	key := types.NamespacedName{Namespace: ns, Name: schema}
 
+	// A paused host's HostFirmwareSettings, once deleted, stay deleted (as they would once its
+	// host is deleted: the garbage collector, which envtest lacks, would delete them).
 	mark := len(op.checks(key))
+	pause(t, a, true)
 	deleteHFS(t, ns, "a")
 	// The deletion makes the cleaner look at the schema; b still names it, so it stays.
 	eventually(t, "the cleaner to look at the schema", func() (bool, string) { return len(op.checks(key)) > mark, "" })
 	if got := op.checks(key)[mark]; got || len(schemasIn(t, ns)) != 1 {
 		t.Fatalf("the schema was deleted (%v) while host b still uses it", got)
 	}
+	pause(t, b, true)
 	deleteHFS(t, ns, "b")
 	eventually(t, "the unused schema deleted", func() (bool, string) {
 		return len(schemasIn(t, ns)) == 0, fmt.Sprintf("%d schemas", len(schemasIn(t, ns)))
 	})
 
-	// The host changes in a way that wakes the controller (servicing ends): its
-	// HostFirmwareSettings and schema come back.
-	setHostStatus(t, a, func(st *metal3.BareMetalHostStatus) { st.OperationalStatus = metal3.OperationalStatusServicing })
-	setHostStatus(t, a, func(st *metal3.BareMetalHostStatus) { st.OperationalStatus = metal3.OperationalStatusOK })
+	// Host a is unpaused: its HostFirmwareSettings and schema come back.
+	pause(t, a, false)
 	again := waitHFS(t, ns, "a", "created again", current)
 	if again.Status.FirmwareSchema.Name != schema || len(schemasIn(t, ns)) != 1 {
 		t.Fatalf("schema %s after re-creation, %d schemas; want %s again", again.Status.FirmwareSchema.Name, len(schemasIn(t, ns)), schema)
+	}
+}
+
+// pause sets or removes the host's paused annotation.
+func pause(t *testing.T, h *metal3.BareMetalHost, paused bool) {
+	t.Helper()
+	h.Annotations = nil
+	if paused {
+		h.Annotations = map[string]string{metal3.PausedAnnotation: ""}
+	}
+	if err := env.Client.Update(context.Background(), h); err != nil {
+		t.Fatal(err)
 	}
 }
 
