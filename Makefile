@@ -68,7 +68,7 @@ manifests: ## Write the cluster-baremetal-operator's release manifests (manifest
 IMAGES_DIR ?= _output/images
 
 .PHONY: images
-images: ## Build the container images as OCI layouts in IMAGES_DIR (_output/images), offline (no Docker engine)
+images: host-packages ## Build the container images as OCI layouts in IMAGES_DIR (_output/images), offline (no Docker engine; the ICC image takes this machine's nmcli)
 	go run ./hack/images -out $(IMAGES_DIR)
 
 .PHONY: build

@@ -3,7 +3,8 @@
 # xorriso and genisoimage (genisoimage, isoinfo), the independent readers and writers that
 # internal/iso's tests check our ISO images against; cpio, with which the image customization
 # tests read the Ignition archives back; and network-manager, whose nmcli writes NetworkManager
-# keyfiles offline for the image-customization-controller (it runs nmcli; so does its demo);
+# keyfiles offline for the image-customization-controller (it runs nmcli; so does its demo; `make
+# images` copies it into the controller's image);
 # skopeo, which inspects the images `make images` builds (internal/images); and iproute2, whose ip
 # sets up the network namespace of the cluster-baremetal-operator's end-to-end test (test/cbo).
 # `make test` runs it first.

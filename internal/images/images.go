@@ -1,7 +1,9 @@
 // Package images builds the project's container images as OCI image layouts, offline: each binary
 // is compiled static (CGO_ENABLED=0) and put in one layer on an empty base, with
 // go-containerregistry writing the layout (no Docker engine, no registry: ko would need a base
-// image from a registry, and a Dockerfile a daemon). The cluster-baremetal-operator's image carries
+// image from a registry, and a Dockerfile a daemon). An image whose binary runs a program no Go
+// library replaces (the image-customization-controller runs nmcli) gets a layer below it with that
+// program as the building machine has it installed, and the shared libraries it loads. The cluster-baremetal-operator's image carries
 // the release manifests in /manifests and the io.openshift.release.operator label, which is how
 // OpenShift's release tooling finds the operators of a payload.
 package images
@@ -41,6 +43,10 @@ type Spec struct {
 	Labels map[string]string
 	// User runs the entrypoint ("" root).
 	User string
+	// HostPrograms are programs the binary runs, copied from the machine that builds the image
+	// (found on its PATH, kept at the same path) with the shared libraries and loader `ldd` lists
+	// for them, into a layer below the binary's.
+	HostPrograms []string
 }
 
 // BinDir is where binaries go in every image.
@@ -62,13 +68,12 @@ func Specs(manifests map[string][]byte) []Spec {
 			Labels: map[string]string{"io.openshift.release.operator": "true", "io.k8s.display-name": "cluster-baremetal-operator"}},
 		{Name: "baremetal-operator", Package: "./cmd/baremetal-operator", Binary: BinDir + "/baremetal-operator", User: nonRoot,
 			Labels: map[string]string{"io.k8s.display-name": "baremetal-operator"}},
-		// nmcli (NetworkManager 1.42 or later) must be on its PATH: the controller writes the
-		// hosts' keyfiles with it. This layer is the controller alone; the image is this layer on
-		// a root with NetworkManager installed (the end-to-end test adds the host's nmcli). It
-		// runs as root: its image cache is a directory of the node (a hostPath), as the metal3
-		// pod's are.
+		// The controller writes the hosts' NetworkManager keyfiles with nmcli (NetworkManager 1.42
+		// or later, its offline mode): the image carries the building machine's (Debian bookworm's
+		// network-manager package in CI). It runs as root: its image cache is a directory of the
+		// node (a hostPath), as the metal3 pod's are.
 		{Name: "image-customization-controller", Package: "./cmd/image-customization-controller",
-			Binary: BinDir + "/image-customization-controller",
+			Binary: BinDir + "/image-customization-controller", HostPrograms: []string{"nmcli"},
 			Labels: map[string]string{"io.k8s.display-name": "image-customization-controller"}},
 		// The Ironic runner alone: the Ironic image is this layer on a root with Ironic installed
 		// (the tests use the Debian sid root hack/ironic-up.sh builds).
@@ -124,11 +129,23 @@ func Image(s Spec, binary []byte) (v1.Image, error) {
 	for name, data := range s.Files {
 		files[name] = file{data: data, mode: 0o644}
 	}
+	var layers []v1.Layer
+	if len(s.HostPrograms) > 0 {
+		programs, err := hostProgramFiles(s.HostPrograms)
+		if err != nil {
+			return nil, err
+		}
+		layer, err := tarLayer(programs)
+		if err != nil {
+			return nil, err
+		}
+		layers = append(layers, layer)
+	}
 	layer, err := tarLayer(files)
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
+	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), append(layers, layer)...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"debug/elf"
 	"encoding/json"
 	"io"
 	"os"
@@ -63,6 +64,9 @@ func TestMakeImages(t *testing.T) {
 			entry := strings.TrimPrefix(cfg.Config.Entrypoint[0], "/")
 			if f, ok := files[entry]; !ok || f.mode&0o111 == 0 || !bytes.HasPrefix(f.data, []byte("\x7fELF")) {
 				t.Errorf("entrypoint %s is not an executable in the image", cfg.Config.Entrypoint)
+			}
+			for _, program := range spec.HostPrograms {
+				checkHostProgram(t, files, program)
 			}
 			operator := spec.Name == "cluster-baremetal-operator"
 			if (cfg.Config.Labels["io.openshift.release.operator"] == "true") != operator {
@@ -140,4 +144,67 @@ func layerFiles(t *testing.T, skopeo, ref string) map[string]layerFile {
 		f.Close()
 	}
 	return files
+}
+
+// checkHostProgram: the image holds the program (an ELF executable on the image's PATH) with its
+// loader and every shared library it and its libraries need, read from the ELF files themselves
+// (PT_INTERP, DT_NEEDED), not from ldd as the builder does.
+func checkHostProgram(t *testing.T, files map[string]layerFile, program string) {
+	t.Helper()
+	var path string
+	for _, dir := range []string{"usr/local/bin", "usr/bin", "bin"} {
+		if _, ok := files[dir+"/"+program]; ok {
+			path = dir + "/" + program
+			break
+		}
+	}
+	if path == "" {
+		t.Fatalf("%s is not on the image's PATH", program)
+	}
+	byBase := map[string]bool{}
+	for name := range files {
+		byBase[filepath.Base(name)] = true
+	}
+	seen := map[string]bool{}
+	queue := []string{path}
+	for len(queue) > 0 {
+		name := queue[0]
+		queue = queue[1:]
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		ef, err := elf.NewFile(bytes.NewReader(files[name].data))
+		if err != nil {
+			t.Fatalf("%s in the image is not an ELF file: %v", name, err)
+		}
+		for _, p := range ef.Progs {
+			if p.Type != elf.PT_INTERP {
+				continue
+			}
+			interp, _ := io.ReadAll(p.Open())
+			loader := strings.TrimPrefix(strings.TrimRight(string(interp), "\x00"), "/")
+			if _, ok := files[loader]; !ok {
+				t.Errorf("%s needs the loader /%s, which the image lacks", name, loader)
+			}
+		}
+		needed, err := ef.ImportedLibraries()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, lib := range needed {
+			if !byBase[lib] {
+				t.Errorf("%s needs %s, which the image lacks", name, lib)
+				continue
+			}
+			for other := range files {
+				if filepath.Base(other) == lib {
+					queue = append(queue, other)
+				}
+			}
+		}
+	}
+	if len(seen) < 2 {
+		t.Errorf("%s came without any shared library: %v", program, seen)
+	}
 }

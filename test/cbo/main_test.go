@@ -23,7 +23,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/metalforge/metalforge/internal/images"
@@ -39,8 +38,8 @@ const artifactsEnv = "METALFORGE_CBO_E2E_ARTIFACTS"
 // artifacts are the image directories the outer run prepared.
 type artifacts struct {
 	Operator, BMO, Runner, ESP, CopyMetal, IronicRoot string
-	// ICC is the image-customization-controller's image, NMCLI the layer it runs on (nmcli).
-	ICC, NMCLI string
+	// ICC is the image-customization-controller's image (with the machine's nmcli).
+	ICC string
 }
 
 var (
@@ -160,10 +159,6 @@ func prepare(dir string) (*artifacts, error) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building copy-metal: %w\n%s", err, b)
 	}
-	a.NMCLI = filepath.Join(dir, "rootfs", "nmcli")
-	if err := nmcliLayer(a.NMCLI); err != nil {
-		return nil, fmt.Errorf("the nmcli layer: %w", err)
-	}
 	// A zero-filled EFI system partition: bmcsim boots the ISO Ironic builds without looking at
 	// it (a real Ironic image carries a real one).
 	a.ESP = filepath.Join(dir, "rootfs", "esp")
@@ -175,42 +170,6 @@ func prepare(dir string) (*artifacts, error) {
 		return nil, err
 	}
 	return a, nil
-}
-
-// nmcliLayer writes a layer holding the machine's nmcli and the shared libraries it loads (as
-// ldd lists them): the root with NetworkManager's command line client that the
-// image-customization-controller's image is meant to run on.
-func nmcliLayer(dir string) error {
-	nmcli, err := exec.LookPath("nmcli")
-	if err != nil {
-		return err
-	}
-	out, err := exec.Command("ldd", nmcli).Output()
-	if err != nil {
-		return fmt.Errorf("ldd %s: %w", nmcli, err)
-	}
-	files := map[string]string{"/usr/bin/nmcli": nmcli}
-	for line := range strings.Lines(string(out)) {
-		for f := range strings.FieldsSeq(line) {
-			if strings.HasPrefix(f, "/") {
-				files[f] = f
-			}
-		}
-	}
-	for dst, src := range files {
-		data, err := os.ReadFile(src) // follows symbolic links, as the loader does
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dir, dst)
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(target, data, 0o755); err != nil { //nolint:gosec // programs and libraries
-			return err
-		}
-	}
-	return nil
 }
 
 // Addresses inside the network namespace: the node's, and the pods' (not host-network).

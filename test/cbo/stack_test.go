@@ -242,7 +242,7 @@ func startNode(t *testing.T, env *testenv.Env) *kubelet.Node {
 			release.Images["baremetalOperator"]:            {Layers: []string{a.BMO}, UID: 65534, GID: 65534},
 			release.Images["baremetalIronic"]:              {Layers: []string{a.Runner, a.ESP, a.IronicRoot}},
 			release.Images["machineOSImages"]:              {Layers: []string{a.CopyMetal}},
-			release.Images["imageCustomizationController"]: {Layers: []string{a.ICC, a.NMCLI}},
+			release.Images["imageCustomizationController"]: {Layers: []string{a.ICC}},
 		},
 		Token: func(ctx context.Context, namespace, sa string) (string, error) {
 			exp := int64(3600)
