@@ -45,6 +45,15 @@ func Registered(h *metal3.BareMetalHost) bool {
 	return !paused && !detached
 }
 
+// Applying reports whether the provisioner may be applying firmware changes to the host now:
+// preparing (manual cleaning), or a live update running (servicing, not failed). Ironic's copy of
+// the settings moves step by step during those (the BIOS step's values show while the firmware
+// step still runs); a companion that published them then would shrink the host's request mid-way,
+// and the provisioner would take the smaller request for a new one and run it again.
+func Applying(h *metal3.BareMetalHost) bool {
+	return h.Status.Provisioning.State == metal3.StatePreparing || h.Status.OperationalStatus == metal3.OperationalStatusServicing
+}
+
 // ProvisionerHost is the provisioner's view of the host for reading its firmware: its node.
 func ProvisionerHost(h *metal3.BareMetalHost) provisioner.Host {
 	return provisioner.Host{Namespace: h.Namespace, Name: h.Name, NodeID: h.Status.Provisioning.ID,

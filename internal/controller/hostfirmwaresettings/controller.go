@@ -121,6 +121,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		if err != nil {
 			return companion.ProvisionerError(ctx, err, "reading the firmware settings of host "+req.String())
 		}
+		if exists && hfs.Status.Settings != nil && companion.Applying(host) {
+			// Keep the settings as they were until the host's preparing or servicing ends (it
+			// wakes this controller): a spec edit is still judged, against them.
+			settings = hfs.Status.Settings
+		}
 		published := publishedSchema(schema)
 		schemaKey := types.NamespacedName{Namespace: host.Namespace, Name: schemaName(published)}
 		if err := r.schemas.ensure(ctx, schemaKey, func() *metal3.FirmwareSchema { return newSchema(published, r.hardware(ctx, host)) }); err != nil {

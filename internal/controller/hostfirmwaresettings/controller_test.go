@@ -241,6 +241,54 @@ func TestRereadsWriteOnlyChanges(t *testing.T) {
 	}
 }
 
+// TestSettingsKeptWhileApplying: while the host is preparing or a live update runs, the settings
+// Ironic shows part-way (one step applied, another still running) are not published: the pending
+// change stays detected, so the host's request does not shrink mid-way; a spec edit is still
+// judged. Once the host leaves that step the applied values show and the change is gone.
+func TestSettingsKeptWhileApplying(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	op := startOperator(t, env.Config, ns, fix, func(c *Config) { c.Resync, c.ChangeResync = 20*time.Millisecond, 20*time.Millisecond })
+	for _, tc := range []struct {
+		name          string
+		apply, finish func(*metal3.BareMetalHostStatus)
+	}{
+		{"servicing",
+			func(st *metal3.BareMetalHostStatus) { st.OperationalStatus = metal3.OperationalStatusServicing },
+			func(st *metal3.BareMetalHostStatus) { st.OperationalStatus = metal3.OperationalStatusOK }},
+		{"preparing",
+			func(st *metal3.BareMetalHostStatus) { st.Provisioning.State = metal3.StatePreparing },
+			func(st *metal3.BareMetalHostStatus) { st.Provisioning.State = metal3.StateAvailable }},
+	} {
+		h := newHost(t, fix, ns, tc.name)
+		key := client.ObjectKeyFromObject(h)
+		waitHFS(t, ns, tc.name, "created", current)
+		gen := setSpec(t, ns, tc.name, metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")})
+		waitHFS(t, ns, tc.name, "the change detected", func(hfs *metal3.HostFirmwareSettings) bool {
+			return hfs.Generation == gen && current(hfs) && condition(hfs, metal3.FirmwareSettingsChangeDetected).Status == metav1.ConditionTrue
+		})
+		setHostStatus(t, h, tc.apply)
+		fix.SetBIOS(ns, tc.name, "ProcTurboMode", "Disabled") // the provisioner applied it part-way
+		op.WaitAfter(t, key, op.Mark(key), 5)
+		hfs, _ := getHFS(t, ns, tc.name)
+		if hfs.Status.Settings["ProcTurboMode"] != "Enabled" || condition(hfs, metal3.FirmwareSettingsChangeDetected).Status != metav1.ConditionTrue {
+			t.Errorf("%s: while applying, ProcTurboMode %q and ChangeDetected %+v; want the values from before (Enabled) and the change still detected",
+				tc.name, hfs.Status.Settings["ProcTurboMode"], condition(hfs, metal3.FirmwareSettingsChangeDetected))
+		}
+		gen = setSpec(t, ns, tc.name, metal3.DesiredSettingsMap{"NoSuchSetting": intstr.FromString("x")})
+		waitHFS(t, ns, tc.name, "an edit judged while applying", func(hfs *metal3.HostFirmwareSettings) bool {
+			return hfs.Generation == gen && current(hfs) && condition(hfs, metal3.FirmwareSettingsValid).Status == metav1.ConditionFalse
+		})
+		setSpec(t, ns, tc.name, metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")})
+		setHostStatus(t, h, tc.finish)
+		waitHFS(t, ns, tc.name, "the applied value once the step ended", func(hfs *metal3.HostFirmwareSettings) bool {
+			return current(hfs) && hfs.Status.Settings["ProcTurboMode"] == "Disabled" &&
+				condition(hfs, metal3.FirmwareSettingsChangeDetected).Status == metav1.ConditionFalse
+		})
+	}
+}
+
 // TestDeletedSettingsComeBack: HostFirmwareSettings deleted by hand while the host is registered
 // are created again at once (not at the next periodic re-read), with the settings read anew and the
 // user's spec gone with the deleted object.
