@@ -131,6 +131,10 @@ func (s *hostScope) continueServicing() outcome {
 		}
 		s.fx.servicingFailed = true
 		return s.fail(metal3.ServicingError, res.ErrorMessage)
+	case res.Busy && data.Empty():
+		// The changes were taken back: the provisioner aborts what failed or waited; the error
+		// stays shown until the host is back to OK.
+		return waitOn(res, "the provisioner to abort the live update")
 	case res.Busy:
 		if st.OperationalStatus != metal3.OperationalStatusServicing {
 			// A failed live update started again with the changed request.

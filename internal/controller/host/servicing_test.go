@@ -3,6 +3,7 @@ package host
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,6 +159,11 @@ func TestServicingFailureRetryAndAbort(t *testing.T) {
 		t.Fatalf("after the abort: %s, serviced %d times", describe(h), fix.Count(ns, "h", fixture.OpService))
 	}
 	waitEvent(t, ns, "h", reasonServicingAborted)
+	for _, e := range eventsFor(t, ns, "h", true) {
+		if strings.Contains(e, "started again: nothing") {
+			t.Errorf("the abort was reported as a live update started again: %q", e)
+		}
+	}
 }
 
 // TestServicingWaitsForDetachedAndPausedHosts: a detached or paused host is not serviced until it

@@ -42,12 +42,15 @@ func (p *Provisioner) Service(ctx context.Context, host provisioner.Host, data p
 		steps = append(steps, st)
 	}
 	fp := fingerprint(steps)
-	same, _ := n.Extra[extraServiced].(string)
+	// Ran: this request was the last one started on the node (its fingerprint written and Ironic
+	// accepted the state change; a start Ironic refused does not count, or a failed run's message
+	// would be reported for a request that never ran).
+	ran := p.finished(n, extraServiced, fp)
 
 	// Finished: this request ran to its end on the node, and (as far as Ironic's clock tells) after
 	// the host's servicing started; an older run of the same request does not count.
-	finished := p.finished(n, extraServiced, fp) && data.FinishedBy(n.ProvisionUpdatedAt)
-	d := decideServicing(n, len(steps) > 0, finished, same == fp)
+	finished := ran && data.FinishedBy(n.ProvisionUpdatedAt)
+	d := decideServicing(n, len(steps) > 0, finished, ran)
 	switch d.act {
 	case actService:
 		return p.startServicing(ctx, s, n, host, access, steps, fp)
