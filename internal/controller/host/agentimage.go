@@ -223,7 +223,7 @@ func controlledBy(ppi *metal3.PreprovisioningImage, h *metal3.BareMetalHost) boo
 
 // imageErrorShown: the host's error is its image's (see imageErrorPrefix).
 func imageErrorShown(st *metal3.BareMetalHostStatus) bool {
-	return (st.ErrorType == metal3.RegistrationError || st.ErrorType == metal3.ProvisionedRegistrationError) &&
+	return (st.ErrorType == metal3.RegistrationError || st.ErrorType == metal3.ProvisionedRegistrationError || st.ErrorType == metal3.ServicingError) &&
 		strings.HasPrefix(st.ErrorMessage, imageErrorPrefix)
 }
 

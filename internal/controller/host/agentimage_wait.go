@@ -41,6 +41,12 @@ func (s *hostScope) awaitImage(state metal3.ProvisioningState) (outcome, bool) {
 	if !s.imagesUsed() || stateOf(state).agentImage(s.host) != imageBooted {
 		return outcome{}, false
 	}
+	if stateOf(state).liveUpdates.is() {
+		if data, unchecked := s.liveUpdate(); data.Empty() && !unchecked {
+			// The live update's changes were taken back: ending it (an abort) boots nothing.
+			return outcome{}, false
+		}
+	}
 	c := s.imageCheck()
 	if c.err != "" {
 		return s.imageFailed(c.err), true
@@ -57,7 +63,15 @@ func (s *hostScope) awaitImage(state metal3.ProvisioningState) (outcome, bool) {
 // wait for a fix: cleaning cannot run without the agent, so it goes on to power off (as after
 // repeated failures).
 func (s *hostScope) imageFailed(msg string) outcome {
-	out := s.inputFailure(s.registrationErrorType(), errors.New(msg))
+	errType := s.registrationErrorType()
+	if stateOf(s.state()).liveUpdates.is() && s.servicing() {
+		// A live update that cannot boot the agent failed: shown as a servicing error, which keeps
+		// the image (its fix resumes the live update) and the host off, and lets the user abort by
+		// taking the changes back. A registration error would end the live update, delete the
+		// image and let the next power-on start it all over again.
+		errType = metal3.ServicingError
+	}
+	out := s.inputFailure(errType, errors.New(msg))
 	if s.deleting() && s.state() == metal3.StateDeprovisioning {
 		return advanceKeepingError(metal3.StatePoweringOffBeforeDelete)
 	}
@@ -66,8 +80,13 @@ func (s *hostScope) imageFailed(msg string) outcome {
 
 // clearImageError forgets an error the image caused once the image is fine or being rebuilt.
 func (s *hostScope) clearImageError() {
-	if imageErrorShown(&s.host.Status) {
+	st := &s.host.Status
+	if imageErrorShown(st) {
+		resume := st.ErrorType == metal3.ServicingError
 		s.clearError()
+		if resume {
+			st.OperationalStatus = metal3.OperationalStatusServicing // the live update goes on
+		}
 	}
 }
 

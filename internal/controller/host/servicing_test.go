@@ -408,3 +408,74 @@ func servicingDurations(t *testing.T) uint64 {
 	t.Fatal("metal3_operation_service_duration_seconds is not registered")
 	return 0
 }
+
+// TestServicingWithABrokenImage: with --build-preprov-image, a live update whose agent image
+// cannot be built is a servicing error with the builder's message, recorded once: the image is
+// kept, the host stays off and no new live update starts behind it. The image fixed, the live
+// update goes on; a second one whose image fails is aborted by taking the change back.
+func TestServicingWithABrokenImage(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := imageFixture()
+	op := startManager(t, env.Config, ns, fix, firmwareControllers(fix), withImages)
+	h := newHost(ns, "h").WithBMC(testVMediaBMC, "bmc-h").Build()
+	h.Spec.Architecture = "x86_64" // what the fixture inspects, whatever this machine is
+	createHost(t, h)
+	good := built(testISOURL, metal3.ImageFormatISO, "x86_64", "", "")
+	waitImage(t, ns, "h", "created", func(*metal3.PreprovisioningImage) bool { return true })
+	buildImage(t, ns, "h", good)
+	waitState(t, ns, "h", metal3.StateProvisioned)
+	waitImageGone(t, ns, "h")
+	waitHFS(t, ns, "h", "filled in", func(hfs *metal3.HostFirmwareSettings) bool { return len(hfs.Status.Settings) > 0 })
+	create(t, &metal3.HostUpdatePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h"},
+		Spec: metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot}})
+	broken := func(p *metal3.PreprovisioningImage) {
+		p.Status.ImageURL = ""
+		p.Status.Conditions = []metav1.Condition{
+			{Type: "Ready", Status: metav1.ConditionFalse, Reason: metal3.ImageBuildInvalidReason, ObservedGeneration: p.Generation, LastTransitionTime: metav1.Now()},
+			{Type: "Error", Status: metav1.ConditionTrue, Reason: metal3.ImageBuildInvalidReason, ObservedGeneration: p.Generation, LastTransitionTime: metav1.Now(),
+				Message: "no network data"},
+		}
+	}
+	wantErr := `PreprovisioningImage "h" could not be built (ImageBuildInvalid): no network data`
+
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
+	reboot(t, ns, "h")
+	waitImage(t, ns, "h", "made again for the live update", func(*metal3.PreprovisioningImage) bool { return true })
+	buildImage(t, ns, "h", broken)
+	h = waitHost(t, ns, "h", "the image's error", func(h *metal3.BareMetalHost) bool { return h.Status.ErrorMessage == wantErr })
+	if h.Status.ErrorType != metal3.ServicingError || h.Status.OperationalStatus != metal3.OperationalStatusError || h.Status.PoweredOn {
+		t.Fatalf("live update with a broken image: %s", describe(h))
+	}
+	op.waitSeen(t, ns, "h", h.ResourceVersion, 3) // looked at again: nothing more happens
+	if h2 := getHost(t, ns, "h"); h2.ResourceVersion != h.ResourceVersion || h2.Status.ErrorCount != 1 {
+		t.Fatalf("the host moved on from the image error: %s", describe(h2))
+	}
+	events := eventsFor(t, ns, "h")
+	if countReason(events, reasonServicingStarted) != 1 || countReason(events, "ServicingError") != 1 || fix.Count(ns, "h", fixture.OpService) != 0 {
+		t.Fatalf("events %v, %d servicings; want one start and one error, nothing serviced", events, fix.Count(ns, "h", fixture.OpService))
+	}
+	getImage(t, ns, "h") // kept for the fix
+
+	buildImage(t, ns, "h", good)
+	servicedOK(t, ns, "h", fix, 1)
+	if biosValue(t, fix, ns, "h", "ProcTurboMode") != "Disabled" {
+		t.Fatal("the live update was not applied once its image was fixed")
+	}
+	waitImageGone(t, ns, "h")
+
+	// Abort: the image fails again; the user takes the change back.
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled", "LogicalProc": "Disabled"})
+	reboot(t, ns, "h")
+	waitImage(t, ns, "h", "made again for the second live update", func(*metal3.PreprovisioningImage) bool { return true })
+	buildImage(t, ns, "h", broken)
+	waitHost(t, ns, "h", "the image's error again", func(h *metal3.BareMetalHost) bool { return h.Status.ErrorMessage == wantErr })
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
+	h = waitHost(t, ns, "h", "aborted, OK and on", func(h *metal3.BareMetalHost) bool {
+		return h.Status.OperationalStatus == metal3.OperationalStatusOK && h.Status.ErrorType == "" && h.Status.PoweredOn
+	})
+	if fix.Count(ns, "h", fixture.OpService) != 1 || biosValue(t, fix, ns, "h", "LogicalProc") == "Disabled" {
+		t.Fatalf("after the abort: %s, %d servicings", describe(h), fix.Count(ns, "h", fixture.OpService))
+	}
+	waitImageGone(t, ns, "h")
+}
