@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +36,9 @@ type firmwareInputs struct {
 	// half of what the user asked: applying without it, or aborting a servicing because the
 	// changes look gone, would lose the change.
 	uncheckedSettings, uncheckedUpdates bool
+	// settingsChanged and updatesChanged are the objects' status.lastUpdated (zero without one):
+	// their status last changed then (a spec edit judged, or new values read).
+	settingsChanged, updatesChanged time.Time
 }
 
 // updatePolicy is what the host's HostUpdatePolicy (same name) allows on reboot of a provisioned
@@ -64,6 +68,9 @@ func (r *Reconciler) loadFirmwareChanges(ctx context.Context, s *hostScope) erro
 		case ready:
 			fw.settings = pending
 		}
+		if hfs.Status.LastUpdated != nil {
+			fw.settingsChanged = hfs.Status.LastUpdated.Time
+		}
 	}
 	hfc := &metal3.HostFirmwareComponents{}
 	switch err := r.Client.Get(ctx, key, hfc); {
@@ -77,6 +84,9 @@ func (r *Reconciler) loadFirmwareChanges(ctx context.Context, s *hostScope) erro
 			fw.uncheckedUpdates = true
 		case ready:
 			fw.updates = hfc.PendingUpdates()
+		}
+		if hfc.Status.LastUpdated != nil {
+			fw.updatesChanged = hfc.Status.LastUpdated.Time
 		}
 	}
 	return nil

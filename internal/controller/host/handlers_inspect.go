@@ -3,8 +3,12 @@ package host
 import (
 	"errors"
 	"reflect"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/conditions"
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
 
@@ -78,9 +82,33 @@ func (s *hostScope) prepareData() provisioner.PrepareData {
 	return data
 }
 
-// needsPreparing: the RAID or root device hints in spec differ from what was applied.
+// needsPreparing: the RAID or root device hints in spec differ from what was applied, or the
+// firmware changes ask for something new since the host became available (metal3 prepares an
+// available host again for them).
 func (s *hostScope) needsPreparing() bool {
 	spec, st := s.host.Spec, s.host.Status.Provisioning
 	return (spec.RAID != nil && !reflect.DeepEqual(spec.RAID, st.RAID)) ||
-		(spec.RootDeviceHints != nil && !reflect.DeepEqual(spec.RootDeviceHints, st.RootDeviceHints))
+		(spec.RootDeviceHints != nil && !reflect.DeepEqual(spec.RootDeviceHints, st.RootDeviceHints)) ||
+		firmwareChangedSince(s.in.firmware, availableSince(s.host, s.now.Time))
+}
+
+// firmwareChangedSince: a firmware change waits to be judged, or a pending valid change's object
+// changed status at or after since. Pending changes whose object has not changed since are the
+// ones the last preparation applied, before their controller read the host again (it keeps the
+// settings it showed while the host prepares), or ones the host did not take (the BMC ignored a
+// setting): preparing again for them would repeat the work, and for ever in the second case.
+func firmwareChangedSince(fw firmwareInputs, since time.Time) bool {
+	return fw.uncheckedSettings || fw.uncheckedUpdates ||
+		(len(fw.settings) > 0 && !fw.settingsChanged.Before(since)) ||
+		(len(fw.updates) > 0 && !fw.updatesChanged.Before(since))
+}
+
+// availableSince is when the host became available for provisioning (its AvailableForProvisioning
+// condition turned True), now when it has just arrived (the condition is written after this
+// reconcile). Times are compared at the second, as the API stores them.
+func availableSince(h *metal3.BareMetalHost, now time.Time) time.Time {
+	if c := conditions.Get(h.Status.Conditions, metal3.AvailableForProvisioningCondition); c != nil && c.Status == metav1.ConditionTrue {
+		return c.LastTransitionTime.Time
+	}
+	return now.Truncate(time.Second)
 }

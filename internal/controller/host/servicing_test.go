@@ -292,7 +292,10 @@ func TestServicingUnsupported(t *testing.T) {
 func TestPreparingAppliesFirmwareChanges(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	fix := fixture.New(fixture.Config{})
+	// Manual cleaning takes more than a second, as on real hardware: an available host compares
+	// when its firmware objects changed with when it became available at the second (the API's
+	// precision), and a change judged in the second a zero-time preparation ended would look new.
+	fix := fixture.New(fixture.Config{Latency: map[fixture.Op]time.Duration{fixture.OpPrepare: 1100 * time.Millisecond}})
 	startWithFirmware(t, ns, fix)
 	create(t, &metal3.HostFirmwareSettings{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h"},
 		Spec: metal3.HostFirmwareSettingsSpec{Settings: metal3.DesiredSettingsMap{"ProcTurboMode": intstrS("Disabled")}}})
@@ -309,6 +312,48 @@ func TestPreparingAppliesFirmwareChanges(t *testing.T) {
 		return judged(hfs.Status.Conditions, hfs.Generation) && hfs.Status.Settings["ProcTurboMode"] == "Disabled" &&
 			companiontest.Condition(hfs.Status.Conditions, metal3.FirmwareSettingsChangeDetected).Status == metav1.ConditionFalse
 	})
+}
+
+// TestAvailableHostPreparesForFirmwareChanges: a firmware change made while the host is available
+// takes it back through preparing (as metal3), once per change: a change applied is not prepared
+// for again while its controller has not read the host back; the host then provisions.
+func TestAvailableHostPreparesForFirmwareChanges(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startWithFirmware(t, ns, fix)
+	h := newHost(ns, "h").Build()
+	h.Spec.Image = nil
+	createHost(t, h)
+	waitState(t, ns, "h", metal3.StateAvailable)
+	waitHFS(t, ns, "h", "filled in", func(hfs *metal3.HostFirmwareSettings) bool { return len(hfs.Status.Settings) > 0 })
+	waitHFC(t, ns, "h", "filled in", func(hfc *metal3.HostFirmwareComponents) bool { return len(hfc.Status.Components) > 0 })
+	prepared := fix.Count(ns, "h", fixture.OpPrepare)
+
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
+	waitHFS(t, ns, "h", "the setting applied and read back", func(hfs *metal3.HostFirmwareSettings) bool {
+		return hfs.Status.Settings["ProcTurboMode"] == "Disabled" &&
+			companiontest.Condition(hfs.Status.Conditions, metal3.FirmwareSettingsChangeDetected).Status == metav1.ConditionFalse
+	})
+	waitState(t, ns, "h", metal3.StateAvailable)
+	if n := fix.Count(ns, "h", fixture.OpPrepare) - prepared; n != 1 || biosValue(t, fix, ns, "h", "ProcTurboMode") != "Disabled" {
+		t.Fatalf("prepared %d times for the setting (want 1), ProcTurboMode %s", n, biosValue(t, fix, ns, "h", "ProcTurboMode"))
+	}
+
+	setUpdates(t, ns, "h", metal3.FirmwareUpdate{Component: "bmc", URL: "http://fw.example/bmc-8.1.bin"})
+	waitHFC(t, ns, "h", "the update recorded", func(hfc *metal3.HostFirmwareComponents) bool { return len(hfc.Status.Updates) == 1 })
+	h = waitState(t, ns, "h", metal3.StateAvailable)
+	if n := fix.Count(ns, "h", fixture.OpPrepare) - prepared; n != 2 || firmwareVersion(t, fix, ns, "h", "bmc") != "8.1" {
+		t.Fatalf("prepared %d times for the two changes (want 2), bmc %s", n, firmwareVersion(t, fix, ns, "h", "bmc"))
+	}
+
+	update(t, h, func(h *metal3.BareMetalHost) {
+		h.Spec.Image = &metal3.Image{URL: testImage, Checksum: "d41d8cd98f00b204e9800998ecf8427e", ChecksumType: metal3.MD5}
+	})
+	waitState(t, ns, "h", metal3.StateProvisioned)
+	if n := fix.Count(ns, "h", fixture.OpPrepare) - prepared; n != 2 {
+		t.Fatalf("prepared %d times in all, want 2", n)
+	}
 }
 
 func countReason(list []string, reason string) int {
