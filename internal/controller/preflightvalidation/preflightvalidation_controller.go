@@ -59,6 +59,10 @@ type Reconciler struct {
 // DefaultRetryDelay is RetryDelay's default.
 const DefaultRetryDelay = 30 * time.Second
 
+// staleRetry is how soon a reconcile that found the cache behind our last status write looks
+// again.
+const staleRetry = 100 * time.Millisecond
+
 // SetupWithManager watches PreflightValidations, SpecialResources and builds.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
@@ -131,8 +135,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	} else if err != nil {
 		return ctrl.Result{}, fmt.Errorf("reading PreflightValidation %s: %w", req.Name, err)
 	}
-	if r.tracker.Stale(pv) || !pv.DeletionTimestamp.IsZero() {
+	if !pv.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
+	}
+	if r.tracker.Stale(pv) {
+		// Status-only events of our own writes are filtered out, and this request may have
+		// absorbed the delayed retry: look again shortly.
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
 	}
 	var srs sro.SpecialResourceList
 	if err := r.Client.List(ctx, &srs); err != nil {
