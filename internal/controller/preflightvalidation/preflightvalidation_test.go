@@ -102,8 +102,9 @@ func (w *world) push(repoTag string) {
 	}
 }
 
-// specialResource creates a SpecialResource (and its namespace, as its controller would).
-func (w *world) specialResource(name string, source bool) *sro.SpecialResource {
+// specialResource creates a SpecialResource (and its namespace, as its controller would);
+// change, when given, edits it before.
+func (w *world) specialResource(name string, source bool, change ...func(*sro.SpecialResource)) *sro.SpecialResource {
 	w.t.Helper()
 	ns := env.Namespace(w.t)
 	sr := &sro.SpecialResource{ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name}, Spec: sro.SpecialResourceSpec{
@@ -114,6 +115,9 @@ func (w *world) specialResource(name string, source bool) *sro.SpecialResource {
 	}}
 	if source {
 		sr.Spec.DriverContainer.Source.Git = &sro.GitSource{URI: "https://git.example/" + name + ".git"}
+	}
+	for _, f := range change {
+		f(sr)
 	}
 	if err := env.Client.Create(context.Background(), sr); err != nil {
 		w.t.Fatal(err)
