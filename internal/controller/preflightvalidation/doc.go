@@ -12,7 +12,9 @@
 // A SpecialResource is checked after the dependencies whose image it uses, with their images
 // for the kernel as their own checks found them (the SpecialResource controller renders only
 // once its dependencies are Ready, with the images their status records); while one is missing,
-// or its image is used and not found yet, it waits (Unknown), naming them.
+// or its image is used and not found yet, it waits (Unknown), naming them. A build the builder refuses for good (OpenShift builds cannot mount
+// host paths or claims) is an Error, said once, and not asked for again until the
+// SpecialResource or the PreflightValidation changes.
 //
 // The operator's ClusterOperator reports Upgradeable=False while a PreflightValidation is not
 // Ready (package sroclusteroperator).

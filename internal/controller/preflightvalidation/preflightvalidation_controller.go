@@ -46,7 +46,8 @@ type Reconciler struct {
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 
-	tracker patch.Tracker
+	tracker  patch.Tracker
+	refusals refusals
 	// SkipNameValidation lets tests run several managers in one process.
 	SkipNameValidation bool
 }
@@ -120,6 +121,11 @@ type check struct {
 	image   string
 	start   *build.Request
 	cleanup [2]string // namespace, build name
+	// final: an Error that only a change of the SpecialResource or the PreflightValidation
+	// can mend (the builder refused the build), so not retried by time.
+	final bool
+	// refused is the build the builder refused (nil: none).
+	refused *refusal
 }
 
 // Reconcile verifies every SpecialResource for the kernel, writes builds, then the status once.
@@ -127,6 +133,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	pv := &sro.PreflightValidation{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pv); apierrors.IsNotFound(err) {
 		r.tracker.Forget(req.NamespacedName)
+		r.refusals.forget(req.Name)
 		return ctrl.Result{}, nil
 	} else if err != nil {
 		return ctrl.Result{}, fmt.Errorf("reading PreflightValidation %s: %w", req.Name, err)
@@ -161,18 +168,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		checks = append(checks, c)
 	}
 	var evs events.List
-	for _, c := range checks {
-		if c.start != nil {
-			if err := r.Builder.Start(ctx, *c.start); err != nil && !errors.Is(err, build.ErrVolumesUnsupported) {
-				return ctrl.Result{}, err
-			}
-			evs.Normal("BuildStarted", "Build", fmt.Sprintf("Building %s of SpecialResource %s for kernel %s", c.image, c.name, pv.Spec.KernelVersion))
-		}
-		if c.cleanup[1] != "" {
-			if err := r.Builder.Delete(ctx, c.cleanup[0], c.cleanup[1]); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
+	if err := r.writeBuilds(ctx, pv, checks, &evs); err != nil {
+		return ctrl.Result{}, err
 	}
 	helper := patch.NewHelper(r.Client, pv, &r.tracker)
 	if verified := setStatus(pv, checks, r.now()); verified != nil {
@@ -186,7 +183,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		return ctrl.Result{}, err
 	}
 	evs.Emit(r.Recorder, pv)
-	if conditions.IsTrue(pv.Status.Conditions, sro.ConditionReady) {
+	if !retry(checks) {
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.RetryDelay}, nil

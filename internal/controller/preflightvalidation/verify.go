@@ -117,6 +117,13 @@ func (v *verifier) verify(sr *sro.SpecialResource) (check, error) {
 		return c, err
 	}
 	c.start = res.Start
+	if c.start != nil {
+		if f := v.r.refusals.refusedBefore(v.pv, sr, c.start.Name); f != nil {
+			// Refused for good at these generations: not asked again (see writeBuilds).
+			c.refuse(*f)
+			return c, nil
+		}
+	}
 	if res.Delete != "" {
 		c.cleanup = [2]string{ns, res.Delete}
 	}
