@@ -9,7 +9,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -29,11 +28,7 @@ import (
 	"github.com/metalforge/metalforge/internal/controller/patch"
 	"github.com/metalforge/metalforge/internal/sro/build"
 	"github.com/metalforge/metalforge/internal/sro/image"
-	"github.com/metalforge/metalforge/internal/sro/kernel"
 	"github.com/metalforge/metalforge/internal/sro/message"
-	"github.com/metalforge/metalforge/internal/sro/pullorbuild"
-	"github.com/metalforge/metalforge/internal/sro/recipe"
-	"github.com/metalforge/metalforge/internal/sro/validation"
 )
 
 // Reconciler reconciles PreflightValidations.
@@ -51,13 +46,18 @@ type Reconciler struct {
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 
-	tracker patch.Tracker
+	tracker  patch.Tracker
+	refusals refusals
 	// SkipNameValidation lets tests run several managers in one process.
 	SkipNameValidation bool
 }
 
 // DefaultRetryDelay is RetryDelay's default.
 const DefaultRetryDelay = 30 * time.Second
+
+// staleRetry is how soon a reconcile that found the cache behind our last status write looks
+// again.
+const staleRetry = 100 * time.Millisecond
 
 // SetupWithManager watches PreflightValidations, SpecialResources and builds.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -115,11 +115,17 @@ func (r *Reconciler) all(ctx context.Context, _ client.Object) []reconcile.Reque
 // check is one SpecialResource's result and what to write for it.
 type check struct {
 	name    string
+	sr      *sro.SpecialResource
 	status  sro.VerificationStatus
 	reason  string
 	image   string
 	start   *build.Request
 	cleanup [2]string // namespace, build name
+	// final: an Error that only a change of the SpecialResource or the PreflightValidation
+	// can mend (the builder refused the build), so not retried by time.
+	final bool
+	// refused is the build the builder refused (nil: none).
+	refused *refusal
 }
 
 // Reconcile verifies every SpecialResource for the kernel, writes builds, then the status once.
@@ -127,12 +133,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	pv := &sro.PreflightValidation{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pv); apierrors.IsNotFound(err) {
 		r.tracker.Forget(req.NamespacedName)
+		r.refusals.forget(req.Name)
 		return ctrl.Result{}, nil
 	} else if err != nil {
 		return ctrl.Result{}, fmt.Errorf("reading PreflightValidation %s: %w", req.Name, err)
 	}
-	if r.tracker.Stale(pv) || !pv.DeletionTimestamp.IsZero() {
+	if !pv.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
+	}
+	if r.tracker.Stale(pv) {
+		// Status-only events of our own writes are filtered out, and this request may have
+		// absorbed the delayed retry: look again shortly.
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
 	}
 	var srs sro.SpecialResourceList
 	if err := r.Client.List(ctx, &srs); err != nil {
@@ -142,31 +154,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	var checks []check
+	v := newVerifier(ctx, r, pv, srs.Items, version)
+	var checks []*check
 	for i := range srs.Items {
 		sr := &srs.Items[i]
 		if !sr.DeletionTimestamp.IsZero() {
 			continue
 		}
-		c, err := r.verify(ctx, sr, pv.Spec.KernelVersion, version)
+		c, err := v.check(sr)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		checks = append(checks, c)
 	}
 	var evs events.List
-	for _, c := range checks {
-		if c.start != nil {
-			if err := r.Builder.Start(ctx, *c.start); err != nil && !errors.Is(err, build.ErrVolumesUnsupported) {
-				return ctrl.Result{}, err
-			}
-			evs.Normal("BuildStarted", "Build", fmt.Sprintf("Building %s of SpecialResource %s for kernel %s", c.image, c.name, pv.Spec.KernelVersion))
-		}
-		if c.cleanup[1] != "" {
-			if err := r.Builder.Delete(ctx, c.cleanup[0], c.cleanup[1]); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
+	if err := r.writeBuilds(ctx, pv, checks, &evs); err != nil {
+		return ctrl.Result{}, err
 	}
 	helper := patch.NewHelper(r.Client, pv, &r.tracker)
 	if verified := setStatus(pv, checks, r.now()); verified != nil {
@@ -180,73 +183,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		return ctrl.Result{}, err
 	}
 	evs.Emit(r.Recorder, pv)
-	if conditions.IsTrue(pv.Status.Conditions, sro.ConditionReady) {
+	if !retry(checks) {
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.RetryDelay}, nil
 }
 
-// verify checks one SpecialResource for kernel k (reads only; builds to start are returned).
-func (r *Reconciler) verify(ctx context.Context, sr *sro.SpecialResource, k, clusterVersion string) (check, error) {
-	c := check{name: sr.Name}
-	fail := func(st sro.VerificationStatus, reason string) (check, error) {
-		c.status, c.reason = st, reason
-		return c, nil
-	}
-	if errs := validation.Spec(sr); len(errs) > 0 {
-		return fail(sro.VerificationError, "invalid spec: "+errs.ToAggregate().Error())
-	}
-	if !image.Used(sr.Spec.DriverContainer) {
-		return fail(sro.VerificationTrue, "the SpecialResource uses no driver image")
-	}
-	ns := sr.TargetNamespace()
-	vals := recipe.WithKernel(recipe.Values{Namespace: ns, ClusterVersion: clusterVersion, ClusterVersionMajorMinor: kernel.MajorMinor(clusterVersion),
-		PushSecretName: sr.Spec.DriverContainer.PullSecret, SpecialResource: sr, Dependencies: map[string]recipe.Dependency{}}, k, nil)
-	first, err := recipe.FirstPass(sr, vals)
-	if err != nil {
-		return fail(sro.VerificationError, err.Error())
-	}
-	img, err := image.For(first.Spec.DriverContainer, k)
-	if err != nil {
-		return fail(sro.VerificationError, err.Error())
-	}
-	if img == "" {
-		return fail(sro.VerificationFalse, "no kernelMappings entry matches the kernel and spec.driverContainer.image is empty")
-	}
-	c.image = img
-	var secret *corev1.Secret
-	if name := sr.Spec.DriverContainer.PullSecret; name != "" {
-		secret = &corev1.Secret{}
-		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, secret); apierrors.IsNotFound(err) {
-			return fail(sro.VerificationError, fmt.Sprintf("pull Secret %s/%s not found", ns, name))
-		} else if err != nil {
-			return c, fmt.Errorf("reading pull Secret %s/%s: %w", ns, name, err)
-		}
-	}
-	res, err := pullorbuild.Check(ctx, r.Registry, r.Builder, pullorbuild.Input{SR: first, Namespace: ns, Kernel: k, Image: img, PullSecret: secret})
-	if err != nil {
-		return c, err
-	}
-	c.start = res.Start
-	if res.Delete != "" {
-		c.cleanup = [2]string{ns, res.Delete}
-	}
-	switch res.State {
-	case sro.ImageExists:
-		return fail(sro.VerificationTrue, "image "+img+" exists")
-	case sro.ImageBuilding:
-		return fail(sro.VerificationFalse, res.Message)
-	case sro.ImageUnknown:
-		return fail(sro.VerificationUnknown, res.Message)
-	case sro.ImageMissing:
-		return fail(sro.VerificationFalse, res.Message)
-	}
-	return fail(sro.VerificationError, res.Message)
-}
-
 // setStatus records the checks (lastTransitionTime moves only when a SpecialResource's result
 // changes) and the Ready condition. It returns the new Ready value when it changed, else nil.
-func setStatus(pv *sro.PreflightValidation, checks []check, now time.Time) *bool {
+func setStatus(pv *sro.PreflightValidation, checks []*check, now time.Time) *bool {
 	at := metav1.NewTime(now.Truncate(time.Second))
 	prev := map[string]sro.SpecialResourceVerification{}
 	for _, s := range pv.Status.SRStatuses {

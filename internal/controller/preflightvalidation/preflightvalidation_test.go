@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,7 +42,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	co := filepath.Join(dir, "config", "v1", "zz_generated.crd-manifests", "0000_00_cluster-version-operator_01_clusteroperators.crd.yaml")
-	testenv.Main(m, testenv.Options{CRDPaths: []string{co}}, &env)
+	testenv.Main(m, testenv.Options{CRDPaths: []string{co, "internal/test/crds"}}, &env)
 }
 
 const kernelZ = "5.14.0-427.13.1.el9_4.x86_64"
@@ -50,9 +51,42 @@ const kernelZ = "5.14.0-427.13.1.el9_4.x86_64"
 type world struct {
 	t        *testing.T
 	registry string
+	builder  *countingBuilder
 }
 
-func startWorld(t *testing.T) *world {
+// countingBuilder counts, per namespace, the builds the controller asked to start and the
+// times it asked for a build's state (once per check of a SpecialResource with a source and no
+// image).
+type countingBuilder struct {
+	build.Builder
+	mu       sync.Mutex
+	starts   map[string]int
+	statuses map[string]int
+}
+
+func (b *countingBuilder) Start(ctx context.Context, req build.Request) error {
+	b.mu.Lock()
+	b.starts[req.Namespace]++
+	b.mu.Unlock()
+	return b.Builder.Start(ctx, req)
+}
+
+func (b *countingBuilder) Status(ctx context.Context, namespace, name string) (build.Status, bool, error) {
+	b.mu.Lock()
+	b.statuses[namespace]++
+	b.mu.Unlock()
+	return b.Builder.Status(ctx, namespace, name)
+}
+
+// counts are the starts and status requests of builds in the namespace.
+func (b *countingBuilder) counts(namespace string) (starts, statuses int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.starts[namespace], b.statuses[namespace]
+}
+
+// startWorld starts the controllers with Job builds, or OpenShift builds when openShift.
+func startWorld(t *testing.T, openShift ...bool) *world {
 	t.Helper()
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(reg.Close)
@@ -66,7 +100,12 @@ func startWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pv := &Reconciler{Builder: build.Job{Client: mgr.GetClient()}, RetryDelay: 200 * time.Millisecond, SkipNameValidation: true,
+	var backend build.Builder = build.Job{Client: mgr.GetClient()}
+	if len(openShift) > 0 && openShift[0] {
+		backend = build.OpenShift{Client: mgr.GetClient()}
+	}
+	w.builder = &countingBuilder{Builder: backend, starts: map[string]int{}, statuses: map[string]int{}}
+	pv := &Reconciler{Builder: w.builder, RetryDelay: 200 * time.Millisecond, SkipNameValidation: true,
 		ClusterVersion: func(context.Context) (string, error) { return "4.15.0", nil }}
 	if err := pv.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
@@ -102,8 +141,9 @@ func (w *world) push(repoTag string) {
 	}
 }
 
-// specialResource creates a SpecialResource (and its namespace, as its controller would).
-func (w *world) specialResource(name string, source bool) *sro.SpecialResource {
+// specialResource creates a SpecialResource (and its namespace, as its controller would);
+// change, when given, edits it before.
+func (w *world) specialResource(name string, source bool, change ...func(*sro.SpecialResource)) *sro.SpecialResource {
 	w.t.Helper()
 	ns := env.Namespace(w.t)
 	sr := &sro.SpecialResource{ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name}, Spec: sro.SpecialResourceSpec{
@@ -114,6 +154,9 @@ func (w *world) specialResource(name string, source bool) *sro.SpecialResource {
 	}}
 	if source {
 		sr.Spec.DriverContainer.Source.Git = &sro.GitSource{URI: "https://git.example/" + name + ".git"}
+	}
+	for _, f := range change {
+		f(sr)
 	}
 	if err := env.Client.Create(context.Background(), sr); err != nil {
 		w.t.Fatal(err)

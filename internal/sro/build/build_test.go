@@ -85,3 +85,30 @@ func TestJobSpec(t *testing.T) {
 		t.Errorf("OpenShift build with volumes: %v", err)
 	}
 }
+
+// TestOpenShiftVolumesNamed: the refusal of an OpenShift build names the artifacts fields that
+// are set, so that status and events say which one to remove.
+func TestOpenShiftVolumesNamed(t *testing.T) {
+	hostPaths := []sro.HostPathArtifact{{SourcePath: "/run/vendor/src", DestinationDir: "/usr/src/"}}
+	claims := []sro.ClaimArtifact{{Name: "vendor-pvc", MountPath: "/usr/src/vendor"}}
+	for _, tc := range []struct {
+		name      string
+		artifacts sro.DriverContainerArtifacts
+		want      string
+	}{
+		{"host paths", sro.DriverContainerArtifacts{HostPaths: hostPaths}, "(spec.driverContainer.artifacts.hostPaths set)"},
+		{"claims", sro.DriverContainerArtifacts{Claims: claims}, "(spec.driverContainer.artifacts.claims set)"},
+		{"both", sro.DriverContainerArtifacts{HostPaths: hostPaths, Claims: claims},
+			"(spec.driverContainer.artifacts.hostPaths and spec.driverContainer.artifacts.claims set)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := volumesSet(tc.artifacts)
+			if !errors.Is(err, ErrVolumesUnsupported) || !strings.HasSuffix(err.Error(), tc.want) {
+				t.Errorf("got %v, want ErrVolumesUnsupported ending %q", err, tc.want)
+			}
+		})
+	}
+	if err := volumesSet(sro.DriverContainerArtifacts{Images: []sro.ImageArtifact{{Name: "r/base:1"}}}); err != nil {
+		t.Errorf("images only: %v", err)
+	}
+}

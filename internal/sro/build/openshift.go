@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	buildv1 "github.com/openshift/api/build/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,8 +32,8 @@ var ErrVolumesUnsupported = errors.New("OpenShift builds cannot mount spec.drive
 
 // Start creates the BuildConfig and its Build unless they exist.
 func (o OpenShift) Start(ctx context.Context, req Request) error {
-	if len(req.Artifacts.HostPaths) > 0 || len(req.Artifacts.Claims) > 0 {
-		return ErrVolumesUnsupported
+	if err := volumesSet(req.Artifacts); err != nil {
+		return err
 	}
 	l := labels(req)
 	meta := metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name, Labels: l,
@@ -51,6 +52,21 @@ func (o OpenShift) Start(ctx context.Context, req Request) error {
 		return fmt.Errorf("creating Build %s/%s: %w", req.Namespace, req.Name, err)
 	}
 	return nil
+}
+
+// volumesSet is ErrVolumesUnsupported naming the fields that are set, or nil.
+func volumesSet(a sro.DriverContainerArtifacts) error {
+	var set []string
+	if len(a.HostPaths) > 0 {
+		set = append(set, "spec.driverContainer.artifacts.hostPaths")
+	}
+	if len(a.Claims) > 0 {
+		set = append(set, "spec.driverContainer.artifacts.claims")
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w (%s set)", ErrVolumesUnsupported, strings.Join(set, " and "))
 }
 
 func commonSpec(req Request) buildv1.CommonSpec {

@@ -1,0 +1,175 @@
+package preflightvalidation
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/sro/image"
+	"github.com/metalforge/metalforge/internal/sro/kernel"
+	"github.com/metalforge/metalforge/internal/sro/pullorbuild"
+	"github.com/metalforge/metalforge/internal/sro/recipe"
+	"github.com/metalforge/metalforge/internal/sro/validation"
+)
+
+// verifier checks every SpecialResource for one kernel, each after the dependencies whose image
+// it uses: as the SpecialResource controller renders a SpecialResource only once its
+// dependencies are Ready, and then gives its templates their images for the kernel, the check
+// renders a SpecialResource only once its dependencies' checks found their images for the
+// target kernel, and gives it those. A dependency's own dependencies are its own check's
+// business, as they are its own controller's.
+type verifier struct {
+	r              *Reconciler
+	ctx            context.Context
+	pv             *sro.PreflightValidation
+	kernel         string
+	clusterVersion string
+	// byName are all SpecialResources, those being deleted too (a dependency being deleted
+	// is waited for, not reported missing).
+	byName map[string]*sro.SpecialResource
+	// done are the checks so far; a nil entry is a check under way (a cycle's guard).
+	done map[string]*check
+}
+
+func newVerifier(ctx context.Context, r *Reconciler, pv *sro.PreflightValidation, srs []sro.SpecialResource, clusterVersion string) *verifier {
+	v := &verifier{r: r, ctx: ctx, pv: pv, kernel: pv.Spec.KernelVersion, clusterVersion: clusterVersion,
+		byName: make(map[string]*sro.SpecialResource, len(srs)), done: map[string]*check{}}
+	for i := range srs {
+		v.byName[srs[i].Name] = &srs[i]
+	}
+	return v
+}
+
+// check is sr's check, computed once.
+func (v *verifier) check(sr *sro.SpecialResource) (*check, error) {
+	if c, ok := v.done[sr.Name]; ok {
+		if c == nil {
+			// validation.Cycle stops every SpecialResource on a cycle before it gets here.
+			return &check{name: sr.Name, sr: sr, status: sro.VerificationError, reason: "dependency cycle through " + sr.Name}, nil
+		}
+		return c, nil
+	}
+	v.done[sr.Name] = nil
+	c, err := v.verify(sr)
+	if err != nil {
+		delete(v.done, sr.Name)
+		return nil, err
+	}
+	v.done[sr.Name] = &c
+	return &c, nil
+}
+
+// verify checks one SpecialResource for the kernel (reads only; builds to start are returned).
+func (v *verifier) verify(sr *sro.SpecialResource) (check, error) {
+	c := check{name: sr.Name, sr: sr}
+	fail := func(st sro.VerificationStatus, reason string) (check, error) {
+		c.status, c.reason = st, reason
+		return c, nil
+	}
+	if errs := validation.Spec(sr); len(errs) > 0 {
+		return fail(sro.VerificationError, "invalid spec: "+errs.ToAggregate().Error())
+	}
+	if ferr := validation.Cycle(sr, func(n string) (*sro.SpecialResource, bool) { d, ok := v.byName[n]; return d, ok }); ferr != nil {
+		return fail(sro.VerificationError, ferr.Error())
+	}
+	if !image.Used(sr.Spec.DriverContainer) {
+		return fail(sro.VerificationTrue, "the SpecialResource uses no driver image")
+	}
+	deps, waiting, err := v.dependencies(sr)
+	if err != nil {
+		return c, err
+	}
+	if len(waiting) > 0 {
+		// Not an error: the image can be known once the dependencies' images are.
+		return fail(sro.VerificationUnknown, "waiting for dependencies: "+strings.Join(waiting, "; "))
+	}
+	k, ns := v.kernel, sr.TargetNamespace()
+	vals := recipe.WithKernel(recipe.Values{Namespace: ns, ClusterVersion: v.clusterVersion, ClusterVersionMajorMinor: kernel.MajorMinor(v.clusterVersion),
+		PushSecretName: sr.Spec.DriverContainer.PullSecret, SpecialResource: sr, Dependencies: deps}, k, nil)
+	first, err := recipe.FirstPass(sr, vals)
+	if err != nil {
+		return fail(sro.VerificationError, err.Error())
+	}
+	img, err := image.For(first.Spec.DriverContainer, k)
+	if err != nil {
+		return fail(sro.VerificationError, err.Error())
+	}
+	if img == "" {
+		return fail(sro.VerificationFalse, "no kernelMappings entry matches the kernel and spec.driverContainer.image is empty")
+	}
+	c.image = img
+	var secret *corev1.Secret
+	if name := sr.Spec.DriverContainer.PullSecret; name != "" {
+		secret = &corev1.Secret{}
+		if err := v.r.APIReader.Get(v.ctx, client.ObjectKey{Namespace: ns, Name: name}, secret); apierrors.IsNotFound(err) {
+			return fail(sro.VerificationError, fmt.Sprintf("pull Secret %s/%s not found", ns, name))
+		} else if err != nil {
+			return c, fmt.Errorf("reading pull Secret %s/%s: %w", ns, name, err)
+		}
+	}
+	res, err := pullorbuild.Check(v.ctx, v.r.Registry, v.r.Builder, pullorbuild.Input{SR: first, Namespace: ns, Kernel: k, Image: img, PullSecret: secret})
+	if err != nil {
+		return c, err
+	}
+	c.start = res.Start
+	if c.start != nil {
+		if f := v.r.refusals.refusedBefore(v.pv, sr, c.start.Name); f != nil {
+			// Refused for good at these generations: not asked again (see writeBuilds).
+			c.refuse(*f)
+			return c, nil
+		}
+	}
+	if res.Delete != "" {
+		c.cleanup = [2]string{ns, res.Delete}
+	}
+	switch res.State {
+	case sro.ImageExists:
+		return fail(sro.VerificationTrue, "image "+img+" exists")
+	case sro.ImageBuilding:
+		return fail(sro.VerificationFalse, res.Message)
+	case sro.ImageUnknown:
+		return fail(sro.VerificationUnknown, res.Message)
+	case sro.ImageMissing:
+		return fail(sro.VerificationFalse, res.Message)
+	}
+	return fail(sro.VerificationError, res.Message)
+}
+
+// dependencies are what sr's templates see of its dependencies for the kernel, or, when some
+// are not known yet, what is waited for: a dependency that does not exist (as the
+// SpecialResource controller reports it), is being deleted, or whose image sr uses and whose
+// own check has not found that image for the kernel.
+func (v *verifier) dependencies(sr *sro.SpecialResource) (map[string]recipe.Dependency, []string, error) {
+	deps := map[string]recipe.Dependency{}
+	var waiting []string
+	for _, d := range sr.Spec.DependsOn {
+		dep, ok := v.byName[d.Name]
+		switch {
+		case !ok:
+			waiting = append(waiting, d.Name+" ("+recipe.MissingDependency(d)+")")
+			continue
+		case !dep.DeletionTimestamp.IsZero():
+			waiting = append(waiting, d.Name+" (being deleted)")
+			continue
+		}
+		img := ""
+		if recipe.UsesImage(d) {
+			dc, err := v.check(dep)
+			if err != nil {
+				return nil, nil, err
+			}
+			if dc.status != sro.VerificationTrue {
+				waiting = append(waiting, fmt.Sprintf("%s (no driver image for kernel %s yet: %s)", d.Name, v.kernel, dc.status))
+				continue
+			}
+			img = dc.image
+		}
+		deps[d.Name] = recipe.DependencyFor(d, dep, img)
+	}
+	return deps, waiting, nil
+}

@@ -1,0 +1,127 @@
+package preflightvalidation
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/sro/build"
+)
+
+// registryOf is a registry holding the listed images (a pure unit test's stand-in).
+type registryOf []string
+
+func (r registryOf) Exists(_ context.Context, ref string, _ *corev1.Secret) (bool, error) {
+	return slices.Contains(r, ref), nil
+}
+
+// noBuilds is a builder with no builds (a pure unit test's stand-in; nothing is started here).
+type noBuilds struct{}
+
+func (noBuilds) Start(context.Context, build.Request) error { return nil }
+func (noBuilds) Status(context.Context, string, string) (build.Status, bool, error) {
+	return build.Status{}, false, nil
+}
+func (noBuilds) Delete(context.Context, string, string) error { return nil }
+func (noBuilds) Kind() string                                 { return "Job" }
+
+const unitKernel = "5.14.0-427.13.1.el9_4.x86_64"
+
+// unitSR is a SpecialResource with a driver image in registry r, built from git when source,
+// depending on deps.
+func unitSR(name string, source bool, deps ...sro.SpecialResourceDependency) sro.SpecialResource {
+	sr := sro.SpecialResource{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: sro.SpecialResourceSpec{
+		Namespace: name + "-ns", DependsOn: deps,
+		DriverContainer: sro.SpecialResourceDriverContainer{Image: "r/" + name + ":{{.KernelFullVersion}}", Modules: []string{name}},
+	}}
+	if source {
+		sr.Spec.DriverContainer.Source.Git = &sro.GitSource{URI: "https://git.example/" + name + ".git"}
+	}
+	for _, d := range deps {
+		sr.Spec.DriverContainer.BuildArgs = append(sr.Spec.DriverContainer.BuildArgs,
+			sro.BuildArg{Name: "IMAGE_" + d.Name, Value: "{{.Dependencies." + d.Name + ".Image}}"},
+			sro.BuildArg{Name: "NS_" + d.Name, Value: "{{.Dependencies." + d.Name + ".Namespace}}"})
+	}
+	return sr
+}
+
+func imageOf(name string) sro.SpecialResourceDependency {
+	return sro.SpecialResourceDependency{Name: name, ImageReference: "true"}
+}
+
+// TestVerifyDependencies: a SpecialResource's check sees its dependencies' namespaces and, when
+// it uses them, their images for the kernel; it waits (Unknown, naming the dependency) while one
+// is missing, being deleted, or has no image for the kernel yet; a cycle is an Error.
+func TestVerifyDependencies(t *testing.T) {
+	deleting := unitSR("gone", false)
+	now := metav1.Now()
+	deleting.DeletionTimestamp = &now
+	deleting.Finalizers = []string{"x"}
+	for _, tc := range []struct {
+		name     string
+		srs      []sro.SpecialResource
+		registry registryOf
+		status   sro.VerificationStatus
+		// reason is in a's reason; args are in the build a's check asks for.
+		reason string
+		args   []string
+	}{
+		{name: "missing dependency without recipe", srs: []sro.SpecialResource{unitSR("a", true, imageOf("base"))},
+			status: sro.VerificationUnknown, reason: "waiting for dependencies: base (does not exist; create it, or give dependsOn a recipe)"},
+		{name: "missing dependency with recipe", srs: []sro.SpecialResource{unitSR("a", true, sro.SpecialResourceDependency{Name: "base",
+			Recipe: &sro.SpecialResourceRecipe{Name: "driver-container"}})},
+			status: sro.VerificationUnknown, reason: "base (does not exist yet; the SpecialResource controller creates it from dependsOn's recipe)"},
+		{name: "dependency being deleted", srs: []sro.SpecialResource{unitSR("a", true, imageOf("gone")), deleting},
+			status: sro.VerificationUnknown, reason: "gone (being deleted)"},
+		{name: "dependency without image for the kernel", srs: []sro.SpecialResource{unitSR("a", true, imageOf("base")), unitSR("base", false)},
+			status: sro.VerificationUnknown, reason: "base (no driver image for kernel " + unitKernel + " yet: False)"},
+		{name: "dependency of a dependency missing", srs: []sro.SpecialResource{unitSR("a", true, imageOf("base")), unitSR("base", true, imageOf("root"))},
+			status: sro.VerificationUnknown, reason: "base (no driver image for kernel " + unitKernel + " yet: Unknown)"},
+		{name: "dependency with image", srs: []sro.SpecialResource{unitSR("a", true, imageOf("base")), unitSR("base", false)},
+			registry: registryOf{"r/base:" + unitKernel}, status: sro.VerificationFalse, reason: "building",
+			args: []string{"IMAGE_base=r/base:" + unitKernel, "NS_base=base-ns"}},
+		{name: "namespace only: no wait for the image", srs: []sro.SpecialResource{unitSR("a", true, sro.SpecialResourceDependency{Name: "base"}), unitSR("base", false)},
+			status: sro.VerificationFalse, reason: "building", args: []string{"IMAGE_base=", "NS_base=base-ns"}},
+		{name: "chain with images", srs: []sro.SpecialResource{unitSR("a", true, imageOf("base")), unitSR("base", false, imageOf("root")), unitSR("root", false)},
+			registry: registryOf{"r/base:" + unitKernel, "r/root:" + unitKernel}, status: sro.VerificationFalse, reason: "building",
+			args: []string{"IMAGE_base=r/base:" + unitKernel}},
+		{name: "cycle", srs: []sro.SpecialResource{unitSR("a", true, imageOf("b")), unitSR("b", true, imageOf("a"))},
+			status: sro.VerificationError, reason: "dependency cycle: a → b → a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Reconciler{Registry: tc.registry, Builder: noBuilds{}}
+			pv := &sro.PreflightValidation{Spec: sro.PreflightValidationSpec{KernelVersion: unitKernel}}
+			v := newVerifier(context.Background(), r, pv, tc.srs, "4.15.0")
+			c, err := v.check(&tc.srs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.status != tc.status || !strings.Contains(c.reason, tc.reason) {
+				t.Fatalf("a: %s %q, want %s with %q", c.status, c.reason, tc.status, tc.reason)
+			}
+			if tc.args == nil {
+				if c.start != nil {
+					t.Fatalf("a build was asked for: %+v", c.start)
+				}
+				return
+			}
+			if c.start == nil {
+				t.Fatal("no build asked for")
+			}
+			var got []string
+			for _, a := range c.start.BuildArgs {
+				got = append(got, a.Name+"="+a.Value)
+			}
+			for _, want := range tc.args {
+				if !slices.Contains(got, want) {
+					t.Errorf("build args %v lack %s", got, want)
+				}
+			}
+		})
+	}
+}
