@@ -213,8 +213,15 @@ type Servicer interface {
 // PowerController reads and changes power.
 type PowerController interface {
 	PowerOn(ctx context.Context, host Host, force bool) (Result, error)
-	// PowerOff turns the host off; soft mode falls back to hard when the BMC cannot do it.
+	// PowerOff turns the host off; soft mode falls back to hard when the BMC cannot do it. A host
+	// with DisablePowerOff is never turned off: the engine refuses (Failed).
 	PowerOff(ctx context.Context, host Host, mode metal3.RebootMode, force bool) (Result, error)
+	// Reboot restarts the host without leaving it off (a host with DisablePowerOff reboots this
+	// way); soft mode falls back to hard when the BMC cannot do it. The first call asks for the
+	// reboot; the calls after it follow it: Busy while it runs (or while the engine cannot take it
+	// yet), Done once the host is back on, Failed (once) when the engine could not reboot it. A
+	// call after Done asks for another reboot.
+	Reboot(ctx context.Context, host Host, mode metal3.RebootMode) (Result, error)
 	// PowerState reports whether the host is on; known is false while the engine does not know.
 	PowerState(ctx context.Context, host Host) (poweredOn bool, known bool, err error)
 }

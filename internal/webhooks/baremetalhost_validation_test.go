@@ -274,6 +274,20 @@ func TestValidateBareMetalHost(t *testing.T) {
 			want: []string{"spec.disablePowerOff: Invalid value"}, detail: "online",
 		},
 		"online with power off disabled": {mutate: func(h *metal3.BareMetalHost) { h.Spec.DisablePowerOff = true }},
+		"held reboot with power off disabled": {
+			mutate: func(h *metal3.BareMetalHost) {
+				h.Spec.DisablePowerOff = true
+				h.Annotations = map[string]string{metal3.RebootAnnotationPrefix + "/remediation": ""}
+			},
+			want: []string{"metadata.annotations[reboot.metal3.io/remediation]: Forbidden"}, detail: "disablePowerOff",
+		},
+		"one-shot reboot with power off disabled": {mutate: func(h *metal3.BareMetalHost) {
+			h.Spec.DisablePowerOff = true
+			h.Annotations = map[string]string{metal3.RebootAnnotationPrefix: `{"mode":"hard"}`}
+		}},
+		"held reboot with power off allowed": {mutate: func(h *metal3.BareMetalHost) {
+			h.Annotations = map[string]string{metal3.RebootAnnotationPrefix + "/remediation": ""}
+		}},
 		"unknown inspection mode": {
 			mutate: func(h *metal3.BareMetalHost) { h.Spec.InspectionMode = "deep" },
 			want:   []string{"spec.inspectionMode: Unsupported value"}, detail: `"fast"`,

@@ -29,6 +29,7 @@ const (
 	reasonCredentialsUpdated     = "CredentialsUpdated"
 	reasonPoweredOn              = "PoweredOn"
 	reasonPoweredOff             = "PoweredOff"
+	reasonRebooted               = "Rebooted"
 	reasonStatusRestored         = "StatusRestored"
 	reasonHardwareDetails        = "HardwareDetailsSet"
 	reasonBadAnnotation          = "InvalidAnnotation"

@@ -1,6 +1,9 @@
 package host
 
 import (
+	"errors"
+	"fmt"
+
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
@@ -8,7 +11,8 @@ import (
 // reconcilePower keeps a host in a steady state (available, provisioned, externally provisioned)
 // powered as spec.online asks, and carries out reboot annotations: any reboot annotation wants the
 // host off; the one-shot one is removed once the host is off, so it comes back on; suffixed ones
-// keep it off until their owner removes them.
+// keep it off until their owner removes them. A host whose power off is disabled is never asked
+// to power off: see rebootInPlace.
 func (s *hostScope) reconcilePower() outcome {
 	on, known, err := s.prov.PowerState(s.ctx, s.provHost())
 	if err != nil {
@@ -23,6 +27,14 @@ func (s *hostScope) reconcilePower() outcome {
 	if !on && reboot.oneShot {
 		s.removeAnnotation(metal3.RebootAnnotationPrefix)
 		reboot = s.rebootRequests()
+	}
+	if s.host.Spec.DisablePowerOff {
+		if err := keptOff(s.host, reboot); err != nil {
+			return s.inputFailure(metal3.PowerManagementError, err)
+		}
+		if on && reboot.oneShot {
+			return s.rebootInPlace(reboot)
+		}
 	}
 	wantOn := s.host.Spec.Online && !reboot.any()
 	if on == wantOn {
@@ -62,4 +74,53 @@ func (s *hostScope) reconcilePower() outcome {
 		s.event(eventNormal, reasonPoweredOff, "PowerOff", "Host powered off")
 	}
 	return repeat() // look again: a one-shot reboot now turns the host back on
+}
+
+// keptOff names what asks a host whose power off is disabled to stay off, which cannot be done
+// (the webhook refuses both; a host written without it gets this error instead of power offs the
+// provisioner refuses).
+func keptOff(host *metal3.BareMetalHost, reboot rebootRequest) error {
+	switch {
+	case !host.Spec.Online:
+		return errors.New("spec.disablePowerOff: cannot be true while spec.online is false: set online: true or disablePowerOff: false")
+	case reboot.held:
+		return fmt.Errorf("metadata.annotations: a %s/<key> annotation keeps a host off until it is removed, but spec.disablePowerOff is true: use the %s annotation (a reboot) or set disablePowerOff: false",
+			metal3.RebootAnnotationPrefix, metal3.RebootAnnotationPrefix)
+	}
+	return nil
+}
+
+// rebootInPlace carries out the one-shot reboot annotation on a powered-on host whose power off
+// is disabled (metal3: reboot replaces power off): the provisioner reboots the host, and the
+// annotation is removed once the reboot is done. A live update starts at the moment the host
+// would be powered on; such a host never is, so the reboot is that moment: the live update starts
+// instead, and no reboot is asked (the provisioner's servicing reboots the host itself).
+func (s *hostScope) rebootInPlace(reboot rebootRequest) outcome {
+	if stateOf(s.state()).liveUpdates.is() {
+		if out, ok := s.startServicing(); ok {
+			if s.host.Status.OperationalStatus == metal3.OperationalStatusServicing {
+				// Removed with the status write that records the live update, which carries the
+				// reboot on.
+				s.removeAnnotation(metal3.RebootAnnotationPrefix)
+			}
+			return out
+		}
+	}
+	mode := reboot.mode
+	if s.host.Status.ErrorCount > 0 {
+		mode = metal3.RebootModeHard // a soft reboot that failed is not tried again
+	}
+	res, err := s.prov.Reboot(s.ctx, s.provHost(), mode)
+	if err != nil {
+		return s.provError(err, "rebooting")
+	}
+	if out, done := s.follow(res, metal3.PowerManagementError, "the host to reboot"); !done {
+		return out
+	}
+	// A write of this removal that fails (a conflict) means one more reboot: at least once, as
+	// for any reboot request.
+	s.removeAnnotation(metal3.RebootAnnotationPrefix)
+	s.clearErrorOf(metal3.PowerManagementError)
+	s.event(eventNormal, reasonRebooted, "Reboot", "Host rebooted (its power off is disabled)")
+	return repeat()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/metalforge/metalforge/internal/controller/hostfirmwaresettings"
 	"github.com/metalforge/metalforge/internal/provisioner"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
+	"github.com/metalforge/metalforge/internal/test/builder"
 	"github.com/metalforge/metalforge/internal/test/companiontest"
 )
 
@@ -43,11 +44,16 @@ func firmwareControllers(fix *fixture.Fixture) func(mgr ctrl.Manager) error {
 	}
 }
 
-// provisionedWithFirmware creates a host, waits until it is provisioned and its HostFirmwareSettings
-// and HostFirmwareComponents are filled in, and gives it a HostUpdatePolicy when policy is set.
-func provisionedWithFirmware(t *testing.T, ns, name string, policy *metal3.HostUpdatePolicySpec) {
+// provisionedWithFirmware creates a host (changed by tune), waits until it is provisioned and its
+// HostFirmwareSettings and HostFirmwareComponents are filled in, and gives it a HostUpdatePolicy
+// when policy is set.
+func provisionedWithFirmware(t *testing.T, ns, name string, policy *metal3.HostUpdatePolicySpec, tune ...func(*builder.BareMetalHostBuilder)) {
 	t.Helper()
-	h := newHost(ns, name).Build()
+	b := newHost(ns, name)
+	for _, f := range tune {
+		f(b)
+	}
+	h := b.Build()
 	h.Spec.BMC.CredentialsName = "bmc-" + name
 	createHost(t, h)
 	waitState(t, ns, name, metal3.StateProvisioned)

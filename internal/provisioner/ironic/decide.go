@@ -32,6 +32,8 @@ const (
 	actPowerOn
 	actPowerOff     // hard
 	actSoftPowerOff // soft, falling back to hard
+	actReboot       // hard
+	actSoftReboot   // soft, falling back to hard
 )
 
 var actionNames = map[action]string{
@@ -39,6 +41,7 @@ var actionNames = map[action]string{
 	actManage: "manage", actProvide: "provide", actInspect: "inspect", actClean: "clean", actDeploy: "deploy",
 	actUndeploy: "undeploy", actAdopt: "adopt", actService: "service", actAbort: "abort",
 	actPowerOn: "power-on", actPowerOff: "power-off", actSoftPowerOff: "soft-power-off",
+	actReboot: "reboot", actSoftReboot: "soft-reboot",
 }
 
 func (a action) String() string { return actionNames[a] }
@@ -347,4 +350,26 @@ func decidePowerOff(n *nodes.Node, mode metal3.RebootMode, last string, force bo
 		return do(actPowerOff)
 	}
 	return do(actSoftPowerOff)
+}
+
+// decideReboot: last is the power change this provisioner asked for last. A reboot asked is
+// followed until Ironic has no power change pending: failed (once) when Ironic recorded an error
+// (it clears last_error when it starts a power change), else done. Without one, a reboot starts
+// as soon as Ironic takes power changes; soft only from on (a soft reboot of an off host is a
+// power on). Ironic reboots a node with disable_power_off without powering it off.
+func decideReboot(n *nodes.Node, mode metal3.RebootMode, last string) decision {
+	asked := last == rebooting || last == softRebooting
+	switch {
+	case n.TargetPowerState != "":
+		return do(actWaitShort)
+	case asked && n.LastError != "":
+		return fail("Reboot failed", n)
+	case asked:
+		return do(actDone)
+	case n.TargetProvisionState != "":
+		return do(actWaitShort) // Ironic refuses power changes during a provision state change
+	case mode == metal3.RebootModeSoft && n.PowerState == powerOn:
+		return do(actSoftReboot)
+	}
+	return do(actReboot)
 }

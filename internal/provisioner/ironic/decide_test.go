@@ -210,6 +210,27 @@ func TestDecidePower(t *testing.T) {
 	})
 }
 
+// TestDecideReboot: a reboot is asked once and followed until Ironic has no power change pending,
+// so the caller can tell a reboot done from one still to ask.
+func TestDecideReboot(t *testing.T) {
+	soft, hard := metal3.RebootModeSoft, metal3.RebootModeHard
+	disabled := func(n *nodes.Node) { n.DisablePowerOff = true }
+	checkDecisions(t, map[string]decideCase{
+		"soft from on":                {got: decideReboot(node(nodes.Active, power(powerOn, "")), soft, ""), want: actSoftReboot},
+		"hard from on":                {got: decideReboot(node(nodes.Active, power(powerOn, "")), hard, ""), want: actReboot},
+		"soft from off is hard":       {got: decideReboot(node(nodes.Active, power(powerOff, "")), soft, ""), want: actReboot},
+		"power off disabled":          {got: decideReboot(node(nodes.Active, power(powerOn, ""), disabled), soft, ""), want: actSoftReboot},
+		"another power change":        {got: decideReboot(node(nodes.Active, power(powerOn, powerOff)), hard, ""), want: actWaitShort},
+		"provision state change":      {got: decideReboot(node(nodes.Deploying, power(powerOn, ""), target("active")), hard, ""), want: actWaitShort},
+		"asked, running":              {got: decideReboot(node(nodes.Active, power(powerOn, powerOn)), hard, rebooting), want: actWaitShort},
+		"asked, done":                 {got: decideReboot(node(nodes.Active, power(powerOn, "")), hard, rebooting), want: actDone},
+		"asked soft, done":            {got: decideReboot(node(nodes.Active, power(powerOn, ""), disabled), soft, softRebooting), want: actDone},
+		"asked, failed":               {got: decideReboot(node(nodes.Active, power(powerOn, ""), lastError("bmc")), hard, rebooting), want: actFail, wantMsg: "Reboot failed: bmc"},
+		"old error, not ours":         {got: decideReboot(node(nodes.Active, power(powerOn, ""), lastError("old")), hard, ""), want: actReboot},
+		"after a power off, a reboot": {got: decideReboot(node(nodes.Active, power(powerOff, "")), hard, powerOff), want: actReboot},
+	})
+}
+
 // TestResult maps the simple decisions to results with metal3's delays and sanitized messages.
 func TestResult(t *testing.T) {
 	cfg := DefaultConfig()

@@ -403,6 +403,19 @@ func TestDetach(t *testing.T) {
 	if res, err := p.PowerOff(context.Background(), host, metal3.RebootModeHard, false); err != nil || !res.Failed() {
 		t.Errorf("power off with disablePowerOff: %s, %v; want refused", describe(res), err)
 	}
+	// What the host controller asks instead (the reboot annotation): asked once, followed to done.
+	if res, err := p.Reboot(context.Background(), host, metal3.RebootModeSoft); err != nil || !res.Busy {
+		t.Fatalf("reboot with disablePowerOff: %s, %v; want asked (busy)", describe(res), err)
+	}
+	mustDone(t, "reboot with disablePowerOff", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Reboot(ctx, host, metal3.RebootModeSoft)
+	})
+	if n := waitNode(t, p, host, "rebooted", func(*nodes.Node) bool { return true }); n.PowerState != powerOn || n.LastError != "" {
+		t.Errorf("node after the reboot: power %q, last error %q", n.PowerState, n.LastError)
+	}
+	if st := e.server(t, srv.Name); st.State.Power != "On" {
+		t.Errorf("bmcsim power after the reboot: %s, want On", st.State.Power)
+	}
 	// A stale node ID: the node is found by name and re-linked.
 	stale := host
 	stale.NodeID = "7b6a8f1e-0000-4000-8000-000000000000"

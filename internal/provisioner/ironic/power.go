@@ -13,9 +13,11 @@ import (
 
 // Ironic power states.
 const (
-	powerOn      = string(nodes.PowerOn)
-	powerOff     = string(nodes.PowerOff)
-	softPowerOff = string(nodes.SoftPowerOff)
+	powerOn       = string(nodes.PowerOn)
+	powerOff      = string(nodes.PowerOff)
+	softPowerOff  = string(nodes.SoftPowerOff)
+	rebooting     = string(nodes.Rebooting)
+	softRebooting = string(nodes.SoftRebooting)
 )
 
 // PowerOn turns the host on. A power on Ironic tried and could not do is a failure (unless
@@ -61,30 +63,33 @@ func (p *Provisioner) power(ctx context.Context, s *session, n *nodes.Node, host
 			return p.changePower(ctx, s, n, nodes.PowerOff)
 		}
 		return res, err
+	case actReboot:
+		return p.changePower(ctx, s, n, nodes.Rebooting)
+	case actSoftReboot:
+		res, err := p.changePower(ctx, s, n, nodes.SoftRebooting)
+		if isStatus(err, http.StatusBadRequest) {
+			p.logger(ctx).Info("Soft reboot is not supported, rebooting", "node", n.UUID)
+			return p.changePower(ctx, s, n, nodes.Rebooting)
+		}
+		return res, err
 	}
 	res, _ := p.result(d, n, host)
 	return res, nil
 }
 
-// Reboot restarts the host through Ironic (hard: power cycle; soft: ACPI restart, falling back to
-// hard when the BMC cannot do it). The host controller reboots with PowerOff then PowerOn instead;
-// this is for callers that want one step.
+// Reboot restarts the host through Ironic (hard: power cycle, or a BMC restart for a node with
+// disable_power_off; soft: ACPI restart, falling back to hard when the BMC cannot do it), then
+// follows it until Ironic is done (decideReboot). The host controller reboots with PowerOff then
+// PowerOn, except for hosts whose power off is disabled. The reboot asked is remembered in memory
+// only: after a restart of the operator while Ironic reboots, the next call waits for that reboot
+// and then asks for another one.
 func (p *Provisioner) Reboot(ctx context.Context, host provisioner.Host, mode metal3.RebootMode) (provisioner.Result, error) {
 	ctx = withOp(ctx, "power")
 	s, n, err := p.getNode(ctx, host)
 	if err != nil {
 		return provisioner.Result{}, err
 	}
-	if n.TargetPowerState != "" || n.TargetProvisionState != "" {
-		return p.short(), nil
-	}
-	if mode == metal3.RebootModeSoft && n.PowerState == powerOn {
-		res, err := p.changePower(ctx, s, n, nodes.SoftRebooting)
-		if !isStatus(err, http.StatusBadRequest) {
-			return res, err
-		}
-	}
-	return p.changePower(ctx, s, n, nodes.Rebooting)
+	return p.power(ctx, s, n, host, decideReboot(n, mode, p.lastPower(n)))
 }
 
 // PowerState reports the node's power as Ironic last saw it.
@@ -116,9 +121,7 @@ func (p *Provisioner) changePower(ctx context.Context, s *session, n *nodes.Node
 	ended()
 	switch {
 	case err == nil:
-		if target != nodes.Rebooting && target != nodes.SoftRebooting {
-			p.memory.setPowerRequest(n.UUID, string(target))
-		}
+		p.memory.setPowerRequest(n.UUID, string(target))
 		return p.short(), nil
 	case busy(err):
 		return p.short(), nil
