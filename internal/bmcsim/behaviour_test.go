@@ -180,7 +180,7 @@ func TestPendingBIOSSettingsApplyOnlyOnReset(t *testing.T) {
 	equal(t, "SettingsObject", settingsURI, bios+"/Settings")
 
 	e.must(http.StatusNoContent, http.MethodPatch, settingsURI, map[string]any{
-		"Attributes":                 map[string]any{"ProcTurboMode": "Disabled", "PowerOnDelaySeconds": "30"},
+		"Attributes":                 map[string]any{"ProcTurboMode": "Disabled", "PowerOnDelaySeconds": 30},
 		"@Redfish.SettingsApplyTime": map[string]string{"ApplyTime": "OnReset"},
 	})
 	equal(t, "current ProcTurboMode before the reset", str(e.get(bios).body, "Attributes", "ProcTurboMode"), "Enabled")
@@ -193,7 +193,7 @@ func TestPendingBIOSSettingsApplyOnlyOnReset(t *testing.T) {
 	e.reset("On")
 	attrs := e.get(bios).body["Attributes"].(map[string]any)
 	equal(t, "ProcTurboMode after the boot", attrs["ProcTurboMode"], "Disabled")
-	equal(t, "PowerOnDelaySeconds after the boot (stored as sent)", attrs["PowerOnDelaySeconds"], "30")
+	equal(t, "PowerOnDelaySeconds after the boot", attrs["PowerOnDelaySeconds"], float64(30))
 	equal(t, "pending settings after the boot", len(e.get(settingsURI).body["Attributes"].(map[string]any)), 0)
 
 	for name, body := range map[string]map[string]any{
@@ -201,6 +201,10 @@ func TestPendingBIOSSettingsApplyOnlyOnReset(t *testing.T) {
 		"value not in list":    {"Attributes": map[string]any{"ProcTurboMode": "Maybe"}},
 		"read-only attribute":  {"Attributes": map[string]any{"SystemModelName": "x"}},
 		"integer out of range": {"Attributes": map[string]any{"PowerOnDelaySeconds": 301}},
+		"integer as a string":  {"Attributes": map[string]any{"PowerOnDelaySeconds": "30"}},
+		"string as a number":   {"Attributes": map[string]any{"AssetTag": 1234}},
+		"boolean as a string":  {"Attributes": map[string]any{"SerialConsole": "true"}},
+		"enumeration number":   {"Attributes": map[string]any{"ProcTurboMode": 1}},
 		"immediate apply time": {"Attributes": map[string]any{"ProcTurboMode": "Enabled"}, "@Redfish.SettingsApplyTime": map[string]string{"ApplyTime": "Immediate"}},
 	} {
 		if r := e.call(e.host, http.MethodPatch, settingsURI, body, nil); r.status != http.StatusBadRequest {

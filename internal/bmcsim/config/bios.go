@@ -1,10 +1,11 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
+	"unicode/utf8"
 )
 
 // BIOSAttribute is one entry of the simulated BIOS attribute registry.
@@ -52,22 +53,30 @@ func BIOSAttributeByName(name string) (BIOSAttribute, bool) {
 	return BIOSAttribute{}, false
 }
 
-// Check reports whether v (as decoded from JSON) is a valid value. Integers may also be given as
-// decimal strings, because Ironic passes every BIOS setting as a string; the value is stored as sent
-// so that Ironic's own comparison after the reboot matches.
+// ErrValueType marks a value of the wrong JSON type for its attribute (Redfish
+// PropertyValueTypeError).
+var ErrValueType = errors.New("wrong value type")
+
+// Check reports whether v (as decoded from JSON) is a valid value. Like a real BMC it takes only
+// the JSON type of the attribute's registry type: a string for Enumeration and String, a number
+// for Integer (the string "30" is refused), a boolean for Boolean (not "true"), so that a client
+// that sends the type the YAML happened to have is caught here.
 func (a BIOSAttribute) Check(v any) error {
 	switch a.Type {
 	case "Enumeration":
 		s, ok := v.(string)
-		if !ok || !slices.Contains(a.Values, s) {
-			return fmt.Errorf("value %v is not one of %v", v, a.Values)
+		if !ok {
+			return fmt.Errorf("%w: value %#v is not a string", ErrValueType, v)
+		}
+		if !slices.Contains(a.Values, s) {
+			return fmt.Errorf("value %q is not one of %v", s, a.Values)
 		}
 	case "String":
 		s, ok := v.(string)
 		if !ok {
-			return fmt.Errorf("value %v is not a string", v)
+			return fmt.Errorf("%w: value %#v is not a string", ErrValueType, v)
 		}
-		if a.MaxLen > 0 && len(s) > a.MaxLen {
+		if a.MaxLen > 0 && utf8.RuneCountInString(s) > a.MaxLen {
 			return fmt.Errorf("value is longer than %d characters", a.MaxLen)
 		}
 	case "Integer":
@@ -79,27 +88,15 @@ func (a BIOSAttribute) Check(v any) error {
 			n = float64(t)
 		case int:
 			n = float64(t)
-		case string:
-			i, err := strconv.ParseInt(t, 10, 64)
-			if err != nil {
-				return fmt.Errorf("value %q is not an integer", t)
-			}
-			n = float64(i)
 		default:
-			return fmt.Errorf("value %v is not an integer", v)
+			return fmt.Errorf("%w: value %#v is not a number", ErrValueType, v)
 		}
 		if n != math.Trunc(n) || n < float64(a.Lower) || n > float64(a.Upper) {
 			return fmt.Errorf("value %v is not an integer between %d and %d", v, a.Lower, a.Upper)
 		}
 	case "Boolean":
-		switch t := v.(type) {
-		case bool:
-		case string:
-			if t != "true" && t != "false" {
-				return fmt.Errorf("value %q is not a boolean", t)
-			}
-		default:
-			return fmt.Errorf("value %v is not a boolean", v)
+		if _, ok := v.(bool); !ok {
+			return fmt.Errorf("%w: value %#v is not a boolean", ErrValueType, v)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package redfish
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/metalforge/metalforge/internal/bmcsim/config"
@@ -59,7 +60,11 @@ func (svc *Service) biosRoutes() {
 			}
 		}
 		if err := q.srv.SetPendingBIOS(attrs); err != nil {
-			q.error(http.StatusBadRequest, "PropertyValueNotInList", err.Error())
+			id := "PropertyValueNotInList"
+			if errors.Is(err, config.ErrValueType) {
+				id = "PropertyValueTypeError"
+			}
+			q.error(http.StatusBadRequest, id, err.Error())
 			return
 		}
 		q.noContent()

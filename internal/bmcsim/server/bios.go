@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -45,7 +46,7 @@ func (s *Server) SetPendingBIOS(attrs map[string]any) error {
 			return invalid("BIOS attribute %s is read-only", name)
 		}
 		if err := a.Check(attrs[name]); err != nil {
-			return invalid("BIOS attribute %s: %v", name, err)
+			return fmt.Errorf("%w: BIOS attribute %s: %w", ErrInvalid, name, err)
 		}
 		if s.fleet.Faults.For(s.Name).RejectBIOSSetting == name {
 			return invalid("BIOS attribute %s cannot be changed on this system", name)

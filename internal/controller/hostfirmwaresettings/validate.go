@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -72,8 +73,10 @@ func validateSetting(name string, v intstr.IntOrString, schema map[string]metal3
 			return fmt.Errorf("%d is out of range %s", n, rng)
 		}
 	case typeString:
-		if out, rng := outOfRange(len(value), s.MinLength, s.MaxLength); out {
-			return fmt.Errorf("%q is %d characters long, the length must be in %s", value, len(value), rng)
+		// Redfish lengths count characters, as Ironic's check does (Python str), not bytes.
+		n := utf8.RuneCountInString(value)
+		if out, rng := outOfRange(n, s.MinLength, s.MaxLength); out {
+			return fmt.Errorf("%q is %d characters long, the length must be in %s", value, n, rng)
 		}
 	case typeBoolean:
 		if value != "true" && value != "false" {

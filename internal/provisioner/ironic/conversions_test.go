@@ -280,6 +280,47 @@ func applyPatch(t *testing.T, n *nodes.Node, pt patch) {
 	}
 }
 
+// TestTypeBIOSSteps: each BIOS value is sent in the JSON type of its registry attribute, whatever
+// form it was written in; the firmware step and the steps given are left alone.
+func TestTypeBIOSSteps(t *testing.T) {
+	types := map[string]string{"PowerOnDelaySeconds": "Integer", "ProcCores": "Enumeration", "AssetTag": "String",
+		"SerialConsole": "Boolean", "ProcTurboMode": "Enumeration", "Untyped": ""}
+	tests := map[string]struct {
+		value intstr.IntOrString
+		name  string
+		want  string // the JSON of the value sent
+	}{
+		"integer written as a number":  {intstr.FromInt32(30), "PowerOnDelaySeconds", `30`},
+		"integer written as a string":  {intstr.FromString("30"), "PowerOnDelaySeconds", `30`},
+		"integer that does not parse":  {intstr.FromString("soon"), "PowerOnDelaySeconds", `"soon"`},
+		"enumeration of numbers":       {intstr.FromInt32(4), "ProcCores", `"4"`},
+		"enumeration as a string":      {intstr.FromString("Disabled"), "ProcTurboMode", `"Disabled"`},
+		"string written as a number":   {intstr.FromInt32(1234), "AssetTag", `"1234"`},
+		"boolean":                      {intstr.FromString("true"), "SerialConsole", `true`},
+		"boolean false":                {intstr.FromString("false"), "SerialConsole", `false`},
+		"boolean that does not parse":  {intstr.FromString("yes"), "SerialConsole", `"yes"`},
+		"no type: as written (number)": {intstr.FromInt32(7), "Untyped", `7`},
+		"not in the registry":          {intstr.FromString("x"), "Missing", `"x"`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			bios, _ := biosStep(metal3.DesiredSettingsMap{tc.name: tc.value})
+			fw, _ := firmwareStep([]metal3.FirmwareUpdate{{Component: "bios", URL: "http://f/bios-2.0.bin"}})
+			steps := []nodes.CleanStep{bios, fw}
+			before, _ := json.Marshal(steps)
+			typed := typeBIOSSteps(steps, types)
+			want := `[{"interface":"bios","step":"apply_configuration","args":{"settings":[{"name":"` + tc.name + `","value":` + tc.want + `}]}},` +
+				`{"interface":"firmware","step":"update","args":{"settings":[{"component":"bios","url":"http://f/bios-2.0.bin"}]}}]`
+			if b, _ := json.Marshal(typed); string(b) != want {
+				t.Errorf("typed steps\n%s\nwant\n%s", b, want)
+			}
+			if after, _ := json.Marshal(steps); string(after) != string(before) {
+				t.Errorf("the steps given were changed: %s", after)
+			}
+		})
+	}
+}
+
 func TestSteps(t *testing.T) {
 	bios, ok := biosStep(metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled"), "PowerOnDelaySeconds": intstr.FromInt32(30)})
 	wantBIOS := `{"interface":"bios","step":"apply_configuration","args":{"settings":[{"name":"PowerOnDelaySeconds","value":30},{"name":"ProcTurboMode","value":"Disabled"}]}}`

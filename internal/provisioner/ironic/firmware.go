@@ -3,6 +3,7 @@ package ironic
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,11 +23,7 @@ func (p *Provisioner) FirmwareSettings(ctx context.Context, host provisioner.Hos
 	if host.NodeID == "" {
 		return nil, nil, fmt.Errorf("reading the BIOS settings of host %s/%s: %w", host.Namespace, host.Name, provisioner.ErrNeedsRegistration)
 	}
-	var opts nodes.ListBIOSSettingsOptsBuilder
-	if includeSchema {
-		opts = nodes.ListBIOSSettingsOpts{Detail: true}
-	}
-	list, err := nodes.ListBIOSSettings(ctx, s.sc, host.NodeID, opts).Extract()
+	list, err := listBIOS(ctx, s, host.NodeID, includeSchema)
 	if notFound(err) {
 		return nil, nil, fmt.Errorf("reading the BIOS settings of host %s/%s: Ironic node %s is gone: %w",
 			host.Namespace, host.Name, host.NodeID, provisioner.ErrNeedsRegistration)
@@ -56,6 +53,33 @@ func (p *Provisioner) FirmwareSettings(ctx context.Context, host provisioner.Hos
 		}
 	}
 	return settings, schema, nil
+}
+
+// listBIOS reads the BIOS settings Ironic cached for a node, with their registry entries (type,
+// allowed values, bounds, …) when detail is set.
+func listBIOS(ctx context.Context, s *session, nodeID string, detail bool) ([]nodes.BIOSSetting, error) {
+	var opts nodes.ListBIOSSettingsOptsBuilder
+	if detail {
+		opts = nodes.ListBIOSSettingsOpts{Detail: true}
+	}
+	return nodes.ListBIOSSettings(ctx, s.sc, nodeID, opts).Extract() // callers classify the error
+}
+
+// typedSteps is typeBIOSSteps with the node's BIOS registry, read from Ironic only when the steps
+// hold a bios.apply_configuration: one request when an operation with BIOS settings starts.
+func (p *Provisioner) typedSteps(ctx context.Context, s *session, n *nodes.Node, steps []nodes.CleanStep) ([]nodes.CleanStep, error) {
+	if !slices.ContainsFunc(steps, isBIOSApply) {
+		return steps, nil
+	}
+	list, err := listBIOS(ctx, s, n.UUID, true)
+	if err != nil {
+		return nil, classifyError(err, "reading the BIOS registry of Ironic node "+n.UUID)
+	}
+	types := make(map[string]string, len(list))
+	for _, st := range list {
+		types[st.Name] = st.AttributeType
+	}
+	return typeBIOSSteps(steps, types), nil
 }
 
 // FirmwareComponents reads the firmware versions Ironic cached (GET /v1/nodes/{id}/firmware): bios,

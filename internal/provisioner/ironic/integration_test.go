@@ -177,9 +177,13 @@ func TestLifecycle(t *testing.T) {
 		})
 	})
 
+	// Values written in another form than their attribute's type (a String as a number, an
+	// Integer and a Boolean as strings) reach the BMC in the registry's types: bmcsim, like a
+	// real BMC, refuses a value of the wrong JSON type, and Ironic cannot check a number's length.
 	sdata := provisioner.ServiceData{
-		FirmwareSettings: metal3.DesiredSettingsMap{"ProcCStates": intstr.FromString("Disabled")},
-		FirmwareUpdates:  []metal3.FirmwareUpdate{{Component: "bios", URL: e.images.URL + "/bios-2.1.0.bin"}},
+		FirmwareSettings: metal3.DesiredSettingsMap{"ProcCStates": intstr.FromString("Disabled"), "AssetTag": intstr.FromInt32(1234),
+			"PowerOnDelaySeconds": intstr.FromString("30"), "SerialConsole": intstr.FromString("true")},
+		FirmwareUpdates: []metal3.FirmwareUpdate{{Component: "bios", URL: e.images.URL + "/bios-2.1.0.bin"}},
 	}
 	step("service", func() {
 		mustDone(t, "service", 8*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
@@ -187,8 +191,10 @@ func TestLifecycle(t *testing.T) {
 		})
 	})
 	st = e.server(t, srv.Name)
-	if got := st.State.BIOS["ProcCStates"]; got != "Disabled" {
-		t.Errorf("bmcsim BIOS ProcCStates after servicing: %v, want Disabled", got)
+	for name, want := range map[string]any{"ProcCStates": "Disabled", "AssetTag": "1234", "PowerOnDelaySeconds": float64(30), "SerialConsole": true} {
+		if got := st.State.BIOS[name]; got != want {
+			t.Errorf("bmcsim BIOS %s after servicing: %#v, want %#v", name, got, want)
+		}
 	}
 	if st.State.DiskImage != image || st.State.Power != "On" {
 		t.Errorf("bmcsim after servicing: disk image %q, power %s; want the image kept and On", st.State.DiskImage, st.State.Power)

@@ -102,8 +102,18 @@ func (p *Provisioner) changeState(ctx context.Context, s *session, n *nodes.Node
 // follows that failure, a retry, an abort or an undeploy, as metal3 clears it); other faults (set
 // by Ironic, e.g. after power sync failures) clear themselves, so the call waits. A 400 answer
 // (Ironic rejects the request, e.g. an unknown step) is a failed operation with Ironic's reason.
+// Every clean and service step list reaches Ironic here, so this is where BIOS setting values get
+// the JSON type of their registry attribute (typedSteps; the fingerprints of the requests were
+// taken from the steps as written, which stay what the caller built).
 func (p *Provisioner) startState(ctx context.Context, s *session, n *nodes.Node, opts nodes.ProvisionStateOpts, then provisioner.Result) (provisioner.Result, bool, error) {
 	log := p.logger(ctx)
+	var err error
+	if opts.CleanSteps, err = p.typedSteps(ctx, s, n, opts.CleanSteps); err != nil {
+		return provisioner.Result{}, false, err
+	}
+	if opts.ServiceSteps, err = p.typedSteps(ctx, s, n, opts.ServiceSteps); err != nil {
+		return provisioner.Result{}, false, err
+	}
 	if n.Maintenance {
 		if n.Fault != "" && n.Fault != faultServiceFailure {
 			log.Info("Waiting for Ironic to clear a fault before changing the provision state", "node", n.UUID, "fault", n.Fault)
@@ -116,7 +126,7 @@ func (p *Provisioner) startState(ctx context.Context, s *session, n *nodes.Node,
 	log.Info("Changing the provision state", "node", n.UUID, "provisionState", n.ProvisionState, "target", opts.Target)
 	stale := p.watch.Listed(n)
 	ended := p.watch.Writing(n.UUID)
-	err := nodes.ChangeProvisionState(ctx, s.sc, n.UUID, opts).ExtractErr()
+	err = nodes.ChangeProvisionState(ctx, s.sc, n.UUID, opts).ExtractErr()
 	ended()
 	switch {
 	case err == nil:

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +19,8 @@ import (
 const customDeployPriority = 80
 
 // biosStep is bios.apply_configuration with the settings sorted by name (a stable request, and a
-// stable fingerprint). Integers stay integers; Ironic's redfish BIOS interface sends them as given.
+// stable fingerprint). Each value keeps the form it was written in (a number or a string) until
+// typeBIOSSteps gives it the type of its registry attribute, just before the steps are sent.
 func biosStep(settings metal3.DesiredSettingsMap) (nodes.CleanStep, bool) {
 	if len(settings) == 0 {
 		return nodes.CleanStep{}, false
@@ -38,6 +40,73 @@ func biosStep(settings metal3.DesiredSettingsMap) (nodes.CleanStep, bool) {
 		list = append(list, map[string]any{"name": name, "value": value})
 	}
 	return nodes.CleanStep{Interface: nodes.InterfaceBIOS, Step: "apply_configuration", Args: map[string]any{"settings": list}}, true
+}
+
+// Registry attribute types that take a JSON value other than a string.
+const (
+	biosInteger = "Integer"
+	biosBoolean = "Boolean"
+)
+
+// typeBIOSSteps returns steps with each value of their bios.apply_configuration settings in the
+// JSON type its attribute type in the node's BIOS registry (types, by name) calls for: Integer a
+// number, Boolean a boolean, the others (Enumeration, String, …) a string. The form a value was
+// written in (a YAML number or a quoted string) says nothing about its type: an Enumeration of
+// numbers (ProcCores: 4) takes the string "4", a quoted Integer ("30") the number 30. Redfish BMCs
+// reject a value of the wrong type, and Ironic checks and compares values as sent (a number for a
+// String attribute fails its length check). A setting whose type the registry does not say keeps
+// its written form, and so does a value that does not parse as its type (the HostFirmwareSettings
+// validation refused it; Ironic reports it). steps is not changed; nil types changes nothing.
+func typeBIOSSteps(steps []nodes.CleanStep, types map[string]string) []nodes.CleanStep {
+	out := slices.Clone(steps)
+	for i, st := range out {
+		list, ok := st.Args["settings"].([]map[string]any)
+		if !isBIOSApply(st) || !ok {
+			continue
+		}
+		typed := make([]map[string]any, len(list))
+		for j, setting := range list {
+			name, _ := setting["name"].(string)
+			typed[j] = map[string]any{"name": name, "value": typeBIOSValue(setting["value"], types[name])}
+		}
+		args := maps.Clone(st.Args)
+		args["settings"] = typed
+		out[i].Args = args
+	}
+	return out
+}
+
+// typeBIOSValue converts a value written as an int or a string (biosStep) to attrType's JSON type.
+func typeBIOSValue(v any, attrType string) any {
+	var text string
+	switch t := v.(type) {
+	case string:
+		text = t
+	case int:
+		text = strconv.Itoa(t)
+	default:
+		return v
+	}
+	switch attrType {
+	case "":
+		return v
+	case biosInteger:
+		if n, err := strconv.Atoi(text); err == nil {
+			return n
+		}
+		return v
+	case biosBoolean:
+		if text == "true" || text == "false" {
+			return text == "true"
+		}
+		return v
+	}
+	return text
+}
+
+// isBIOSApply: the step is bios.apply_configuration.
+func isBIOSApply(st nodes.CleanStep) bool {
+	return st.Interface == nodes.InterfaceBIOS && st.Step == "apply_configuration"
 }
 
 // firmwareStep is firmware.update with one entry per component, in the order given.
