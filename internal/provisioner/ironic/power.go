@@ -57,24 +57,25 @@ func (p *Provisioner) power(ctx context.Context, s *session, n *nodes.Node, host
 	case actPowerOff:
 		return p.changePower(ctx, s, n, nodes.PowerOff)
 	case actSoftPowerOff:
-		res, err := p.changePower(ctx, s, n, nodes.SoftPowerOff)
-		if isStatus(err, http.StatusBadRequest) {
-			p.logger(ctx).Info("Soft power off is not supported, powering off", "node", n.UUID)
-			return p.changePower(ctx, s, n, nodes.PowerOff)
-		}
-		return res, err
+		return p.softPower(ctx, s, n, nodes.SoftPowerOff, nodes.PowerOff)
 	case actReboot:
 		return p.changePower(ctx, s, n, nodes.Rebooting)
 	case actSoftReboot:
-		res, err := p.changePower(ctx, s, n, nodes.SoftRebooting)
-		if isStatus(err, http.StatusBadRequest) {
-			p.logger(ctx).Info("Soft reboot is not supported, rebooting", "node", n.UUID)
-			return p.changePower(ctx, s, n, nodes.Rebooting)
-		}
-		return res, err
+		return p.softPower(ctx, s, n, nodes.SoftRebooting, nodes.Rebooting)
 	}
 	res, _ := p.result(d, n, host)
 	return res, nil
+}
+
+// softPower asks for a soft power change, and for its hard form when Ironic refuses the soft one
+// (400: the BMC cannot do it).
+func (p *Provisioner) softPower(ctx context.Context, s *session, n *nodes.Node, soft, hard nodes.TargetPowerState) (provisioner.Result, error) {
+	res, err := p.changePower(ctx, s, n, soft)
+	if isStatus(err, http.StatusBadRequest) {
+		p.logger(ctx).Info("Soft power change is not supported, asking for the hard one", "node", n.UUID, "target", hard)
+		return p.changePower(ctx, s, n, hard)
+	}
+	return res, err
 }
 
 // Reboot restarts the host through Ironic (hard: power cycle, or a BMC restart for a node with
