@@ -53,11 +53,6 @@ func validateHostAnnotations(host *metal3.BareMetalHost) field.ErrorList {
 		switch {
 		case key == metal3.RebootAnnotationPrefix || strings.HasPrefix(key, metal3.RebootAnnotationPrefix+"/"):
 			errs = append(errs, validateRebootAnnotation(value, path)...)
-			if key != metal3.RebootAnnotationPrefix && host.Spec.DisablePowerOff {
-				errs = append(errs, field.Forbidden(path, fmt.Sprintf(
-					"keeps the host off until removed, but spec.disablePowerOff is true (the host is never off): use the %s annotation to reboot it, or set disablePowerOff: false",
-					metal3.RebootAnnotationPrefix)))
-			}
 		case key == metal3.DetachedAnnotation:
 			errs = append(errs, validateDetachedAnnotation(value, path)...)
 		case key == metal3.InspectAnnotationPrefix:

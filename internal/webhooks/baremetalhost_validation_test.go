@@ -274,13 +274,12 @@ func TestValidateBareMetalHost(t *testing.T) {
 			want: []string{"spec.disablePowerOff: Invalid value"}, detail: "online",
 		},
 		"online with power off disabled": {mutate: func(h *metal3.BareMetalHost) { h.Spec.DisablePowerOff = true }},
-		"held reboot with power off disabled": {
-			mutate: func(h *metal3.BareMetalHost) {
-				h.Spec.DisablePowerOff = true
-				h.Annotations = map[string]string{metal3.RebootAnnotationPrefix + "/remediation": ""}
-			},
-			want: []string{"metadata.annotations[reboot.metal3.io/remediation]: Forbidden"}, detail: "disablePowerOff",
-		},
+		// Accepted as metal3's webhook does; the host controller shows a power management error
+		// naming the annotation until it is removed (the host is never off).
+		"held reboot with power off disabled": {mutate: func(h *metal3.BareMetalHost) {
+			h.Spec.DisablePowerOff = true
+			h.Annotations = map[string]string{metal3.RebootAnnotationPrefix + "/remediation": ""}
+		}},
 		"one-shot reboot with power off disabled": {mutate: func(h *metal3.BareMetalHost) {
 			h.Spec.DisablePowerOff = true
 			h.Annotations = map[string]string{metal3.RebootAnnotationPrefix: `{"mode":"hard"}`}
