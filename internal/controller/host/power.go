@@ -76,9 +76,10 @@ func (s *hostScope) reconcilePower() outcome {
 	return repeat() // look again: a one-shot reboot now turns the host back on
 }
 
-// keptOff names what asks a host whose power off is disabled to stay off, which cannot be done
-// (the webhook refuses both; a host written without it gets this error instead of power offs the
-// provisioner refuses).
+// keptOff names what asks a host whose power off is disabled to stay off, which cannot be done:
+// spec.online false (the webhook refuses it; a host written without the webhook gets this error)
+// or a held reboot annotation (accepted by the webhook, as metal3's does), instead of power offs
+// the provisioner refuses.
 func keptOff(host *metal3.BareMetalHost, reboot rebootRequest) error {
 	switch {
 	case !host.Spec.Online:
