@@ -184,12 +184,16 @@ type ImageArtifact struct {
 	// Namespace of an ImageStreamTag.
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
+
+	// The JSON names of the next two fields (pullsecret, path) are the special-resource-operator's
+	// (SpecialResourceImages), so that its SpecialResources keep their meaning here.
+
 	// PullSecret to pull the image.
 	// +optional
-	PullSecret string `json:"pullSecret,omitempty"`
+	PullSecret string `json:"pullsecret,omitempty"`
 	// Paths to copy from the image.
 	// +optional
-	Paths []HostPathArtifact `json:"paths,omitempty"`
+	Paths []HostPathArtifact `json:"path,omitempty"`
 }
 
 // ClaimArtifact is a PersistentVolumeClaim mounted into builds.
