@@ -11,6 +11,13 @@ import (
 
 // planPhase runs the pure plan over what the earlier phases read, and decides the outcome.
 func (r *Reconciler) planPhase(s *scope) (outcome, bool, error) {
+	s.plan = plan(r.planInput(s))
+	r.skipInFlightLabels(s)
+	return decide(s.sr, s.in, s.plan, s.cfg), true, nil
+}
+
+// planInput gathers what the phases read for plan (and holdPlan).
+func (r *Reconciler) planInput(s *scope) planInput {
 	in := planInput{srName: s.sr.Name, states: s.in.rendered, observed: s.in.observed, stale: s.in.stale, logs: s.in.logs,
 		kernels: map[string]kernelGroup{}, present: map[string]bool{}, owned: s.in.owned, nodes: s.in.allNodes, selected: map[string]string{}}
 	for _, g := range s.in.kernels {
@@ -22,14 +29,16 @@ func (r *Reconciler) planPhase(s *scope) (outcome, bool, error) {
 			in.kernels[g.kernel] = g
 		}
 	}
-	s.plan = plan(in)
+	return in
+}
+
+// skipInFlightLabels drops the label changes whose very patch is on its way to the cache.
+func (r *Reconciler) skipInFlightLabels(s *scope) {
 	for _, n := range s.in.allNodes {
 		if c, ok := s.plan.nodeLabels[n.name]; ok && r.nodeWrites.inFlight(s.sr.Name, n.name, n.resourceVersion, c) {
-			// Our patch of these very labels is on its way to the cache.
 			delete(s.plan.nodeLabels, n.name)
 		}
 	}
-	return decide(s.sr, s.in, s.plan, s.cfg), true, nil
 }
 
 // decide turns the images and the plan into the reconcile's outcome: Errored when a kernel has

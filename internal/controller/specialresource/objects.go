@@ -59,11 +59,17 @@ func (r *Reconciler) observeObjects(s *scope) (outcome, bool, error) {
 			}
 		}
 	}
+	return outcome{}, false, r.observeOwned(s, kinds)
+}
+
+// observeOwned lists our objects of the given kinds (builds excepted: they have their own
+// clean-up) into s.in.owned, for pruning.
+func (r *Reconciler) observeOwned(s *scope, kinds map[schema.GroupVersionKind]bool) error {
 	sel := client.MatchingLabels{sro.OwnedLabel: naming.OwnerValue(s.sr.Name)}
 	for _, gvk := range slices.SortedFunc(maps.Keys(kinds), func(a, b schema.GroupVersionKind) int { return cmpString(a.String(), b.String()) }) {
 		items, err := r.list(s.ctx, gvk, sel)
 		if err != nil {
-			return outcome{}, false, err
+			return err
 		}
 		for _, u := range items {
 			if _, isBuild := u.GetLabels()[build.BuildLabel]; !isBuild {
@@ -71,7 +77,7 @@ func (r *Reconciler) observeObjects(s *scope) (outcome, bool, error) {
 			}
 		}
 	}
-	return outcome{}, false, nil
+	return nil
 }
 
 func cmpString(a, b string) int {

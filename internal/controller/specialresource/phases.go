@@ -221,6 +221,10 @@ func (r *Reconciler) dependencies(s *scope) (outcome, bool, error) {
 		}
 	}
 	if len(waiting) > 0 {
+		// Nothing new until the dependencies are Ready, but what no longer holds is undone.
+		if err := r.hold(s); err != nil {
+			return outcome{}, false, err
+		}
 		return progressing(sro.ReasonWaitingForDependency, "waiting for dependencies to be Ready: "+strings.Join(waiting, ", "), "", 0), true, nil
 	}
 	return outcome{}, false, nil

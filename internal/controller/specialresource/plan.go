@@ -51,6 +51,8 @@ type planResult struct {
 	nodeLabels map[string]map[string]*string
 	// driverDaemonSets is each kernel's first kernel-affine DaemonSet (the driver).
 	driverDaemonSets map[string]*unstructured.Unstructured
+	// hold: the plan of a reconcile waiting for its dependencies (holdPlan): removals only.
+	hold bool
 }
 
 // plan walks the states in order. Each kernel is a pipeline of its own: a state's

@@ -64,7 +64,7 @@ func kernelStatuses(sr *sro.SpecialResource, s *scope) []sro.KernelStatus {
 				ks.DaemonSet = ds.GetName()
 				avail, _, _ := unstructured.NestedInt64(ds.Object, "status", "numberAvailable")
 				ks.Available = int32(avail)
-			} else if _, rendered := s.in.images[g.kernel]; rendered && ks.ImageState == sro.ImageExists {
+			} else if _, rendered := s.in.images[g.kernel]; s.plan.hold || (rendered && ks.ImageState == sro.ImageExists) {
 				ks.DaemonSet, ks.Available = "", 0
 			}
 			if msg := s.plan.perKernel[g.kernel]; msg != "" && ks.Message == "" {
