@@ -148,11 +148,122 @@ func TestFailedBuild(t *testing.T) {
 		t.Fatalf("%d build Jobs after the failure; the failed one is kept and none is retried", n)
 	}
 
+	failed := jobs[0].Name
 	h.update(sr.Name, func(sr *sro.SpecialResource) {
 		sr.Spec.DriverContainer.BuildArgs[0].Value = "{{.KernelFullVersion}}-fixed"
 	})
-	eventually(t, "a new build for the changed argument", func() (bool, string) { n := len(h.jobs(sr.Name)); return n == 2, fmt.Sprint(n) })
+	eventually(t, "a new build for the changed argument, the failed one deleted", func() (bool, string) {
+		live := liveJobs(h.jobs(sr.Name))
+		return len(live) == 1 && live[0] != failed, fmt.Sprint(live)
+	})
 	h.waitSR(sr.Name, "building again", isTrue(sro.ConditionProgressing, ""))
+}
+
+// liveJobs names the Jobs not being deleted.
+func liveJobs(jobs []batchv1.Job) []string {
+	var out []string
+	for _, j := range jobs {
+		if j.DeletionTimestamp.IsZero() {
+			out = append(out, j.Name)
+		}
+	}
+	return out
+}
+
+// TestBuildsToDelete: one row per rule of build clean-up.
+func TestBuildsToDelete(t *testing.T) {
+	images := map[string]kernelImage{
+		"X": {state: sro.ImageExists, build: "b-x"},
+		"Y": {state: sro.ImageBuilding, build: "b-y"},
+		"F": {state: sro.ImageBuildFailed, build: "b-f"},
+	}
+	tests := map[string]struct {
+		b       foundBuild
+		deleted bool
+	}{
+		"current, succeeded, image there":     {b: foundBuild{name: "b-x", kernel: "X", succeeded: true}, deleted: true},
+		"current, image there, still running": {b: foundBuild{name: "b-x", kernel: "X"}},
+		"current, building":                   {b: foundBuild{name: "b-y", kernel: "Y"}},
+		"current, failed: kept for its logs":  {b: foundBuild{name: "b-f", kernel: "F"}},
+		"superseded by new inputs":            {b: foundBuild{name: "b-y-old", kernel: "Y"}, deleted: true},
+		"kernel no node runs":                 {b: foundBuild{name: "b-z", kernel: "Z"}, deleted: true},
+		"kernel a PreflightValidation names":  {b: foundBuild{name: "b-p", kernel: "P"}},
+		"preflight's, succeeded, current":     {b: foundBuild{name: "b-x", kernel: "X", succeeded: true}, deleted: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := buildsToDelete([]foundBuild{tc.b}, images, map[string]bool{"P": true, "X": true})
+			if (len(got) == 1) != tc.deleted {
+				t.Fatalf("deleted %v, want %v", got, tc.deleted)
+			}
+		})
+	}
+}
+
+// TestBuildCleanup: a build whose image reached the registry before the Job said it succeeded
+// (a reconcile in between records the image as there) is deleted when the Job completes; a
+// build for a kernel no selected node runs any more is deleted while it runs; a build a
+// PreflightValidation started for a coming kernel is left alone.
+func TestBuildCleanup(t *testing.T) {
+	h := start(t)
+	h.node("x", kernelX, true)
+	h.node("y", kernelY, true)
+	h.push("vendor/kmod:" + kernelX)
+	sr := h.buildable("kmod")
+	h.create(sr)
+	var jobs []batchv1.Job
+	eventually(t, "Y's build", func() (bool, string) { jobs = h.jobs(sr.Name); return len(jobs) == 1, fmt.Sprint(len(jobs)) })
+	h.waitSR(sr.Name, "Y building", func(sr *sro.SpecialResource) bool {
+		ks := kernelStatus(sr, kernelY)
+		return ks != nil && ks.ImageState == sro.ImageBuilding
+	})
+
+	// kaniko pushed; a reconcile runs before the Job completes.
+	h.push("vendor/kmod:" + kernelY)
+	h.update(sr.Name, func(sr *sro.SpecialResource) {
+		metav1.SetMetaDataAnnotation(&sr.ObjectMeta, "test.metalforge.io/poke", "1")
+	})
+	h.waitSR(sr.Name, "Y's image recorded as there", func(sr *sro.SpecialResource) bool {
+		ks := kernelStatus(sr, kernelY)
+		return ks != nil && ks.ImageState == sro.ImageExists
+	})
+	if live := liveJobs(h.jobs(sr.Name)); len(live) != 1 {
+		t.Fatalf("build Jobs %v: the running build was deleted", live)
+	}
+	h.finishJob(jobs[0], true)
+	eventually(t, "the completed build deleted", func() (bool, string) {
+		live := liveJobs(h.jobs(sr.Name))
+		return len(live) == 0, fmt.Sprint(live)
+	})
+
+	// A kernel nobody has an image for, then its node goes back to X; and a PreflightValidation's
+	// build for a kernel no node runs yet.
+	const kernelZ, kernelP = "5.14.0-427.13.1.el9_4.x86_64", "5.14.0-503.11.1.el9_5.x86_64"
+	pv := &sro.PreflightValidation{ObjectMeta: metav1.ObjectMeta{Name: h.name("upgrade")}, Spec: sro.PreflightValidationSpec{KernelVersion: kernelP}}
+	if err := env.Client.Create(context.Background(), pv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) })
+	owner := h.get(sr.Name)
+	if err := (build.Job{Client: env.Client}).Start(context.Background(), build.Request{Owner: owner, Namespace: sr.Name, Name: h.name("preflight"),
+		Kernel: kernelP, Image: h.registry + "/vendor/kmod:" + kernelP, Git: *sr.Spec.DriverContainer.Source.Git}); err != nil {
+		t.Fatal(err)
+	}
+	h.node("z", kernelZ, true)
+	var zJob string
+	eventually(t, "Z's build", func() (bool, string) {
+		for _, j := range h.jobs(sr.Name) {
+			if j.Annotations[sro.KernelAnnotation] == kernelZ {
+				zJob = j.Name
+			}
+		}
+		return zJob != "", fmt.Sprint(liveJobs(h.jobs(sr.Name)))
+	})
+	h.setKernel("z", kernelX)
+	eventually(t, "Z's build deleted, the preflight's kept", func() (bool, string) {
+		live := liveJobs(h.jobs(sr.Name))
+		return !slices.Contains(live, zJob) && slices.Equal(live, []string{h.name("preflight")}), fmt.Sprint(live)
+	})
 }
 
 // TestOpenShiftBuild: where the cluster has build.openshift.io, the build is a BuildConfig and a

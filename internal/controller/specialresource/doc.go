@@ -11,6 +11,7 @@
 //	nodes         the selected nodes, grouped by kernel (status.nodeInfo.kernelVersion)
 //	dependencies  dependsOn SpecialResources: created when missing, Ready before we go on
 //	images        per kernel: the image in the registry, or a build of it
+//	builds        builds no longer needed: succeeded with the image there, or superseded
 //	render        the recipe, two-pass, kernel-affine manifests once per kernel
 //	objects       what exists of the rendered objects (and wait-for-logs pod logs)
 //	plan          (pure, plan.go) what to apply, state by state and kernel by kernel; what to

@@ -85,8 +85,9 @@ func (r *Reconciler) images(s *scope) (outcome, bool, error) {
 				message: "no kernelMappings entry matches this kernel and spec.driverContainer.image is empty"}
 			continue
 		}
+		in := pullorbuild.Input{SR: first, Namespace: s.in.namespace, Kernel: g.kernel, Image: img}
 		if prev := kernelStatus(s.sr, g.kernel); prev != nil && prev.Image == img && prev.ImageState == sro.ImageExists {
-			s.in.images[g.kernel] = kernelImage{image: img, state: sro.ImageExists}
+			s.in.images[g.kernel] = kernelImage{image: img, state: sro.ImageExists, build: pullorbuild.BuildName(in)}
 			continue
 		}
 		if !secretRead {
@@ -97,7 +98,8 @@ func (r *Reconciler) images(s *scope) (outcome, bool, error) {
 				return out, stop, err
 			}
 		}
-		ki, err := r.imageState(s, first, g.kernel, img, secret)
+		in.PullSecret = secret
+		ki, err := r.imageState(s, in)
 		if err != nil {
 			return outcome{}, false, err
 		}
@@ -121,9 +123,11 @@ func (r *Reconciler) pullSecret(s *scope) (*corev1.Secret, bool, error) {
 	return secret, false, nil
 }
 
-// imageState asks the registry for img and, when it is missing, follows or starts its build.
-func (r *Reconciler) imageState(s *scope, first *sro.SpecialResource, k, img string, secret *corev1.Secret) (kernelImage, error) {
-	res, err := pullorbuild.Check(s.ctx, r.Registry, r.Builder, pullorbuild.Input{SR: first, Namespace: s.in.namespace, Kernel: k, Image: img, PullSecret: secret})
+// imageState asks the registry for the image and, when it is missing, follows or starts its
+// build. A build no longer needed is deleted by the builds phase (builds.go), not here.
+func (r *Reconciler) imageState(s *scope, in pullorbuild.Input) (kernelImage, error) {
+	k, img := in.Kernel, in.Image
+	res, err := pullorbuild.Check(s.ctx, r.Registry, r.Builder, in)
 	if err != nil {
 		return kernelImage{}, err
 	}
@@ -132,15 +136,12 @@ func (r *Reconciler) imageState(s *scope, first *sro.SpecialResource, k, img str
 		s.fx.buildsStarted++
 		s.fx.events.Normal(reasonBuildStarted, "Build", fmt.Sprintf("Building %s for kernel %s (%s %s)", img, k, r.Builder.Kind(), res.Start.Name))
 	}
-	if res.Delete != "" {
-		s.fx.deleteBuilds = append(s.fx.deleteBuilds, res.Delete)
-	}
 	if res.State == sro.ImageBuildFailed {
 		if prev := kernelStatus(s.sr, k); prev == nil || prev.ImageState != sro.ImageBuildFailed {
 			s.fx.buildsFailed++
 		}
 	}
-	return kernelImage{image: img, state: res.State, message: message.Sanitize(res.Message)}, nil
+	return kernelImage{image: img, state: res.State, message: message.Sanitize(res.Message), build: pullorbuild.BuildName(in)}, nil
 }
 
 // kernelStatus is the status entry of kernel k, or nil.

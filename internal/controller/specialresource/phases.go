@@ -37,6 +37,7 @@ var phases = []phase{
 	{"nodes", (*Reconciler).observeNodes},
 	{"dependencies", (*Reconciler).dependencies},
 	{"images", (*Reconciler).images},
+	{"builds", (*Reconciler).collectBuilds},
 	{"render", (*Reconciler).render},
 	{"objects", (*Reconciler).observeObjects},
 	{"plan", (*Reconciler).planPhase},

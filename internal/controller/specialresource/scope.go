@@ -86,6 +86,8 @@ type kernelImage struct {
 	image   string
 	state   sro.ImageState
 	message string
+	// build is the name of the build that makes image ("" when no image is used).
+	build string
 }
 
 // logState is what the logs of a wait-for-logs DaemonSet's pods say.

@@ -57,7 +57,7 @@ func Check(ctx context.Context, reg image.Registry, b build.Builder, in Input) (
 		return Result{State: sro.ImageUnknown, Message: "the registry could not be asked: " + RegistryError(err)}, nil
 	}
 	args := build.Args(in.SR, in.Kernel)
-	name := build.Name(in.SR, in.Kernel, in.Image, args)
+	name := BuildName(in)
 	st, found, err := b.Status(ctx, in.Namespace, name)
 	if err != nil {
 		return Result{}, err
@@ -88,6 +88,11 @@ func Check(ctx context.Context, reg image.Registry, b build.Builder, in Input) (
 	}
 	// The build says it pushed, the registry says it has nothing.
 	return Result{State: sro.ImageBuildFailed, Message: b.Kind() + " " + name + " succeeded but the registry has no " + in.Image}, nil
+}
+
+// BuildName is the name of the build that makes in's image (whether or not it exists).
+func BuildName(in Input) string {
+	return build.Name(in.SR, in.Kernel, in.Image, build.Args(in.SR, in.Kernel))
 }
 
 // RegistryError summarises a registry failure for status: the HTTP status and the registry's
