@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ import (
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/controller/conditions"
 	"github.com/metalforge/metalforge/internal/controller/patch"
+	"github.com/metalforge/metalforge/internal/sro/message"
 	"github.com/metalforge/metalforge/internal/sro/naming"
 	"github.com/metalforge/metalforge/internal/sro/recipe"
 )
@@ -59,8 +61,20 @@ func (r *Reconciler) finalize(ctx context.Context, sr *sro.SpecialResource) (ctr
 	if err := r.Client.List(ctx, &pods, sel); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing driver pods of %s: %w", sr.Name, err)
 	}
-	if n := len(pods.Items); n > 0 {
-		return ctrl.Result{RequeueAfter: r.Config.WaitPoll}, r.markDeleting(ctx, sr, fmt.Sprintf("waiting for %d driver pods to stop", n))
+	nodes, err := r.nodesOf(ctx, pods.Items)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	wait, lost := podsToWaitFor(pods.Items, nodes)
+	if len(wait) > 0 {
+		msg := fmt.Sprintf("waiting for %d driver pods to stop", len(wait))
+		if len(lost) > 0 {
+			msg += "; " + notWaitedFor(lost)
+		}
+		return ctrl.Result{RequeueAfter: r.Config.WaitPoll}, r.markDeleting(ctx, sr, message.Sanitize(msg))
+	}
+	if len(lost) > 0 {
+		r.Recorder.Eventf(sr, nil, corev1.EventTypeWarning, reasonPodsNotWaitedFor, "Delete", "%s", message.Sanitize(notWaitedFor(lost)))
 	}
 	for _, gvk := range r.kindsToDelete(ctx, sr) {
 		if err := r.deleteOwned(ctx, sr, gvk, sel); err != nil {
@@ -76,7 +90,7 @@ func (r *Reconciler) finalize(ctx context.Context, sr *sro.SpecialResource) (ctr
 	r.Recorder.Eventf(sr, nil, corev1.EventTypeNormal, reasonRemoved, "Delete", "%s", "Removed the driver and what the SpecialResource created")
 	forgetMetrics(sr.Name)
 	r.nodeWrites.forget(sr.Name)
-	err := patch.Metadata(ctx, r.Client, sr, func() { controllerutil.RemoveFinalizer(sr, sro.Finalizer) }, &r.tracker)
+	err = patch.Metadata(ctx, r.Client, sr, func() { controllerutil.RemoveFinalizer(sr, sro.Finalizer) }, &r.tracker)
 	if apierrors.IsNotFound(err) {
 		err = nil
 	}
@@ -196,4 +210,73 @@ func (r *Reconciler) removeStateLabels(ctx context.Context, sr *sro.SpecialResou
 		}
 	}
 	return r.patchNodeLabels(ctx, sr.Name, changes)
+}
+
+// nodesOf reads the nodes of the terminating pods (nil: the node is gone) through the API
+// reader: the cache keeps no node conditions.
+func (r *Reconciler) nodesOf(ctx context.Context, pods []corev1.Pod) (map[string]*corev1.Node, error) {
+	nodes := map[string]*corev1.Node{}
+	for _, p := range pods {
+		name := p.Spec.NodeName
+		if p.DeletionTimestamp.IsZero() || name == "" {
+			continue
+		}
+		if _, seen := nodes[name]; seen {
+			continue
+		}
+		n := &corev1.Node{}
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, n); apierrors.IsNotFound(err) {
+			n = nil
+		} else if err != nil {
+			return nil, fmt.Errorf("reading node %s: %w", name, err)
+		}
+		nodes[name] = n
+	}
+	return nodes, nil
+}
+
+// podsToWaitFor splits our pods into those deletion waits for and those it does not: a pod
+// already terminating on a node that is gone, or whose Ready condition is not True (powered
+// off, unreachable), stays Terminating until its node comes back (no kubelet confirms it
+// stopped): waiting for it would hold the deletion for as long. lost maps each such pod
+// (namespace/name) to why.
+func podsToWaitFor(pods []corev1.Pod, nodes map[string]*corev1.Node) (wait []string, lost map[string]string) {
+	lost = map[string]string{}
+	for _, p := range pods {
+		key := p.Namespace + "/" + p.Name
+		if p.DeletionTimestamp.IsZero() || p.Spec.NodeName == "" {
+			wait = append(wait, key)
+			continue
+		}
+		n, known := nodes[p.Spec.NodeName]
+		switch {
+		case !known:
+			wait = append(wait, key)
+		case n == nil:
+			lost[key] = "node " + p.Spec.NodeName + " is gone"
+		case !nodeReady(n):
+			lost[key] = "node " + p.Spec.NodeName + " is not Ready"
+		default:
+			wait = append(wait, key)
+		}
+	}
+	return wait, lost
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// notWaitedFor says which pods deletion does not wait for, and why.
+func notWaitedFor(lost map[string]string) string {
+	parts := make([]string, 0, len(lost))
+	for _, key := range slices.Sorted(maps.Keys(lost)) {
+		parts = append(parts, key+" ("+lost[key]+")")
+	}
+	return "not waiting for pods on unreachable nodes: " + strings.Join(parts, ", ")
 }

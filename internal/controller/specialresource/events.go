@@ -10,4 +10,6 @@ const (
 	reasonKernelAdded       = "KernelAdded"
 	reasonKernelRemoved     = "KernelRemoved"
 	reasonRemoved           = "Removed"
+	// reasonPodsNotWaitedFor: deletion went on without waiting for pods on unreachable nodes.
+	reasonPodsNotWaitedFor = "PodsNotWaitedFor"
 )

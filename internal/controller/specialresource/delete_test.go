@@ -1,0 +1,127 @@
+package specialresource
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/sro/naming"
+)
+
+// TestPodsToWaitFor: deletion waits for pods still running and for terminating pods on Ready
+// nodes, not for terminating pods whose node is gone or not Ready.
+func TestPodsToWaitFor(t *testing.T) {
+	now := metav1.Now()
+	node := func(ready corev1.ConditionStatus) *corev1.Node {
+		n := &corev1.Node{}
+		if ready != "" {
+			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}
+		}
+		return n
+	}
+	nodes := map[string]*corev1.Node{"ready": node(corev1.ConditionTrue), "unknown": node(corev1.ConditionUnknown),
+		"notready": node(corev1.ConditionFalse), "fresh": node(""), "gone": nil}
+	tests := map[string]struct {
+		node        string
+		terminating bool
+		waited      bool
+	}{
+		"running on a lost node: not deleted yet, waited": {node: "unknown", waited: true},
+		"terminating on a Ready node":                     {node: "ready", terminating: true, waited: true},
+		"terminating on a node Unknown":                   {node: "unknown", terminating: true},
+		"terminating on a node NotReady":                  {node: "notready", terminating: true},
+		"terminating on a node without conditions":        {node: "fresh", terminating: true},
+		"terminating on a deleted node":                   {node: "gone", terminating: true},
+		"terminating, not scheduled":                      {terminating: true, waited: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}, Spec: corev1.PodSpec{NodeName: tc.node}}
+			if tc.terminating {
+				p.DeletionTimestamp = &now
+			}
+			wait, lost := podsToWaitFor([]corev1.Pod{p}, nodes)
+			if (len(wait) == 1) != tc.waited || len(wait)+len(lost) != 1 {
+				t.Fatalf("wait %v, lost %v; want waited %v", wait, lost, tc.waited)
+			}
+			if !tc.waited && !strings.Contains(lost["ns/p"], "node "+tc.node) {
+				t.Errorf("why %q does not name the node", lost["ns/p"])
+			}
+		})
+	}
+}
+
+// TestDeletionWithUnreachableNode: a driver pod on a node whose Ready condition is Unknown
+// (powered off) stays Terminating (no kubelet confirms it stopped); deleting the SpecialResource
+// does not wait for it, and says so in the status and an event, while it still waits for a pod
+// terminating on a Ready node.
+func TestDeletionWithUnreachableNode(t *testing.T) {
+	h := start(t)
+	h.node("x", kernelX, true)
+	h.push("vendor/kmod:" + kernelX)
+	sr := h.specialResource("kmod")
+	if err := env.Client.Create(context.Background(), sr); err != nil {
+		t.Fatal(err)
+	}
+	h.runDaemonSet(h.waitDaemonSets(sr.Name, kernelX)[kernelX], 1)
+	h.waitSR(sr.Name, "Ready", isTrue(sro.ConditionReady, ""))
+	h.setReady("x", corev1.ConditionTrue)
+	h.node("lost", kernelX, false)
+	h.setReady("lost", corev1.ConditionUnknown)
+	owner := h.get(sr.Name)
+	for _, n := range []string{"x", "lost"} {
+		// What the DaemonSet controller would have made (envtest runs no controllers).
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: sr.Name, Name: "driver-" + n,
+			Labels:          map[string]string{sro.OwnedLabel: naming.OwnerValue(sr.Name)},
+			OwnerReferences: []metav1.OwnerReference{ownerRef(owner)}},
+			Spec: corev1.PodSpec{NodeName: h.name(n), Containers: []corev1.Container{{Name: "driver", Image: "driver"}}}}
+		if err := env.Client.Create(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if err := env.Client.Delete(context.Background(), owner); err != nil {
+		t.Fatal(err)
+	}
+	got := h.waitSR(sr.Name, "waiting for the pod on x only", func(sr *sro.SpecialResource) bool {
+		c := conditionMessage(sr, sro.ConditionProgressing)
+		return strings.Contains(c, "waiting for 1 driver pods") && strings.Contains(c, sr.Name+"/driver-lost (node "+h.name("lost")+" is not Ready)")
+	})
+	if !slices.Contains(got.Finalizers, sro.Finalizer) {
+		t.Fatalf("let go while a pod on a Ready node was terminating")
+	}
+	// The kubelet of x confirms its pod stopped.
+	if err := env.Client.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: sr.Name, Name: "driver-x"}},
+		client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "SpecialResource gone", func() (bool, string) {
+		err := env.Client.Get(context.Background(), client.ObjectKey{Name: sr.Name}, &sro.SpecialResource{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	lost := &corev1.Pod{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: sr.Name, Name: "driver-lost"}, lost); err != nil || lost.DeletionTimestamp.IsZero() {
+		t.Fatalf("the pod on the lost node should still be Terminating: %v", err)
+	}
+	h.waitEvent(sr.Name, reasonPodsNotWaitedFor, sr.Name+"/driver-lost")
+	_ = env.Client.Delete(context.Background(), lost, client.GracePeriodSeconds(0))
+}
+
+// setReady sets a node's Ready condition (what the kubelet, or the node lifecycle controller
+// for a node that stopped reporting, writes).
+func (h *harness) setReady(name string, st corev1.ConditionStatus) {
+	h.t.Helper()
+	n := h.nodeNamed(name)
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if err := env.Client.Status().Update(context.Background(), n); err != nil {
+		h.t.Fatal(err)
+	}
+}
