@@ -71,6 +71,10 @@ const (
 	HashAnnotation = "specialresource.openshift.io/hash"
 	// KernelAnnotation holds, on kernel-affine objects, the kernel version they serve.
 	KernelAnnotation = "specialresource.openshift.io/kernel-version"
+	// AppliedKindsAnnotation, on a SpecialResource (written by the operator): the kinds of the
+	// objects it applied that may still exist ("apps/v1/Deployment,v1/Service"), so that objects
+	// of a kind the recipe no longer renders are found and pruned.
+	AppliedKindsAnnotation = "specialresource.openshift.io/applied-kinds"
 )
 
 // Labels set by the operator.

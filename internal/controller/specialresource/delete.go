@@ -113,13 +113,17 @@ func (r *Reconciler) markDeleting(ctx context.Context, sr *sro.SpecialResource, 
 }
 
 // kindsToDelete are the recipe's kinds (rendered for a sample kernel, so that kernel-affine ones
-// are included) and the usual ones; a recipe that cannot be read gives the usual ones only.
+// are included), the kinds applied before (kinds.go) and the usual ones; a recipe that cannot be
+// read gives the others only.
 func (r *Reconciler) kindsToDelete(ctx context.Context, sr *sro.SpecialResource) []schema.GroupVersionKind {
 	kinds := map[schema.GroupVersionKind]bool{}
 	for _, k := range otherKinds {
 		kinds[k] = true
 	}
 	kinds[buildKind(r)] = true
+	for _, k := range recordedKinds(sr) {
+		kinds[k] = true
+	}
 	s := &scope{ctx: ctx, cfg: &r.Config, sr: sr}
 	if _, stop, err := r.loadRecipe(s); err == nil && !stop {
 		vals := recipe.Sample(sr)

@@ -2,7 +2,6 @@ package specialresource
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/naming"
@@ -15,7 +14,7 @@ import (
 // of kernels no selected node runs are deleted, and a node loses its state labels when it is no
 // longer selected or its kernel has no available driver.
 func (r *Reconciler) hold(s *scope) error {
-	if err := r.observeOwned(s, map[schema.GroupVersionKind]bool{daemonSetGVK: true}); err != nil {
+	if err := r.observeOwned(s, pruneKinds(s.sr)); err != nil {
 		return err
 	}
 	in := r.planInput(s)

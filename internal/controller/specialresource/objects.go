@@ -28,13 +28,13 @@ import (
 var daemonSetGVK = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
 
 // observeObjects reads the existing copies of the rendered objects, the logs of wait-for-logs
-// DaemonSets' pods, and every object labelled as ours (of the kinds the recipe renders), for
-// pruning.
+// DaemonSets' pods, and every object labelled as ours (of the kinds the recipe renders, and of
+// pruneKinds), for pruning.
 func (r *Reconciler) observeObjects(s *scope) (outcome, bool, error) {
 	s.in.observed = map[objKey]*unstructured.Unstructured{}
 	s.in.stale = map[objKey]bool{}
 	s.in.logs = map[objKey]logState{}
-	kinds := map[schema.GroupVersionKind]bool{daemonSetGVK: true}
+	kinds := pruneKinds(s.sr)
 	for _, st := range s.in.rendered {
 		for _, o := range st.Objects {
 			key := keyOf(o.Obj)
@@ -62,11 +62,24 @@ func (r *Reconciler) observeObjects(s *scope) (outcome, bool, error) {
 	return outcome{}, false, r.observeOwned(s, kinds)
 }
 
+// pruneKinds are the kinds listed for pruning besides the rendered ones: DaemonSets, and the
+// kinds applied before (kinds.go). A kind the cluster no longer serves is left out.
+func pruneKinds(sr *sro.SpecialResource) map[schema.GroupVersionKind]bool {
+	kinds := map[schema.GroupVersionKind]bool{daemonSetGVK: true}
+	for _, gvk := range recordedKinds(sr) {
+		kinds[gvk] = true
+	}
+	return kinds
+}
+
 // observeOwned lists our objects of the given kinds (builds excepted: they have their own
 // clean-up) into s.in.owned, for pruning.
 func (r *Reconciler) observeOwned(s *scope, kinds map[schema.GroupVersionKind]bool) error {
 	sel := client.MatchingLabels{sro.OwnedLabel: naming.OwnerValue(s.sr.Name)}
 	for _, gvk := range slices.SortedFunc(maps.Keys(kinds), func(a, b schema.GroupVersionKind) int { return cmpString(a.String(), b.String()) }) {
+		if _, err := r.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			continue // not served (a CRD removed, an annotation edited): nothing of it to prune
+		}
 		items, err := r.list(s.ctx, gvk, sel)
 		if err != nil {
 			return err

@@ -83,6 +83,9 @@ func (r *Reconciler) write(ctx context.Context, s *scope) error {
 			s.fx.events.Normal(reasonKernelRemoved, "DeleteDaemonSet", fmt.Sprintf("Deleted DaemonSet %s: no selected node runs kernel %s any more", u.GetName(), k))
 		}
 	}
+	if err := r.recordKinds(ctx, s); err != nil {
+		return err
+	}
 	return r.patchNodeLabels(ctx, s.sr.Name, s.plan.nodeLabels)
 }
 
