@@ -19,7 +19,8 @@ func (r *Reconciler) planPhase(s *scope) (outcome, bool, error) {
 // planInput gathers what the phases read for plan (and holdPlan).
 func (r *Reconciler) planInput(s *scope) planInput {
 	in := planInput{srName: s.sr.Name, states: s.in.rendered, observed: s.in.observed, stale: s.in.stale, logs: s.in.logs,
-		kernels: map[string]kernelGroup{}, present: map[string]bool{}, owned: s.in.owned, nodes: s.in.allNodes, selected: map[string]string{}}
+		kernels: map[string]kernelGroup{}, present: map[string]bool{}, owned: s.in.owned, nodes: s.in.allNodes, selected: map[string]string{},
+		driverPods: s.in.driverPods}
 	for _, g := range s.in.kernels {
 		in.present[g.kernel] = true
 		for _, n := range g.nodes {

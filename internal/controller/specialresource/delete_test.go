@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
@@ -71,21 +72,25 @@ func TestDeletionWithUnreachableNode(t *testing.T) {
 	if err := env.Client.Create(context.Background(), sr); err != nil {
 		t.Fatal(err)
 	}
-	h.runDaemonSet(h.waitDaemonSets(sr.Name, kernelX)[kernelX], 1)
+	ds := h.waitDaemonSets(sr.Name, kernelX)[kernelX]
+	h.runDaemonSet(ds, 1)
 	h.waitSR(sr.Name, "Ready", isTrue(sro.ConditionReady, ""))
+	onX := h.driverPod(ds)
 	h.setReady("x", corev1.ConditionTrue)
 	h.node("lost", kernelX, false)
 	h.setReady("lost", corev1.ConditionUnknown)
 	owner := h.get(sr.Name)
-	for _, n := range []string{"x", "lost"} {
-		// What the DaemonSet controller would have made (envtest runs no controllers).
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: sr.Name, Name: "driver-" + n,
-			Labels:          map[string]string{sro.OwnedLabel: naming.OwnerValue(sr.Name)},
-			OwnerReferences: []metav1.OwnerReference{ownerRef(owner)}},
-			Spec: corev1.PodSpec{NodeName: h.name(n), Containers: []corev1.Container{{Name: "driver", Image: "driver"}}}}
-		if err := env.Client.Create(context.Background(), p); err != nil {
-			t.Fatal(err)
-		}
+	// A pod of ours on the lost node (owned by the SpecialResource, so deletion deletes it).
+	lostPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: sr.Name, Name: "driver-lost",
+		Labels:          map[string]string{sro.OwnedLabel: naming.OwnerValue(sr.Name)},
+		OwnerReferences: []metav1.OwnerReference{ownerRef(owner)}},
+		Spec: corev1.PodSpec{NodeName: h.name("lost"), Containers: []corev1.Container{{Name: "driver", Image: "driver"}}}}
+	if err := env.Client.Create(context.Background(), lostPod); err != nil {
+		t.Fatal(err)
+	}
+	// The pod on x stays until its kubelet (the test) confirms it stopped.
+	if err := env.Client.Delete(context.Background(), onX); err != nil {
+		t.Fatal(err)
 	}
 
 	if err := env.Client.Delete(context.Background(), owner); err != nil {
@@ -99,8 +104,7 @@ func TestDeletionWithUnreachableNode(t *testing.T) {
 		t.Fatalf("let go while a pod on a Ready node was terminating")
 	}
 	// The kubelet of x confirms its pod stopped.
-	if err := env.Client.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: sr.Name, Name: "driver-x"}},
-		client.GracePeriodSeconds(0)); err != nil {
+	if err := env.Client.Delete(context.Background(), onX, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "SpecialResource gone", func() (bool, string) {
@@ -119,9 +123,12 @@ func TestDeletionWithUnreachableNode(t *testing.T) {
 // for a node that stopped reporting, writes).
 func (h *harness) setReady(name string, st corev1.ConditionStatus) {
 	h.t.Helper()
-	n := h.nodeNamed(name)
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	if err := env.Client.Status().Update(context.Background(), n); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := h.nodeNamed(name)
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		return env.Client.Status().Update(context.Background(), n)
+	})
+	if err != nil {
 		h.t.Fatal(err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
@@ -143,4 +144,35 @@ func (h *harness) nodeNamed(name string) *corev1.Node {
 		h.t.Fatal(err)
 	}
 	return n
+}
+
+// TestTaintedNodeNotLabelled: a selected node with a taint the driver DaemonSet does not
+// tolerate gets no driver pod; the DaemonSet is ready without it (its pods all run), and the
+// SpecialResource is Ready, but only the node with a driver pod is labelled with the driver's
+// state (the earlier state, which needs no driver, is on both).
+func TestTaintedNodeNotLabelled(t *testing.T) {
+	h := start(t)
+	h.node("x0", kernelX, true)
+	h.node("x1", kernelX, true)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := h.nodeNamed("x1")
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "example.com/maintenance", Effect: corev1.TaintEffectNoSchedule})
+		return env.Client.Update(context.Background(), n)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.push("vendor/kmod:" + kernelX)
+	sr := h.specialResource("kmod")
+	h.create(sr)
+	h.runDaemonSet(h.waitDaemonSets(sr.Name, kernelX)[kernelX], 1)
+	h.waitSR(sr.Name, "Ready", isTrue(sro.ConditionReady, ""))
+	l0, l1 := naming.StateLabel(sr.Name, "0000"), naming.StateLabel(sr.Name, "1000")
+	eventually(t, "x0 labelled with 1000", func() (bool, string) {
+		l := h.nodeNamed("x0").Labels
+		return l[l1] == "Ready", fmt.Sprint(l)
+	})
+	if l := h.nodeNamed("x1").Labels; l[l0] != "Ready" || l[l1] != "" {
+		t.Fatalf("tainted node x1 labels %v: want %s and not %s", l, l0, l1)
+	}
 }

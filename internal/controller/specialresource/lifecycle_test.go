@@ -269,22 +269,17 @@ func builtinRecipeData(t *testing.T) map[string]string {
 	return entries
 }
 
-// driverPod creates the pod the DaemonSet controller would (envtest runs none), Running.
+// driverPod is the one pod runDaemonSet made for the DaemonSet.
 func (h *harness) driverPod(ds appsv1.DaemonSet) *corev1.Pod {
 	h.t.Helper()
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ds.Namespace, Name: ds.Name + "-abcde", Labels: ds.Spec.Template.Labels},
-		Spec: *ds.Spec.Template.Spec.DeepCopy()}
-	if err := env.Client.Create(context.Background(), p); err != nil {
+	var pods corev1.PodList
+	if err := env.Client.List(context.Background(), &pods, client.InNamespace(ds.Namespace), client.MatchingLabels(ds.Spec.Selector.MatchLabels)); err != nil {
 		h.t.Fatal(err)
 	}
-	p.Status.Phase = corev1.PodRunning
-	if err := env.Client.Status().Update(context.Background(), p); err != nil {
-		h.t.Fatal(err)
+	if len(pods.Items) != 1 {
+		h.t.Fatalf("DaemonSet %s has %d pods, want 1", ds.Name, len(pods.Items))
 	}
-	h.t.Cleanup(func() {
-		_ = env.Client.Delete(context.Background(), p, client.GracePeriodSeconds(0))
-	})
-	return p
+	return &pods.Items[0]
 }
 
 func (h *harness) setLog(pod, text string) {

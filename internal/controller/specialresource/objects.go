@@ -59,7 +59,53 @@ func (r *Reconciler) observeObjects(s *scope) (outcome, bool, error) {
 			}
 		}
 	}
+	if err := r.observeDriverPods(s); err != nil {
+		return outcome{}, false, err
+	}
 	return outcome{}, false, r.observeOwned(s, kinds)
+}
+
+// observeDriverPods finds, for each kernel's driver (its first kernel-affine DaemonSet in state
+// order, as plan picks it), the nodes where one of its pods is available (Ready, not being
+// deleted).
+func (r *Reconciler) observeDriverPods(s *scope) error {
+	s.in.driverPods = map[string]map[string]bool{}
+	for _, st := range s.in.rendered {
+		for _, o := range st.Objects {
+			if o.Kernel == "" || o.Obj.GetKind() != "DaemonSet" {
+				continue
+			}
+			if _, seen := s.in.driverPods[o.Kernel]; seen {
+				continue
+			}
+			nodes := map[string]bool{}
+			s.in.driverPods[o.Kernel] = nodes
+			ds := s.in.observed[keyOf(o.Obj)]
+			if ds == nil {
+				continue
+			}
+			sel, _, _ := unstructured.NestedStringMap(ds.Object, "spec", "selector", "matchLabels")
+			var pods corev1.PodList
+			if err := r.Client.List(s.ctx, &pods, client.InNamespace(ds.GetNamespace()), client.MatchingLabels(sel)); err != nil {
+				return fmt.Errorf("listing pods of DaemonSet %s/%s: %w", ds.GetNamespace(), ds.GetName(), err)
+			}
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp.IsZero() && p.Spec.NodeName != "" && podAvailable(&p) {
+					nodes[p.Spec.NodeName] = true
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func podAvailable(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // pruneKinds are the kinds listed for pruning besides the rendered ones: DaemonSets, and the

@@ -30,6 +30,8 @@ type planInput struct {
 	// nodes are all nodes; selected maps the selected ones to their kernel.
 	nodes    []nodeLabels
 	selected map[string]string
+	// driverPods[k] are the nodes where an available pod of kernel k's driver DaemonSet runs.
+	driverPods map[string]map[string]bool
 }
 
 // planResult is what plan decided.
@@ -49,8 +51,10 @@ type planResult struct {
 	poll bool
 	// nodeLabels are the state-label changes, per node (value nil: remove).
 	nodeLabels map[string]map[string]*string
-	// driverDaemonSets is each kernel's first kernel-affine DaemonSet (the driver).
+	// driverDaemonSets is each kernel's first kernel-affine DaemonSet (the driver), and
+	// driverState the index of its state.
 	driverDaemonSets map[string]*unstructured.Unstructured
+	driverState      map[string]int
 	// hold: the plan of a reconcile waiting for its dependencies (holdPlan): removals only.
 	hold bool
 }
@@ -66,7 +70,7 @@ type planResult struct {
 // at once unless waited for, so a reconcile goes through every state up to the first wait.
 func plan(in planInput) *planResult {
 	res := &planResult{readyStates: map[string]int{}, perKernel: map[string]string{}, nodeLabels: map[string]map[string]*string{},
-		driverDaemonSets: map[string]*unstructured.Unstructured{}}
+		driverDaemonSets: map[string]*unstructured.Unstructured{}, driverState: map[string]int{}}
 	kernels := slices.Sorted(maps.Keys(in.kernels))
 	prevKernel := map[string]bool{}
 	for _, k := range kernels {
@@ -103,8 +107,9 @@ func plan(in planInput) *planResult {
 					continue
 				}
 				affine = true
-				if o.Obj.GetKind() == "DaemonSet" && res.driverDaemonSets[k] == nil {
+				if _, seen := res.driverState[k]; !seen && o.Obj.GetKind() == "DaemonSet" {
 					res.driverDaemonSets[k] = in.observed[keyOf(o.Obj)]
+					res.driverState[k] = i
 				}
 				if ok, why := res.object(in, o, &g, true); !ok {
 					kernelReady = false
@@ -128,7 +133,7 @@ func plan(in planInput) *planResult {
 		}
 	}
 	res.prune = prune(in)
-	res.nodeLabels = nodeLabelChanges(in, res.readyStates, hasAffine(in.states))
+	res.nodeLabels = nodeLabelChanges(in, res.readyStates, res.driverState, hasAffine(in.states))
 	return res
 }
 
@@ -237,15 +242,21 @@ func prune(in planInput) []*unstructured.Unstructured {
 }
 
 // nodeLabelChanges gives each node the state labels of the states ready for its kernel, and
-// takes them from nodes that are no longer selected or whose kernel is not ready. A recipe
-// without kernel-affine manifests labels every selected node by its shared states.
-func nodeLabelChanges(in planInput, readyStates map[string]int, affine bool) map[string]map[string]*string {
+// takes them from nodes that are no longer selected or whose kernel is not ready. The states
+// from the driver's on are ready for a node only when an available driver pod runs on it: a
+// node the DaemonSet does not run on (a taint it does not tolerate) is not counted by the
+// DaemonSet's readiness, and must not be labelled as served. A recipe without kernel-affine
+// manifests labels every selected node by its shared states.
+func nodeLabelChanges(in planInput, readyStates, driverState map[string]int, affine bool) map[string]map[string]*string {
 	ready := "Ready"
 	changes := map[string]map[string]*string{}
 	for _, n := range in.nodes {
 		want := map[string]bool{}
 		if k, selected := in.selected[n.name]; selected {
 			count := readyStates[k]
+			if d, ok := driverState[k]; ok && !in.driverPods[k][n.name] {
+				count = min(count, d)
+			}
 			if !affine {
 				count = readyStates[""]
 			}

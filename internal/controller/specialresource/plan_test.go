@@ -238,7 +238,7 @@ func TestNodeLabelChanges(t *testing.T) {
 		},
 		selected: map[string]string{"new": "X", "behind": "Y", "done": "X"},
 	}
-	got := nodeLabelChanges(in, map[string]int{"": 3, "X": 2, "Y": 1}, true)
+	got := nodeLabelChanges(in, map[string]int{"": 3, "X": 2, "Y": 1}, nil, true)
 	ready := "Ready"
 	want := map[string]map[string]*string{
 		"new":    {l0: &ready, l1: &ready},
@@ -259,6 +259,30 @@ func TestNodeLabelChanges(t *testing.T) {
 				t.Errorf("node %s label %s: got %v, want %v", node, k, gv, v)
 			}
 		}
+	}
+}
+
+// TestNodeLabelsNeedDriverPod: the states from the driver's on are on a node only when an
+// available driver pod runs there; earlier states do not need one.
+func TestNodeLabelsNeedDriverPod(t *testing.T) {
+	st := states(rbac, dsX, plugin)
+	l0, l1, l2 := naming.StateLabel("sr", "0000"), naming.StateLabel("sr", "1000"), naming.StateLabel("sr", "2000")
+	tests := map[string]struct {
+		pods map[string]map[string]bool
+		want []string
+	}{
+		"driver pod on the node":            {pods: map[string]map[string]bool{"X": {"n": true}}, want: []string{l0, l1, l2}},
+		"no driver pod (untolerated taint)": {pods: map[string]map[string]bool{"X": {"other": true}}, want: []string{l0}},
+		"no pod at all":                     {want: []string{l0}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			in := planInput{srName: "sr", states: st, nodes: []nodeLabels{{name: "n", kernel: "X"}}, selected: map[string]string{"n": "X"}, driverPods: tc.pods}
+			got := slices.Sorted(maps.Keys(nodeLabelChanges(in, map[string]int{"": 3, "X": 3}, map[string]int{"X": 1}, true)["n"]))
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("labels %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -59,6 +59,8 @@ type inputs struct {
 	logs map[objKey]logState
 	// owned are the objects labelled as ours, for pruning.
 	owned []*unstructured.Unstructured
+	// driverPods[k] are the nodes with an available pod of kernel k's driver DaemonSet.
+	driverPods map[string]map[string]bool
 }
 
 // kernelGroup is the selected nodes that run one kernel.

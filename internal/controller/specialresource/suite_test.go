@@ -6,6 +6,7 @@ import (
 	"io"
 	"log"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -200,6 +202,16 @@ func (h *harness) create(sr *sro.SpecialResource) {
 func (h *harness) deleteAndWait(name string) {
 	h.t.Helper()
 	sr := &sro.SpecialResource{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	// The driver pods stop at once (no kubelet; no garbage collector deletes them either).
+	var pods corev1.PodList
+	if err := env.Client.List(context.Background(), &pods, client.MatchingLabels{sro.OwnedLabel: naming.OwnerValue(name)}); err != nil {
+		h.t.Fatal(err)
+	}
+	for i := range pods.Items {
+		if err := env.Client.Delete(context.Background(), &pods.Items[i], client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
+			h.t.Fatal(err)
+		}
+	}
 	if err := env.Client.Delete(context.Background(), sr); err != nil && !apierrors.IsNotFound(err) {
 		h.t.Fatal(err)
 	}
@@ -299,10 +311,12 @@ func (h *harness) waitDaemonSets(srName string, kernels ...string) map[string]ap
 	return got
 }
 
-// runDaemonSet plays the DaemonSet controller: every selected node with the DaemonSet's
-// kernel gets an available pod.
+// runDaemonSet plays the DaemonSet controller: every node its node selector matches (the
+// selected nodes with its kernel) and whose taints it tolerates gets an available pod, a pod on
+// any other node goes, and the status counts nodes pods.
 func (h *harness) runDaemonSet(ds appsv1.DaemonSet, nodes int32) {
 	h.t.Helper()
+	h.runPods(ds, nodes)
 	eventually(h.t, "DaemonSet "+ds.Name+" status written", func() (bool, string) {
 		cur := &appsv1.DaemonSet{}
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(&ds), cur); err != nil {
@@ -313,6 +327,72 @@ func (h *harness) runDaemonSet(ds appsv1.DaemonSet, nodes int32) {
 		err := env.Client.Status().Update(context.Background(), cur)
 		return err == nil, fmt.Sprint(err)
 	})
+}
+
+// runPods makes the DaemonSet's pods match the nodes it runs on (see runDaemonSet). The pods
+// are deleted at once at the end of the test and when their SpecialResource is deleted
+// (deleteAndWait), as the kubelet would confirm them stopped.
+func (h *harness) runPods(ds appsv1.DaemonSet, count int32) {
+	h.t.Helper()
+	ctx := context.Background()
+	want := map[string]bool{}
+	// The node-kernel controller may not have labelled every node yet.
+	eventually(h.t, fmt.Sprintf("%d nodes for DaemonSet %s", count, ds.Name), func() (bool, string) {
+		var nodes corev1.NodeList
+		if err := env.Client.List(ctx, &nodes, client.MatchingLabels(ds.Spec.Template.Spec.NodeSelector)); err != nil {
+			return false, err.Error()
+		}
+		clear(want)
+		for _, n := range nodes.Items {
+			if tolerates(ds.Spec.Template.Spec.Tolerations, n.Spec.Taints) {
+				want[n.Name] = true
+			}
+		}
+		return len(want) == int(count), fmt.Sprint(len(want))
+	})
+	var pods corev1.PodList
+	if err := env.Client.List(ctx, &pods, client.InNamespace(ds.Namespace), client.MatchingLabels(ds.Spec.Selector.MatchLabels)); err != nil {
+		h.t.Fatal(err)
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !want[p.Spec.NodeName] {
+			if err := env.Client.Delete(ctx, p, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
+				h.t.Fatal(err)
+			}
+		}
+		delete(want, p.Spec.NodeName)
+	}
+	for node := range want {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ds.Namespace, Name: ds.Name[:min(len(ds.Name), 40)] + "-" + naming.Hash(node),
+			Labels: ds.Spec.Template.Labels}, Spec: *ds.Spec.Template.Spec.DeepCopy()}
+		p.Spec.NodeName = node
+		if err := env.Client.Create(ctx, p); err != nil {
+			h.t.Fatal(err)
+		}
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		if err := env.Client.Status().Update(ctx, p); err != nil {
+			h.t.Fatal(err)
+		}
+		h.t.Cleanup(func() { _ = env.Client.Delete(context.Background(), p, client.GracePeriodSeconds(0)) })
+	}
+}
+
+// tolerates: every NoSchedule and NoExecute taint is tolerated (the DaemonSet controller's rule;
+// it adds tolerations of the node.kubernetes.io/ condition taints, such as the not-ready taint
+// the API server puts on new nodes, to every DaemonSet pod).
+func tolerates(tols []corev1.Toleration, taints []corev1.Taint) bool {
+	for i := range taints {
+		t := &taints[i]
+		if t.Effect == corev1.TaintEffectPreferNoSchedule || strings.HasPrefix(t.Key, "node.kubernetes.io/") {
+			continue
+		}
+		if !slices.ContainsFunc(tols, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(klog.Background(), t, false) }) {
+			return false
+		}
+	}
+	return true
 }
 
 // eventually polls cond until it holds; the last failed check's message is reported. The limit
