@@ -27,6 +27,28 @@ func (h *harness) buildable(name string) *sro.SpecialResource {
 	return sr
 }
 
+// startBuildable starts the operator with a node on kernel X, whose image the registry has, and
+// one on Y, whose image it has not, and creates a buildable SpecialResource.
+func startBuildable(t *testing.T) (*harness, *sro.SpecialResource) {
+	t.Helper()
+	h := start(t)
+	h.node("x", kernelX, true)
+	h.node("y", kernelY, true)
+	h.push("vendor/kmod:" + kernelX)
+	sr := h.buildable("kmod")
+	h.create(sr)
+	return h, sr
+}
+
+// waitImageState waits until the status says kernel k's image is in state st.
+func (h *harness) waitImageState(srName, k string, st sro.ImageState) *sro.SpecialResource {
+	h.t.Helper()
+	return h.waitSR(srName, "image of kernel "+k+" "+string(st), func(sr *sro.SpecialResource) bool {
+		ks := kernelStatus(sr, k)
+		return ks != nil && ks.ImageState == st
+	})
+}
+
 func (h *harness) jobs(ns string) []batchv1.Job {
 	h.t.Helper()
 	var list batchv1.JobList
@@ -69,12 +91,7 @@ func (h *harness) finishJob(job batchv1.Job, succeeded bool) {
 // first template pass (Y's kernel and OS); Y's DaemonSet waits for it. When the build pushed the
 // image and succeeded, Y's DaemonSet appears and the finished build is removed.
 func TestPullOrBuild(t *testing.T) {
-	h := start(t)
-	h.node("x", kernelX, true)
-	h.node("y", kernelY, true)
-	h.push("vendor/kmod:" + kernelX)
-	sr := h.buildable("kmod")
-	h.create(sr)
+	h, sr := startBuildable(t)
 
 	dss := h.waitDaemonSets(sr.Name, kernelX)
 	var jobs []batchv1.Job
@@ -102,10 +119,7 @@ func TestPullOrBuild(t *testing.T) {
 	if env := dss[kernelX].Spec.Template.Spec.Containers[0].Env; !slices.Contains(env, corev1.EnvVar{Name: "KPATCH", Value: "5.14.0-284"}) {
 		t.Errorf("DaemonSet X env %v lacks KPATCH=5.14.0-284", env)
 	}
-	got := h.waitSR(sr.Name, "waiting for Y's image", func(sr *sro.SpecialResource) bool {
-		ks := kernelStatus(sr, kernelY)
-		return ks != nil && ks.ImageState == sro.ImageBuilding
-	})
+	got := h.waitImageState(sr.Name, kernelY, sro.ImageBuilding)
 	if ks := kernelStatus(got, kernelX); ks == nil || ks.ImageState != sro.ImageExists {
 		t.Fatalf("kernel X: %+v", ks)
 	}
@@ -123,12 +137,7 @@ func TestPullOrBuild(t *testing.T) {
 // as an event, and the other kernel is still served; changing a build argument starts a new
 // build.
 func TestFailedBuild(t *testing.T) {
-	h := start(t)
-	h.node("x", kernelX, true)
-	h.node("y", kernelY, true)
-	h.push("vendor/kmod:" + kernelX)
-	sr := h.buildable("kmod")
-	h.create(sr)
+	h, sr := startBuildable(t)
 	dss := h.waitDaemonSets(sr.Name, kernelX)
 	var jobs []batchv1.Job
 	eventually(t, "one build Job", func() (bool, string) { jobs = h.jobs(sr.Name); return len(jobs) == 1, "" })
@@ -205,28 +214,17 @@ func TestBuildsToDelete(t *testing.T) {
 // build for a kernel no selected node runs any more is deleted while it runs; a build a
 // PreflightValidation started for a coming kernel is left alone.
 func TestBuildCleanup(t *testing.T) {
-	h := start(t)
-	h.node("x", kernelX, true)
-	h.node("y", kernelY, true)
-	h.push("vendor/kmod:" + kernelX)
-	sr := h.buildable("kmod")
-	h.create(sr)
+	h, sr := startBuildable(t)
 	var jobs []batchv1.Job
 	eventually(t, "Y's build", func() (bool, string) { jobs = h.jobs(sr.Name); return len(jobs) == 1, fmt.Sprint(len(jobs)) })
-	h.waitSR(sr.Name, "Y building", func(sr *sro.SpecialResource) bool {
-		ks := kernelStatus(sr, kernelY)
-		return ks != nil && ks.ImageState == sro.ImageBuilding
-	})
+	h.waitImageState(sr.Name, kernelY, sro.ImageBuilding)
 
 	// kaniko pushed; a reconcile runs before the Job completes.
 	h.push("vendor/kmod:" + kernelY)
 	h.update(sr.Name, func(sr *sro.SpecialResource) {
 		metav1.SetMetaDataAnnotation(&sr.ObjectMeta, "test.metalforge.io/poke", "1")
 	})
-	h.waitSR(sr.Name, "Y's image recorded as there", func(sr *sro.SpecialResource) bool {
-		ks := kernelStatus(sr, kernelY)
-		return ks != nil && ks.ImageState == sro.ImageExists
-	})
+	h.waitImageState(sr.Name, kernelY, sro.ImageExists)
 	if live := liveJobs(h.jobs(sr.Name)); len(live) != 1 {
 		t.Fatalf("build Jobs %v: the running build was deleted", live)
 	}
