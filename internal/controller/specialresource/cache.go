@@ -1,6 +1,8 @@
 package specialresource
 
 import (
+	"strings"
+
 	buildv1 "github.com/openshift/api/build/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -66,10 +68,47 @@ func CacheViews(openShiftBuilds bool) []cacheview.View {
 		Reduced: "only name, labels and status.nodeInfo kernelVersion, osImage and bootID (read nodes through the API reader for the rest)",
 	}}
 	for _, obj := range ownedKinds(openShiftBuilds) {
-		views = append(views, cacheview.View{Object: obj, Owner: viewOwner, Label: sel,
-			Reduced: "only objects labelled " + sro.OwnedLabel + " (what the special-resource-operator created)"})
+		v := cacheview.View{Object: obj, Owner: viewOwner, Label: sel,
+			Reduced: "only objects labelled " + sro.OwnedLabel + " (what the special-resource-operator created)"}
+		if _, pod := obj.(*corev1.Pod); pod {
+			v.Transform = compactPod
+			v.Reduced += "; of a pod only its metadata, node, container names, phase and conditions (read pods through the API reader for the rest)"
+		}
+		views = append(views, v)
 	}
 	return views
+}
+
+// compactPod keeps what the operator reads of a pod it owns: its metadata (the hash and
+// wait-for-logs annotations among them), the node it runs on, its containers' names (logs are
+// read by container), its phase and conditions (Ready). A driver pod's spec and container
+// statuses are most of its size, and a driver DaemonSet has a pod on every selected node: at 1000
+// nodes and 20 SpecialResources that is 5000 pods (100 MiB of cache whole).
+func compactPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	containers := make([]corev1.Container, len(p.Spec.Containers))
+	for i, c := range p.Spec.Containers {
+		containers[i] = corev1.Container{Name: c.Name}
+	}
+	meta := p.ObjectMeta
+	meta.Annotations = nil
+	for k, v := range p.Annotations {
+		if prefix, _, _ := strings.Cut(sro.HashAnnotation, "/"); strings.HasPrefix(k, prefix+"/") { // the operator's own
+			if meta.Annotations == nil {
+				meta.Annotations = map[string]string{}
+			}
+			meta.Annotations[k] = v
+		}
+	}
+	return &corev1.Pod{
+		TypeMeta:   p.TypeMeta,
+		ObjectMeta: meta,
+		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName, Containers: containers},
+		Status:     corev1.PodStatus{Phase: p.Status.Phase, Conditions: p.Status.Conditions},
+	}, nil
 }
 
 // compactNode keeps what the operator reads of a node: name, labels, and the kernel and OS it
