@@ -75,6 +75,11 @@ const (
 	// objects it applied that may still exist ("apps/v1/Deployment,v1/Service"), so that objects
 	// of a kind the recipe no longer renders are found and pruned.
 	AppliedKindsAnnotation = "specialresource.openshift.io/applied-kinds"
+	// LogsMatchedAnnotation "true", on a driver pod (written by the operator): the pod's log
+	// matched its DaemonSet's wait-for-logs once. It is kept on the pod, not only in the operator's
+	// memory: after a restart the end of the log may no longer show the line (a driver that kept
+	// logging), and the state must not turn not-ready for it.
+	LogsMatchedAnnotation = "specialresource.openshift.io/wait-for-logs-matched"
 )
 
 // Labels set by the operator.

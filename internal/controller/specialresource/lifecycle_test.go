@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -218,6 +219,25 @@ spec:
 		l := h.nodeNamed("x").Labels
 		return l[naming.StateLabel(sr.Name, "1000")] == "Ready", fmt.Sprint(l)
 	})
+	eventually(t, "the pod marked as matched", func() (bool, string) {
+		p := &corev1.Pod{}
+		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), p)
+		return err == nil && p.Annotations[sro.LogsMatchedAnnotation] == "true", fmt.Sprint(p.Annotations, err)
+	})
+
+	// A restarted operator (its memory gone) whose driver logged on since: the line is no longer
+	// at the end of the log, and the state stays ready.
+	h.reconciler.logs.reset()
+	h.setLog(pod.Name, strings.Repeat("specialresource: heartbeat\n", 30))
+	h.update(sr.Name, func(sr *sro.SpecialResource) { sr.Annotations = map[string]string{"test.metalforge.io/poke": "1"} })
+	// Without the mark, the next reconciles read the log again and take the label off within a
+	// few hundred milliseconds; watch for a second.
+	for range 5 {
+		time.Sleep(200 * time.Millisecond)
+		if l := h.nodeNamed("x").Labels; l[naming.StateLabel(sr.Name, "1000")] != "Ready" {
+			t.Fatalf("state 1000's label removed after a restart: %v", l)
+		}
+	}
 }
 
 // TestVersionRollsDriver: a new version (or build argument) changes the DaemonSet's pod

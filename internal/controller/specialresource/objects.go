@@ -231,7 +231,8 @@ func toUnstructured(obj runtime.Object, gvk schema.GroupVersionKind) (*unstructu
 }
 
 // podLogs matches the end of the log of every pod of a DaemonSet against re. A pod whose log
-// matched once is not read again.
+// matched once is not read again: it is remembered, and marked (sro.LogsMatchedAnnotation) so
+// that a restarted operator knows it too.
 func (r *Reconciler) podLogs(s *scope, ds *unstructured.Unstructured, re *regexp.Regexp) (logState, error) {
 	sel, _, _ := unstructured.NestedStringMap(ds.Object, "spec", "selector", "matchLabels")
 	var pods corev1.PodList
@@ -245,7 +246,7 @@ func (r *Reconciler) podLogs(s *scope, ds *unstructured.Unstructured, re *regexp
 			continue
 		}
 		st.pods++
-		if r.logs.matched(p.UID) {
+		if r.logs.matched(p.UID) || p.Annotations[sro.LogsMatchedAnnotation] == "true" {
 			st.matched++
 			continue
 		}
@@ -259,6 +260,7 @@ func (r *Reconciler) podLogs(s *scope, ds *unstructured.Unstructured, re *regexp
 		}
 		if re.MatchString(text) {
 			r.logs.record(p.UID)
+			s.fx.logsMatched = append(s.fx.logsMatched, types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 			st.matched++
 		}
 	}
@@ -273,6 +275,13 @@ type logCache struct {
 
 // maxLogCache bounds the cache; past it, it starts over (pods are read once more).
 const maxLogCache = 200000
+
+// reset forgets every pod (what a restart does).
+func (c *logCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen = nil
+}
 
 func (c *logCache) matched(uid types.UID) bool {
 	c.mu.Lock()

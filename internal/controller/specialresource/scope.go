@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/controller/events"
@@ -113,9 +114,12 @@ type effects struct {
 	createDeps      []*sro.SpecialResource
 	startBuilds     []build.Request
 	deleteBuilds    []string
-	events          events.List
-	buildsStarted   int
-	buildsFailed    int
+	// logsMatched are the pods whose log matched their wait-for-logs in this reconcile, to be
+	// marked with sro.LogsMatchedAnnotation.
+	logsMatched   []types.NamespacedName
+	events        events.List
+	buildsStarted int
+	buildsFailed  int
 }
 
 // outcome is how a reconcile ends: the condition that is True, its reason and message, the

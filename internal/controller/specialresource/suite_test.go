@@ -51,6 +51,9 @@ type harness struct {
 
 	mu   sync.Mutex
 	logs map[string]string // pod name → log
+
+	// reconciler is the operator's controller (a test makes it forget, as a restart does).
+	reconciler *Reconciler
 }
 
 // options tune the operator a test starts.
@@ -90,6 +93,7 @@ func start(t *testing.T, opts ...func(*options)) *harness {
 		ClusterVersion: func(context.Context) (string, error) { return "4.14.3", nil },
 	}
 	r.Client = mgr.GetClient()
+	h.reconciler = r
 	if o.openShiftBuilds {
 		r.Builder = build.OpenShift{Client: r.Client}
 	} else {

@@ -59,6 +59,11 @@ func (r *Reconciler) write(ctx context.Context, s *scope) error {
 			return err
 		}
 	}
+	for _, key := range s.fx.logsMatched {
+		if err := r.markLogsMatched(ctx, key); err != nil {
+			return err
+		}
+	}
 	for _, name := range s.fx.deleteBuilds {
 		if err := r.Builder.Delete(ctx, s.in.namespace, name); err != nil {
 			return err
@@ -207,4 +212,15 @@ func (w *nodeWrites) forget(sr string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.m, sr)
+}
+
+// markLogsMatched annotates a driver pod whose log matched (see sro.LogsMatchedAnnotation). A pod
+// gone since is nothing to mark.
+func (r *Reconciler) markLogsMatched(ctx context.Context, key types.NamespacedName) error {
+	patch := []byte(`{"metadata":{"annotations":{"` + sro.LogsMatchedAnnotation + `":"true"}}}`)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	if err := r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("marking pod %s as matched by its logs: %w", key, err)
+	}
+	return nil
 }
