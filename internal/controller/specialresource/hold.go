@@ -4,7 +4,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
-	"github.com/metalforge/metalforge/internal/sro/naming"
 )
 
 // hold is what a reconcile that waits for its dependencies still does. Nothing new is built,
@@ -65,16 +64,7 @@ func holdPlan(in planInput, drivers map[string]string) *planResult {
 		if k, selected := in.selected[n.name]; selected && (!affine || served[k]) {
 			continue
 		}
-		var c map[string]*string
-		for key := range n.labels {
-			if naming.IsStateLabelOf(key, in.srName) {
-				if c == nil {
-					c = map[string]*string{}
-				}
-				c[key] = nil
-			}
-		}
-		if c != nil {
+		if c := stateLabelChanges(n, in.srName, nil); c != nil {
 			res.nodeLabels[n.name] = c
 		}
 	}

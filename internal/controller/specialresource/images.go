@@ -34,7 +34,7 @@ func (r *Reconciler) values(s *scope, g *kernelGroup) recipe.Values {
 	k := g.kernel
 	v = recipe.WithKernel(v, k, g.nodeLabels)
 	for _, d := range s.sr.Spec.DependsOn {
-		if d.ImageReference == "true" {
+		if recipe.UsesImage(d) {
 			dep := v.Dependencies[d.Name]
 			dep.Image = s.in.depImages[d.Name][k]
 			v.Dependencies[d.Name] = dep

@@ -236,7 +236,7 @@ func (r *Reconciler) dependencies(s *scope) (outcome, bool, error) {
 // returns nil, with the reason, when there is no recipe to create it from.
 func (r *Reconciler) newDependency(s *scope, d sro.SpecialResourceDependency) (*sro.SpecialResource, string, error) {
 	if d.Recipe == nil {
-		return nil, "does not exist; create it, or give dependsOn a recipe", nil
+		return nil, recipe.MissingDependency(d), nil
 	}
 	dep := &sro.SpecialResource{}
 	if d.Recipe.ConfigMap != nil {

@@ -248,7 +248,6 @@ func prune(in planInput) []*unstructured.Unstructured {
 // DaemonSet's readiness, and must not be labelled as served. A recipe without kernel-affine
 // manifests labels every selected node by its shared states.
 func nodeLabelChanges(in planInput, readyStates, driverState map[string]int, affine bool) map[string]map[string]*string {
-	ready := "Ready"
 	changes := map[string]map[string]*string{}
 	for _, n := range in.nodes {
 		want := map[string]bool{}
@@ -264,26 +263,33 @@ func nodeLabelChanges(in planInput, readyStates, driverState map[string]int, aff
 				want[naming.StateLabel(in.srName, in.states[i].ID())] = true
 			}
 		}
-		var c map[string]*string
-		for key := range want {
-			if n.labels[key] != ready {
-				if c == nil {
-					c = map[string]*string{}
-				}
-				c[key] = &ready
-			}
-		}
-		for key := range n.labels {
-			if naming.IsStateLabelOf(key, in.srName) && !want[key] {
-				if c == nil {
-					c = map[string]*string{}
-				}
-				c[key] = nil
-			}
-		}
-		if c != nil {
+		if c := stateLabelChanges(n, in.srName, want); c != nil {
 			changes[n.name] = c
 		}
 	}
 	return changes
+}
+
+// stateLabelChanges turns the node's state labels of the SpecialResource into want: the wanted
+// ones set to Ready, the others removed (value nil). Nil when the node has them already.
+func stateLabelChanges(n nodeLabels, srName string, want map[string]bool) map[string]*string {
+	ready := "Ready"
+	var c map[string]*string
+	for key := range want {
+		if n.labels[key] != ready {
+			if c == nil {
+				c = map[string]*string{}
+			}
+			c[key] = &ready
+		}
+	}
+	for key := range n.labels {
+		if naming.IsStateLabelOf(key, srName) && !want[key] {
+			if c == nil {
+				c = map[string]*string{}
+			}
+			c[key] = nil
+		}
+	}
+	return c
 }
