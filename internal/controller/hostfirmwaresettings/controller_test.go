@@ -269,6 +269,13 @@ func TestSettingsKeptWhileApplying(t *testing.T) {
 			return hfs.Generation == gen && current(hfs) && condition(hfs, metal3.FirmwareSettingsChangeDetected).Status == metav1.ConditionTrue
 		})
 		setHostStatus(t, h, tc.apply)
+		// A reconcile that reads the host from before the step would rightly publish the value.
+		op.waitHostCached(t, h, tc.name+" seen by the controller", func(cached *metal3.BareMetalHost) bool {
+			return cached.Status.Provisioning.State == h.Status.Provisioning.State && cached.Status.OperationalStatus == h.Status.OperationalStatus
+		})
+		// and one still running may have read it before: the second reconcile that ends from now
+		// on started after the first ended, so with the host as it is.
+		op.WaitAfter(t, key, op.Mark(key), 2)
 		fix.SetBIOS(ns, tc.name, "ProcTurboMode", "Disabled") // the provisioner applied it part-way
 		op.WaitAfter(t, key, op.Mark(key), 5)
 		hfs, _ := getHFS(t, ns, tc.name)
@@ -335,29 +342,30 @@ func TestUnusedSchemaIsDeleted(t *testing.T) {
 	// A paused host's HostFirmwareSettings, once deleted, stay deleted (as they would once its
 	// host is deleted: the garbage collector, which envtest lacks, would delete them).
 	mark := len(op.checks(key))
-	pause(t, a, true)
+	op.pause(t, a, true)
 	deleteHFS(t, ns, "a")
 	// The deletion makes the cleaner look at the schema; b still names it, so it stays.
 	eventually(t, "the cleaner to look at the schema", func() (bool, string) { return len(op.checks(key)) > mark, "" })
 	if got := op.checks(key)[mark]; got || len(schemasIn(t, ns)) != 1 {
 		t.Fatalf("the schema was deleted (%v) while host b still uses it", got)
 	}
-	pause(t, b, true)
+	op.pause(t, b, true)
 	deleteHFS(t, ns, "b")
 	eventually(t, "the unused schema deleted", func() (bool, string) {
 		return len(schemasIn(t, ns)) == 0, fmt.Sprintf("%d schemas", len(schemasIn(t, ns)))
 	})
 
 	// Host a is unpaused: its HostFirmwareSettings and schema come back.
-	pause(t, a, false)
+	op.pause(t, a, false)
 	again := waitHFS(t, ns, "a", "created again", current)
 	if again.Status.FirmwareSchema.Name != schema || len(schemasIn(t, ns)) != 1 {
 		t.Fatalf("schema %s after re-creation, %d schemas; want %s again", again.Status.FirmwareSchema.Name, len(schemasIn(t, ns)), schema)
 	}
 }
 
-// pause sets or removes the host's paused annotation.
-func pause(t *testing.T, h *metal3.BareMetalHost, paused bool) {
+// pause sets or removes the host's paused annotation and waits until the controller sees it
+// (deleting the HostFirmwareSettings before that would rightly bring them back at once).
+func (o *operator) pause(t *testing.T, h *metal3.BareMetalHost, paused bool) {
 	t.Helper()
 	h.Annotations = nil
 	if paused {
@@ -366,6 +374,10 @@ func pause(t *testing.T, h *metal3.BareMetalHost, paused bool) {
 	if err := env.Client.Update(context.Background(), h); err != nil {
 		t.Fatal(err)
 	}
+	o.waitHostCached(t, h, fmt.Sprintf("paused=%v seen by the controller", paused), func(cached *metal3.BareMetalHost) bool {
+		_, ok := cached.Annotations[metal3.PausedAnnotation]
+		return ok == paused
+	})
 }
 
 func deleteHFS(t *testing.T, ns, name string) {

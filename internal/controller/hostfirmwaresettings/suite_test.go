@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/host"
@@ -25,6 +26,8 @@ func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{}, &env) }
 // operator is the controller running in-process against one namespace.
 type operator struct {
 	companiontest.Reconciles
+	// cache is what the controller reads.
+	cache client.Reader
 
 	mu sync.Mutex
 	// checked records the cleaner's decisions, per schema.
@@ -57,7 +60,7 @@ func startOperator(t *testing.T, restCfg *rest.Config, ns string, fix *fixture.F
 	}
 	op := &operator{checked: map[types.NamespacedName][]bool{}}
 	cfg.Reconciled, cfg.SchemaChecked = op.Record, op.schemaChecked
-	companiontest.StartManager(t, env, restCfg, ns, append(host.CacheViews(), CacheViews()...), func(ctx context.Context, mgr ctrl.Manager) error {
+	op.cache = companiontest.StartManager(t, env, restCfg, ns, append(host.CacheViews(), CacheViews()...), func(ctx context.Context, mgr ctrl.Manager) error {
 		return (&Reconciler{Provisioner: fix, Config: cfg, skipNameValidation: true}).SetupWithManager(ctx, mgr)
 	})
 	return op
@@ -78,6 +81,13 @@ func register(t *testing.T, fix *fixture.Fixture, h *metal3.BareMetalHost) {
 func setHostStatus(t *testing.T, h *metal3.BareMetalHost, change func(*metal3.BareMetalHostStatus)) {
 	t.Helper()
 	companiontest.SetHostStatus(t, env.Client, h, change)
+}
+
+// waitHostCached waits until the controller's cache shows the host as cond wants it.
+func (o *operator) waitHostCached(t *testing.T, h *metal3.BareMetalHost, what string, cond func(*metal3.BareMetalHost) bool) {
+	t.Helper()
+	cached := &metal3.BareMetalHost{}
+	companiontest.Wait(t, o.cache, h.Namespace, h.Name, what, cached, func() bool { return cond(cached) })
 }
 
 func getHFS(t *testing.T, ns, name string) (*metal3.HostFirmwareSettings, bool) {

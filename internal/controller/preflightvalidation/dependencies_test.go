@@ -81,9 +81,12 @@ func TestPreflightDependencies(t *testing.T) {
 			t.Fatalf("a's build args %v lack %s", args, want)
 		}
 	}
-	if v := verification(getPV(t, pv.Name), baseName); v.VerificationStatus != sro.VerificationTrue {
-		t.Fatalf("base: %+v", v)
-	}
+	// a builds as soon as base's image is in the registry; base's own check may still show its
+	// build running until the Job's end reaches the controller.
+	eventually(t, "base verified", func() (bool, string) {
+		v := verification(getPV(t, pv.Name), baseName)
+		return v.VerificationStatus == sro.VerificationTrue, fmt.Sprintf("%+v", v)
+	})
 
 	w.push("vendor/a:" + kernelZ)
 	finishJob(t, jobs[0], true)

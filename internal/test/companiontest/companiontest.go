@@ -73,8 +73,10 @@ func (r *Reconciles) WaitAfter(t *testing.T, key types.NamespacedName, mark, n i
 
 // StartManager starts a manager watching ns with the cache views (pass the host controller's with
 // the controller's own, as the binary does), sets up the controllers with setup, and stops it when
-// the test ends.
-func StartManager(t *testing.T, env *testenv.Env, restCfg *rest.Config, ns string, views []cacheview.View, setup func(context.Context, ctrl.Manager) error) {
+// the test ends. It returns the manager's cache: what the controllers read, which a test waits on
+// when a reconcile must see a change the test wrote (a reconcile that starts later may still read
+// the object from before it).
+func StartManager(t *testing.T, env *testenv.Env, restCfg *rest.Config, ns string, views []cacheview.View, setup func(context.Context, ctrl.Manager) error) client.Reader {
 	t.Helper()
 	cacheOpts, clientOpts, err := cacheview.Options([]string{ns}, views...)
 	if err != nil {
@@ -100,6 +102,7 @@ func StartManager(t *testing.T, env *testenv.Env, restCfg *rest.Config, ns strin
 			t.Errorf("manager: %v", err)
 		}
 	})
+	return mgr.GetCache()
 }
 
 // WaitTimeout bounds every wait.
@@ -205,7 +208,7 @@ func Count(list []string, s string) int {
 }
 
 // Get reads obj (ns/name); false when it does not exist.
-func Get(t *testing.T, c client.Client, ns, name string, obj client.Object) bool {
+func Get(t *testing.T, c client.Reader, ns, name string, obj client.Object) bool {
 	t.Helper()
 	err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, obj)
 	if apierrors.IsNotFound(err) {
@@ -218,7 +221,7 @@ func Get(t *testing.T, c client.Client, ns, name string, obj client.Object) bool
 }
 
 // Wait polls obj (ns/name) until it exists and cond (which reads obj) holds.
-func Wait(t *testing.T, c client.Client, ns, name, what string, obj client.Object, cond func() bool) {
+func Wait(t *testing.T, c client.Reader, ns, name, what string, obj client.Object, cond func() bool) {
 	t.Helper()
 	Eventually(t, fmt.Sprintf("%T %s: %s", obj, name, what), func() (bool, string) {
 		if !Get(t, c, ns, name, obj) {
