@@ -22,11 +22,16 @@ import (
 // field, the upgrade is blocked as failed (not pending), one RecipeFailure warning is emitted
 // and no BuildStarted, no Build exists, and the build is not asked for again while nothing
 // changes: not by time, nor when the PreflightValidation looks again for another
-// SpecialResource's build. Removing the host paths lets the build start.
+// SpecialResource's build. A SpecialResource built on v's image fails its check too, naming v
+// and the field (waiting would be pending for ever, looked at every retry delay). Removing the
+// host paths lets the build start, and the dependent waits for it.
 func TestPreflightRefusedBuild(t *testing.T) {
 	w := startWorld(t, true)
 	v := w.specialResource("v", true, func(sr *sro.SpecialResource) {
 		sr.Spec.DriverContainer.Artifacts.HostPaths = []sro.HostPathArtifact{{SourcePath: "/run/vendor/src", DestinationDir: "/usr/src/"}}
+	})
+	d := w.specialResource("d", true, func(sr *sro.SpecialResource) {
+		sr.Spec.DependsOn = []sro.SpecialResourceDependency{{Name: v.Name, ImageReference: "true"}}
 	})
 	pv := &sro.PreflightValidation{ObjectMeta: metav1.ObjectMeta{Name: "upgrade-" + v.Name}, Spec: sro.PreflightValidationSpec{KernelVersion: kernelZ}}
 	if err := env.Client.Create(context.Background(), pv); err != nil {
@@ -39,13 +44,19 @@ func TestPreflightRefusedBuild(t *testing.T) {
 	if got := verification(getPV(t, pv.Name), v.Name); got.VerificationStatus != sro.VerificationError || !strings.Contains(got.StatusReason, field) {
 		t.Fatalf("v: %+v", got)
 	}
+	eventually(t, "d fails its check, naming v and the field", func() (bool, string) {
+		got := verification(getPV(t, pv.Name), d.Name)
+		return got.VerificationStatus == sro.VerificationError && strings.Contains(got.StatusReason, "dependencies failed their check for kernel "+kernelZ+": "+v.Name+" (") &&
+			strings.Contains(got.StatusReason, field), fmt.Sprintf("%+v", got)
+	})
 	eventually(t, "a RecipeFailure event naming the field", func() (bool, string) {
 		evs := pvEvents(t, pv.Name, sro.ReasonRecipeFailure)
 		return len(evs) == 1 && strings.Contains(evs[0].Note, field) && strings.Contains(evs[0].Note, v.Name), fmt.Sprint(len(evs))
 	})
 
 	// Ten retry delays pass with nothing to wait for but a change: a controller that retried
-	// by time would check v about ten times; stray wake-ups are allowed a few.
+	// by time (for v, or for d waiting on v) would check v about ten times; stray wake-ups are
+	// allowed a few.
 	_, checked := w.builder.counts(v.Spec.Namespace)
 	time.Sleep(10 * 200 * time.Millisecond)
 	if _, now := w.builder.counts(v.Spec.Namespace); now-checked >= 5 {
@@ -91,6 +102,9 @@ func TestPreflightRefusedBuild(t *testing.T) {
 		return len(builds.Items) == 1, fmt.Sprint(len(builds.Items))
 	})
 	w.waitUpgradeable(configv1.ConditionFalse, sroclusteroperator.ReasonPreflightPending, v.Name, "building (Build ")
+	if got := verification(getPV(t, pv.Name), d.Name); got.VerificationStatus != sro.VerificationUnknown || !strings.Contains(got.StatusReason, "waiting for dependencies: "+v.Name) {
+		t.Errorf("d while v builds: %+v", got)
+	}
 	eventually(t, "a BuildStarted event for v", func() (bool, string) {
 		for _, e := range pvEvents(t, pv.Name, reasonBuildStarted) {
 			if strings.Contains(e.Note, v.Name+" ") {

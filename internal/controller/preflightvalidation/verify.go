@@ -80,14 +80,21 @@ func (v *verifier) verify(sr *sro.SpecialResource) (check, error) {
 	if !image.Used(sr.Spec.DriverContainer) {
 		return fail(sro.VerificationTrue, "the SpecialResource uses no driver image")
 	}
-	deps, waiting, err := v.dependencies(sr)
+	ds, err := v.dependencies(sr)
 	if err != nil {
 		return c, err
 	}
-	if len(waiting) > 0 {
-		// Not an error: the image can be known once the dependencies' images are.
-		return fail(sro.VerificationUnknown, "waiting for dependencies: "+strings.Join(waiting, "; "))
+	if len(ds.failed) > 0 {
+		// Waiting would never end (and would look again every RetryDelay): sr can be verified
+		// once the failed dependencies are fixed, which changes them and wakes the controller.
+		c.final = ds.final
+		return fail(sro.VerificationError, "dependencies failed their check for kernel "+v.kernel+": "+strings.Join(ds.failed, "; "))
 	}
+	if len(ds.waiting) > 0 {
+		// Not an error: the image can be known once the dependencies' images are.
+		return fail(sro.VerificationUnknown, "waiting for dependencies: "+strings.Join(ds.waiting, "; "))
+	}
+	deps := ds.values
 	k, ns := v.kernel, sr.TargetNamespace()
 	vals := recipe.WithKernel(recipe.Values{Namespace: ns, ClusterVersion: v.clusterVersion, ClusterVersionMajorMinor: kernel.MajorMinor(v.clusterVersion),
 		PushSecretName: sr.Spec.DriverContainer.PullSecret, SpecialResource: sr, Dependencies: deps}, k, nil)
@@ -140,36 +147,52 @@ func (v *verifier) verify(sr *sro.SpecialResource) (check, error) {
 	return fail(sro.VerificationError, res.Message)
 }
 
-// dependencies are what sr's templates see of its dependencies for the kernel, or, when some
-// are not known yet, what is waited for: a dependency that does not exist (as the
-// SpecialResource controller reports it), is being deleted, or whose image sr uses and whose
-// own check has not found that image for the kernel.
-func (v *verifier) dependencies(sr *sro.SpecialResource) (map[string]recipe.Dependency, []string, error) {
-	deps := map[string]recipe.Dependency{}
-	var waiting []string
+// dependencyState is what sr's check knows of its dependencies.
+type dependencyState struct {
+	// values are what sr's templates see of its dependencies for the kernel.
+	values map[string]recipe.Dependency
+	// waiting are the dependencies not known yet: one that does not exist (as the SpecialResource
+	// controller reports it), is being deleted, or whose image sr uses and whose own check has not
+	// found that image for the kernel yet.
+	waiting []string
+	// failed are the dependencies whose image sr uses and whose own check is an Error, with its
+	// reason; final says every one of those Errors waits for a change (see check.final).
+	failed []string
+	final  bool
+}
+
+// dependencies reads sr's dependencies for the kernel (checking those whose image sr uses).
+func (v *verifier) dependencies(sr *sro.SpecialResource) (dependencyState, error) {
+	ds := dependencyState{values: map[string]recipe.Dependency{}, final: true}
 	for _, d := range sr.Spec.DependsOn {
 		dep, ok := v.byName[d.Name]
 		switch {
 		case !ok:
-			waiting = append(waiting, d.Name+" ("+recipe.MissingDependency(d)+")")
+			ds.waiting = append(ds.waiting, d.Name+" ("+recipe.MissingDependency(d)+")")
 			continue
 		case !dep.DeletionTimestamp.IsZero():
-			waiting = append(waiting, d.Name+" (being deleted)")
+			ds.waiting = append(ds.waiting, d.Name+" (being deleted)")
 			continue
 		}
 		img := ""
 		if recipe.UsesImage(d) {
 			dc, err := v.check(dep)
 			if err != nil {
-				return nil, nil, err
+				return dependencyState{}, err
 			}
-			if dc.status != sro.VerificationTrue {
-				waiting = append(waiting, fmt.Sprintf("%s (no driver image for kernel %s yet: %s)", d.Name, v.kernel, dc.status))
+			switch dc.status {
+			case sro.VerificationTrue:
+				img = dc.image
+			case sro.VerificationError:
+				ds.failed = append(ds.failed, d.Name+" ("+dc.reason+")")
+				ds.final = ds.final && dc.final
+				continue
+			default:
+				ds.waiting = append(ds.waiting, fmt.Sprintf("%s (no driver image for kernel %s yet: %s)", d.Name, v.kernel, dc.status))
 				continue
 			}
-			img = dc.image
 		}
-		deps[d.Name] = recipe.DependencyFor(d, dep, img)
+		ds.values[d.Name] = recipe.DependencyFor(d, dep, img)
 	}
-	return deps, waiting, nil
+	return ds, nil
 }
