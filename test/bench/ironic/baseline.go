@@ -201,11 +201,19 @@ func (b *baseline) registerAndInspect(ctx context.Context, h *hostRun) error {
 	if err := b.act(ctx, h, nodes.ProvisionStateOpts{Target: nodes.TargetManage}, "manageable", b.e.o.shortPoll); err != nil {
 		return err
 	}
-	h.at["registered"] = time.Now()
 	// Ironic under load sometimes fails an inspection (sqlite "database is locked" in its hooks);
 	// the operator, like metal3, inspects again, so the baseline does too, up to three attempts.
+	inspect := nodes.ProvisionStateOpts{Target: nodes.TargetInspect}
 	for attempt := 1; ; attempt++ {
-		err := b.act(ctx, h, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, "manageable", b.e.o.longPoll)
+		err := b.ask(ctx, h, inspect)
+		if attempt == 1 && err == nil {
+			// Registered once the inspection is asked for: the operator's host leaves registering
+			// with the status write after its inspect request, so both runs stamp that moment.
+			h.at["registered"] = time.Now()
+		}
+		if err == nil {
+			err = b.await(ctx, h, inspect, "manageable", b.e.o.longPoll)
+		}
 		if err == nil || attempt == 3 || ctx.Err() != nil {
 			return err
 		}
@@ -266,11 +274,24 @@ func (b *baseline) delete(ctx context.Context, h *hostRun) error {
 // act asks for a provision state change (retrying while the node is locked or Ironic is busy) and
 // polls the node every poll until it reaches want, or fails.
 func (b *baseline) act(ctx context.Context, h *hostRun, opts nodes.ProvisionStateOpts, want string, poll time.Duration) error {
+	if err := b.ask(ctx, h, opts); err != nil {
+		return err
+	}
+	return b.await(ctx, h, opts, want, poll)
+}
+
+// ask sends the provision-state change until Ironic accepts it.
+func (b *baseline) ask(ctx context.Context, h *hostRun, opts nodes.ProvisionStateOpts) error {
 	if err := retry(ctx, b.e.o.shortPoll, func() error {
 		return nodes.ChangeProvisionState(ctx, b.c, h.node, opts).ExtractErr()
 	}); err != nil {
 		return fmt.Errorf("%s: %w", opts.Target, err)
 	}
+	return nil
+}
+
+// await polls the node until it reaches want with no target, or fails.
+func (b *baseline) await(ctx context.Context, h *hostRun, opts nodes.ProvisionStateOpts, want string, poll time.Duration) error {
 	for {
 		n, err := nodes.Get(ctx, b.c, h.node).Extract()
 		if err != nil && !transient(err) {

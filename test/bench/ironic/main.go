@@ -181,7 +181,7 @@ func run(o options) error {
 var phases = []string{"registered", "available", "provisioned", "deprovisioned", "deleted"}
 
 var phaseTitles = map[string]string{
-	"registered":    "create → all registered (enroll, manage)",
+	"registered":    "create → all registered (manage, inspect asked)",
 	"available":     "create → all available (+ agent inspection)",
 	"provisioned":   "image set → all provisioned (provide/clean, deploy)",
 	"deprovisioned": "image removed → all available (undeploy, clean)",
