@@ -186,6 +186,21 @@ bench-servicing: tools ironic-root ## N (50) provisioned hosts through a BIOS-se
 bench-images: tools host-packages ## N (100) PreprovisioningImages built at once; 1/8/32 concurrent full downloads of a 1 GiB ISO against cat; controller RSS
 	go run ./test/bench/images -n $(if $(filter command line environment,$(origin N)),$(N),100) $(BENCH_IMAGES_ARGS)
 
+##@ Special resource operator
+
+# Both start kube-apiserver, etcd, kube-controller-manager, kube-scheduler and kwok from bin/ and
+# run bin/special-resource-operator (built by them) as a process. make test runs test/sro too;
+# e2e-sro runs it alone, verbose, so that its report (the rolling upgrade's per-node timings and
+# the seconds each node went without a driver) is printed.
+.PHONY: e2e-sro
+e2e-sro: tools ## The special-resource-operator's end-to-end suite on kwok (rolling kernel upgrade), with its report
+	go test -count=1 -v -timeout 20m ./test/sro
+
+# N kwok nodes over five kernels, 20 SpecialResources; N is 1000 unless given (as bench-hosts').
+.PHONY: bench-sro
+bench-sro: tools ## N (1000) kwok nodes, 5 kernels, 20 SpecialResources: time to all Ready, operator API writes, RSS, CPU
+	go run ./test/bench/sro -n $(N) $(BENCH_SRO_ARGS)
+
 ##@ Fault campaign
 
 SEED ?=
