@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"strings"
 
 	"k8s.io/klog/v2/textlogger"
@@ -47,9 +46,6 @@ const (
 	defaultBurst = 1000
 )
 
-// defaultGCPercent is the garbage collector target used when GOGC is not set.
-const defaultGCPercent = 50
-
 func main() {
 	var o options
 	logCfg := textlogger.NewConfig()
@@ -75,12 +71,7 @@ func main() {
 	flag.Parse()
 
 	ctrl.SetLogger(textlogger.NewLogger(logCfg))
-	if os.Getenv("GOGC") == "" {
-		// Almost all of the heap is the informer cache, which lives as long as the process; the
-		// default target (twice the live heap) mostly holds garbage between collections. Half
-		// of that keeps the footprint down for a little more collector CPU. GOGC overrides it.
-		debug.SetGCPercent(defaultGCPercent)
-	}
+	managerconfig.LowerGCTarget()
 	if err := run(ctrl.SetupSignalHandler(), o); err != nil {
 		ctrl.Log.Error(err, "Operator stopped")
 		os.Exit(1)

@@ -61,6 +61,7 @@ func main() {
 	flag.Parse()
 
 	ctrl.SetLogger(textlogger.NewLogger(logCfg))
+	managerconfig.LowerGCTarget()
 	if err := run(ctrl.SetupSignalHandler(), o); err != nil {
 		ctrl.Log.Error(err, "Operator stopped")
 		os.Exit(1)

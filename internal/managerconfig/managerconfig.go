@@ -1,7 +1,8 @@
 // Package managerconfig is what the baremetal-operator and the special-resource-operator set up
 // alike around their controller-runtime manager: the flags of its endpoints, leader election,
-// webhook server and client rate limit, the client's request counting, the manager's options and
-// the health checks. Each binary keeps its own controllers, defaults and user agent. (The
+// webhook server and client rate limit, the client's request counting, the manager's options, the
+// health checks and the garbage collector's target (gc.go). Each binary keeps its own
+// controllers, defaults and user agent. (The
 // cluster-baremetal-operator has fixed lease timings and no rate-limit flags, and sets up its own.)
 package managerconfig
 

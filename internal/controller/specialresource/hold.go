@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/sro/naming"
 )
 
 // hold is what a reconcile that waits for its dependencies still does. Nothing new is built,
@@ -60,11 +61,12 @@ func holdPlan(in planInput, drivers map[string]string) *planResult {
 		served[k] = ok && desired > 0
 	}
 	res.nodeLabels = map[string]map[string]*string{}
+	prefix := naming.StateLabelPrefix(in.srName)
 	for _, n := range in.nodes {
 		if k, selected := in.selected[n.name]; selected && (!affine || served[k]) {
 			continue
 		}
-		if c := stateLabelChanges(n, in.srName, nil); c != nil {
+		if c := stateLabelChanges(n, prefix, nil); c != nil {
 			res.nodeLabels[n.name] = c
 		}
 	}

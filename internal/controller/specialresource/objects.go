@@ -86,7 +86,7 @@ func (r *Reconciler) observeDriverPods(s *scope) error {
 			}
 			sel, _, _ := unstructured.NestedStringMap(ds.Object, "spec", "selector", "matchLabels")
 			var pods corev1.PodList
-			if err := r.Client.List(s.ctx, &pods, client.InNamespace(ds.GetNamespace()), client.MatchingLabels(sel)); err != nil {
+			if err := r.Client.List(s.ctx, &pods, client.InNamespace(ds.GetNamespace()), client.MatchingLabels(sel), readOnly); err != nil {
 				return fmt.Errorf("listing pods of DaemonSet %s/%s: %w", ds.GetNamespace(), ds.GetName(), err)
 			}
 			for _, p := range pods.Items {
@@ -236,7 +236,7 @@ func toUnstructured(obj runtime.Object, gvk schema.GroupVersionKind) (*unstructu
 func (r *Reconciler) podLogs(s *scope, ds *unstructured.Unstructured, re *regexp.Regexp) (logState, error) {
 	sel, _, _ := unstructured.NestedStringMap(ds.Object, "spec", "selector", "matchLabels")
 	var pods corev1.PodList
-	if err := r.Client.List(s.ctx, &pods, client.InNamespace(ds.GetNamespace()), client.MatchingLabels(sel)); err != nil {
+	if err := r.Client.List(s.ctx, &pods, client.InNamespace(ds.GetNamespace()), client.MatchingLabels(sel), readOnly); err != nil {
 		return logState{}, fmt.Errorf("listing pods of DaemonSet %s/%s: %w", ds.GetNamespace(), ds.GetName(), err)
 	}
 	var st logState

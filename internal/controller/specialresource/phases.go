@@ -64,7 +64,7 @@ func (r *Reconciler) validate(s *scope) (outcome, bool, error) {
 		return errored(sro.ReasonInvalidSpec, message.Sanitize(errs.ToAggregate().Error()), r.Config.Resync), true, nil
 	}
 	var all sro.SpecialResourceList
-	if err := r.Client.List(s.ctx, &all); err != nil {
+	if err := r.Client.List(s.ctx, &all, readOnly); err != nil {
 		return outcome{}, false, fmt.Errorf("listing SpecialResources: %w", err)
 	}
 	byName := map[string]*sro.SpecialResource{}
@@ -157,7 +157,7 @@ func (r *Reconciler) observeNodes(s *scope) (outcome, bool, error) {
 	}
 	s.in.clusterVersion = v
 	var nodes corev1.NodeList
-	if err := r.Client.List(s.ctx, &nodes); err != nil {
+	if err := r.Client.List(s.ctx, &nodes, readOnly); err != nil {
 		return outcome{}, false, fmt.Errorf("listing nodes: %w", err)
 	}
 	sel := labels.SelectorFromSet(s.sr.Spec.NodeSelector)

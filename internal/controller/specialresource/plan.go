@@ -249,6 +249,12 @@ func prune(in planInput) []*unstructured.Unstructured {
 // manifests labels every selected node by its shared states.
 func nodeLabelChanges(in planInput, readyStates, driverState map[string]int, affine bool) map[string]map[string]*string {
 	changes := map[string]map[string]*string{}
+	// The label keys are the same for every node: computed once, not per node and label.
+	prefix := naming.StateLabelPrefix(in.srName)
+	keys := make([]string, len(in.states))
+	for i := range in.states {
+		keys[i] = naming.StateLabel(in.srName, in.states[i].ID())
+	}
 	for _, n := range in.nodes {
 		want := map[string]bool{}
 		if k, selected := in.selected[n.name]; selected {
@@ -260,19 +266,20 @@ func nodeLabelChanges(in planInput, readyStates, driverState map[string]int, aff
 				count = readyStates[""]
 			}
 			for i := 0; i < count && i < len(in.states); i++ {
-				want[naming.StateLabel(in.srName, in.states[i].ID())] = true
+				want[keys[i]] = true
 			}
 		}
-		if c := stateLabelChanges(n, in.srName, want); c != nil {
+		if c := stateLabelChanges(n, prefix, want); c != nil {
 			changes[n.name] = c
 		}
 	}
 	return changes
 }
 
-// stateLabelChanges turns the node's state labels of the SpecialResource into want: the wanted
-// ones set to Ready, the others removed (value nil). Nil when the node has them already.
-func stateLabelChanges(n nodeLabels, srName string, want map[string]bool) map[string]*string {
+// stateLabelChanges turns the node's state labels of the SpecialResource (naming.StateLabelPrefix)
+// into want: the wanted ones set to Ready, the others removed (value nil). Nil when the node has
+// them already.
+func stateLabelChanges(n nodeLabels, prefix string, want map[string]bool) map[string]*string {
 	ready := "Ready"
 	var c map[string]*string
 	for key := range want {
@@ -284,7 +291,7 @@ func stateLabelChanges(n nodeLabels, srName string, want map[string]bool) map[st
 		}
 	}
 	for key := range n.labels {
-		if naming.IsStateLabelOf(key, srName) && !want[key] {
+		if naming.HasStatePrefix(key, prefix) && !want[key] {
 			if c == nil {
 				c = map[string]*string{}
 			}

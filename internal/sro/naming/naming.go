@@ -100,7 +100,13 @@ func StateLabelPrefix(srName string) string {
 // IsStateLabelOf reports whether key is a StateLabel of SpecialResource srName (and not of
 // another one whose name starts the same way: "a" and "a-b").
 func IsStateLabelOf(key, srName string) bool {
-	rest, ok := strings.CutPrefix(key, StateLabelPrefix(srName))
+	return HasStatePrefix(key, StateLabelPrefix(srName))
+}
+
+// HasStatePrefix is IsStateLabelOf with the SpecialResource's StateLabelPrefix computed once by
+// the caller (checking every label of every node costs no allocation).
+func HasStatePrefix(key, prefix string) bool {
+	rest, ok := strings.CutPrefix(key, prefix)
 	if !ok || len(rest) != 4 {
 		return false
 	}
