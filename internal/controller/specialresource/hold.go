@@ -12,7 +12,7 @@ import (
 // nodes and status stay true while a dependency is not Ready (a node that rebooted into a kernel
 // whose dependency image is still building, say): the DaemonSets and other kernel-affine objects
 // of kernels no selected node runs are deleted, and a node loses its state labels when it is no
-// longer selected or its kernel has no available driver.
+// longer selected or no available pod of its kernel's driver runs on it.
 func (r *Reconciler) hold(s *scope) error {
 	if err := r.observeOwned(s, pruneKinds(s.sr)); err != nil {
 		return err
@@ -24,19 +24,29 @@ func (r *Reconciler) hold(s *scope) error {
 			drivers[k.KernelVersion] = k.DaemonSet
 		}
 	}
-	s.plan = holdPlan(in, drivers)
+	res, affine := holdObjects(in, drivers)
+	in.driverPods = map[string]map[string]bool{}
+	for k, ds := range res.driverDaemonSets {
+		nodes, err := r.availableOn(s.ctx, ds)
+		if err != nil {
+			return err
+		}
+		in.driverPods[k] = nodes
+	}
+	holdLabels(res, in, affine)
+	s.plan = res
 	r.skipInFlightLabels(s)
 	return nil
 }
 
-// holdPlan decides, from our objects and the nodes alone, what hold undoes. drivers names each
-// kernel's driver DaemonSet as the last full reconcile found it (status.kernels[].daemonSet).
-// The recipe counts as kernel-affine when one of our objects is, or the status names a driver;
-// otherwise the labels of selected nodes stand (they do not depend on the kernel).
-func holdPlan(in planInput, drivers map[string]string) *planResult {
-	res := &planResult{readyStates: map[string]int{}, perKernel: map[string]string{},
+// holdObjects decides, from our objects alone, what hold deletes and which DaemonSet is each
+// kernel's driver. drivers names each kernel's driver DaemonSet as the last full reconcile found
+// it (status.kernels[].daemonSet). affine: the recipe counts as kernel-affine, when one of our
+// objects is or the status names a driver.
+func holdObjects(in planInput, drivers map[string]string) (res *planResult, affine bool) {
+	res = &planResult{readyStates: map[string]int{}, perKernel: map[string]string{},
 		driverDaemonSets: map[string]*unstructured.Unstructured{}, hold: true}
-	affine := len(drivers) > 0
+	affine = len(drivers) > 0
 	for _, u := range in.owned {
 		k := u.GetAnnotations()[sro.KernelAnnotation]
 		if k == "" {
@@ -54,21 +64,24 @@ func holdPlan(in planInput, drivers map[string]string) *planResult {
 			}
 		}
 	}
-	served := map[string]bool{}
-	for k, ds := range res.driverDaemonSets {
-		ok, _ := daemonSetReady(ds)
-		desired, _, _ := unstructured.NestedInt64(ds.Object, "status", "desiredNumberScheduled")
-		served[k] = ok && desired > 0
-	}
+	return res, affine
+}
+
+// holdLabels adds hold's label removals to res: a node loses its state labels when it is no
+// longer selected or, for a kernel-affine recipe, when no available pod of its kernel's driver
+// runs on it (in.driverPods, as the full plan judges it). Judged per node, not by the
+// DaemonSet's readiness: one pod restarting must not take the labels off every node of its
+// kernel for as long as the dependency takes. A shared recipe's labels stand (they do not
+// depend on the kernel).
+func holdLabels(res *planResult, in planInput, affine bool) {
 	res.nodeLabels = map[string]map[string]*string{}
 	prefix := naming.StateLabelPrefix(in.srName)
 	for _, n := range in.nodes {
-		if k, selected := in.selected[n.name]; selected && (!affine || served[k]) {
+		if k, selected := in.selected[n.name]; selected && (!affine || in.driverPods[k][n.name]) {
 			continue
 		}
 		if c := stateLabelChanges(n, prefix, nil); c != nil {
 			res.nodeLabels[n.name] = c
 		}
 	}
-	return res
 }

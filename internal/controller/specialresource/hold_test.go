@@ -14,7 +14,8 @@ import (
 
 // TestHoldPlan: while waiting for its dependencies a SpecialResource only undoes: the objects of
 // a kernel no selected node runs are deleted, and a node loses its state labels when it is no
-// longer selected or its kernel has no available driver; nothing is labelled.
+// longer selected or no available pod of its kernel's driver runs on it (whatever the
+// DaemonSet's readiness); nothing is labelled.
 func TestHoldPlan(t *testing.T) {
 	l0, l1 := naming.StateLabel("sr", "0000"), naming.StateLabel("sr", "1000")
 	served := observed(dsX, "", 2)
@@ -22,23 +23,28 @@ func TestHoldPlan(t *testing.T) {
 	gone := observed(obj("1000-driver.yaml", "DaemonSet", "driver-z", "Z", true), "", 2)
 	shared := observed(rbac, "", 0)
 	labelled := map[string]string{l0: "Ready", l1: "Ready"}
+	onN := map[string]map[string]bool{"X": {"n": true}}
+	elsewhere := map[string]map[string]bool{"X": {"other": true}}
 	tests := map[string]struct {
 		owned   []*unstructured.Unstructured
 		drivers map[string]string
-		node    nodeLabels
+		// pods are the nodes with an available driver pod, per kernel.
+		pods map[string]map[string]bool
+		node nodeLabels
 		// selected is the node's kernel ("" not selected).
 		selected string
 		removed  bool
 		pruned   []string
 	}{
-		"kernel served: labels kept":             {owned: []*unstructured.Unstructured{shared, served}, node: nodeLabels{name: "n", labels: labelled}, selected: "X"},
-		"new kernel, no driver: labels go":       {owned: []*unstructured.Unstructured{shared, served}, node: nodeLabels{name: "n", labels: labelled}, selected: "Y", removed: true},
-		"driver not available: labels go":        {owned: []*unstructured.Unstructured{notReady}, node: nodeLabels{name: "n", labels: labelled}, selected: "X", removed: true},
-		"no longer selected: labels go":          {owned: []*unstructured.Unstructured{served}, node: nodeLabels{name: "n", labels: labelled}, removed: true},
-		"driver pruned earlier, status names it": {drivers: map[string]string{"X": "driver-x"}, node: nodeLabels{name: "n", labels: labelled}, selected: "Y", removed: true},
-		"shared recipe: labels kept":             {owned: []*unstructured.Unstructured{shared}, node: nodeLabels{name: "n", labels: labelled}, selected: "Y"},
-		"kernel no node runs: pruned":            {owned: []*unstructured.Unstructured{shared, served, gone}, node: nodeLabels{name: "n", labels: labelled}, selected: "X", pruned: []string{"driver-z"}},
-		"unlabelled node gets nothing":           {owned: []*unstructured.Unstructured{served}, node: nodeLabels{name: "n"}, selected: "X"},
+		"driver available on the node: labels kept":              {owned: []*unstructured.Unstructured{shared, served}, pods: onN, node: nodeLabels{name: "n", labels: labelled}, selected: "X"},
+		"DaemonSet not Ready, node's pod available: labels kept": {owned: []*unstructured.Unstructured{notReady}, pods: onN, node: nodeLabels{name: "n", labels: labelled}, selected: "X"},
+		"new kernel, no driver: labels go":                       {owned: []*unstructured.Unstructured{shared, served}, pods: onN, node: nodeLabels{name: "n", labels: labelled}, selected: "Y", removed: true},
+		"DaemonSet Ready, no pod on the node: labels go":         {owned: []*unstructured.Unstructured{served}, pods: elsewhere, node: nodeLabels{name: "n", labels: labelled}, selected: "X", removed: true},
+		"no longer selected: labels go":                          {owned: []*unstructured.Unstructured{served}, pods: onN, node: nodeLabels{name: "n", labels: labelled}, removed: true},
+		"driver pruned earlier, status names it":                 {drivers: map[string]string{"X": "driver-x"}, node: nodeLabels{name: "n", labels: labelled}, selected: "Y", removed: true},
+		"shared recipe: labels kept":                             {owned: []*unstructured.Unstructured{shared}, node: nodeLabels{name: "n", labels: labelled}, selected: "Y"},
+		"kernel no node runs: pruned":                            {owned: []*unstructured.Unstructured{shared, served, gone}, pods: onN, node: nodeLabels{name: "n", labels: labelled}, selected: "X", pruned: []string{"driver-z"}},
+		"unlabelled node gets nothing":                           {owned: []*unstructured.Unstructured{served}, node: nodeLabels{name: "n"}, selected: "X"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -46,7 +52,12 @@ func TestHoldPlan(t *testing.T) {
 			if tc.selected != "" {
 				in.selected[tc.node.name] = tc.selected
 			}
-			got := holdPlan(in, tc.drivers)
+			got, affine := holdObjects(in, tc.drivers)
+			in.driverPods = map[string]map[string]bool{}
+			for k := range got.driverDaemonSets { // what hold lists: the chosen drivers' pods
+				in.driverPods[k] = tc.pods[k]
+			}
+			holdLabels(got, in, affine)
 			if fmt.Sprint(names(got.prune)) != fmt.Sprint(tc.pruned) {
 				t.Errorf("pruned %v, want %v", names(got.prune), tc.pruned)
 			}

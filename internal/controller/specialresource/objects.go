@@ -78,25 +78,36 @@ func (r *Reconciler) observeDriverPods(s *scope) error {
 			if _, seen := s.in.driverPods[o.Kernel]; seen {
 				continue
 			}
-			nodes := map[string]bool{}
-			s.in.driverPods[o.Kernel] = nodes
+			s.in.driverPods[o.Kernel] = map[string]bool{}
 			ds := s.in.observed[keyOf(o.Obj)]
 			if ds == nil {
 				continue
 			}
-			sel, _, _ := unstructured.NestedStringMap(ds.Object, "spec", "selector", "matchLabels")
-			var pods corev1.PodList
-			if err := r.Client.List(s.ctx, &pods, client.InNamespace(ds.GetNamespace()), client.MatchingLabels(sel), readOnly); err != nil {
-				return fmt.Errorf("listing pods of DaemonSet %s/%s: %w", ds.GetNamespace(), ds.GetName(), err)
+			nodes, err := r.availableOn(s.ctx, ds)
+			if err != nil {
+				return err
 			}
-			for _, p := range pods.Items {
-				if p.DeletionTimestamp.IsZero() && p.Spec.NodeName != "" && podAvailable(&p) {
-					nodes[p.Spec.NodeName] = true
-				}
-			}
+			s.in.driverPods[o.Kernel] = nodes
 		}
 	}
 	return nil
+}
+
+// availableOn lists the nodes where an available pod of the DaemonSet runs (Ready, not being
+// deleted).
+func (r *Reconciler) availableOn(ctx context.Context, ds *unstructured.Unstructured) (map[string]bool, error) {
+	sel, _, _ := unstructured.NestedStringMap(ds.Object, "spec", "selector", "matchLabels")
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(ds.GetNamespace()), client.MatchingLabels(sel), readOnly); err != nil {
+		return nil, fmt.Errorf("listing pods of DaemonSet %s/%s: %w", ds.GetNamespace(), ds.GetName(), err)
+	}
+	nodes := map[string]bool{}
+	for i := range pods.Items {
+		if p := &pods.Items[i]; p.DeletionTimestamp.IsZero() && p.Spec.NodeName != "" && podAvailable(p) {
+			nodes[p.Spec.NodeName] = true
+		}
+	}
+	return nodes, nil
 }
 
 func podAvailable(p *corev1.Pod) bool {
