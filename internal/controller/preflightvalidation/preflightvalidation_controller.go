@@ -121,8 +121,9 @@ type check struct {
 	image   string
 	start   *build.Request
 	cleanup [2]string // namespace, build name
-	// final: an Error that only a change of the SpecialResource or the PreflightValidation
-	// can mend (the builder refused the build), so not retried by time.
+	// final: an Error that only a change of a SpecialResource or the PreflightValidation can
+	// mend (an invalid spec, a cycle, a template or kernel-mapping error, a build the builder
+	// refused, failed dependencies that are all final), so not retried by time.
 	final bool
 	// refused is the build the builder refused (nil: none).
 	refused *refusal

@@ -50,7 +50,7 @@ func (v *verifier) check(sr *sro.SpecialResource) (*check, error) {
 	if c, ok := v.done[sr.Name]; ok {
 		if c == nil {
 			// validation.Cycle stops every SpecialResource on a cycle before it gets here.
-			return &check{name: sr.Name, sr: sr, status: sro.VerificationError, reason: "dependency cycle through " + sr.Name}, nil
+			return &check{name: sr.Name, sr: sr, status: sro.VerificationError, reason: "dependency cycle through " + sr.Name, final: true}, nil
 		}
 		return c, nil
 	}
@@ -71,11 +71,18 @@ func (v *verifier) verify(sr *sro.SpecialResource) (check, error) {
 		c.status, c.reason = st, reason
 		return c, nil
 	}
+	// specError: an Error that follows from the SpecialResources' specs alone (and from their
+	// dependencies' checks, done by now): looking again by time cannot change it; a change of a
+	// SpecialResource wakes the controller.
+	specError := func(reason string) (check, error) {
+		c.final = true
+		return fail(sro.VerificationError, reason)
+	}
 	if errs := validation.Spec(sr); len(errs) > 0 {
-		return fail(sro.VerificationError, "invalid spec: "+errs.ToAggregate().Error())
+		return specError("invalid spec: " + errs.ToAggregate().Error())
 	}
 	if ferr := validation.Cycle(sr, func(n string) (*sro.SpecialResource, bool) { d, ok := v.byName[n]; return d, ok }); ferr != nil {
-		return fail(sro.VerificationError, ferr.Error())
+		return specError(ferr.Error())
 	}
 	if !image.Used(sr.Spec.DriverContainer) {
 		return fail(sro.VerificationTrue, "the SpecialResource uses no driver image")
@@ -100,11 +107,11 @@ func (v *verifier) verify(sr *sro.SpecialResource) (check, error) {
 		PushSecretName: sr.Spec.DriverContainer.PullSecret, SpecialResource: sr, Dependencies: deps}, k, nil)
 	first, err := recipe.FirstPass(sr, vals)
 	if err != nil {
-		return fail(sro.VerificationError, err.Error())
+		return specError(err.Error())
 	}
 	img, err := image.For(first.Spec.DriverContainer, k)
 	if err != nil {
-		return fail(sro.VerificationError, err.Error())
+		return specError(err.Error())
 	}
 	if img == "" {
 		return fail(sro.VerificationFalse, "no kernelMappings entry matches the kernel and spec.driverContainer.image is empty")

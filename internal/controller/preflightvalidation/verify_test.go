@@ -125,3 +125,45 @@ func TestVerifyDependencies(t *testing.T) {
 		})
 	}
 }
+
+// TestSpecErrorsWaitForAChange: an Error that follows from the specs alone (invalid spec, cycle,
+// template, kernel mapping) is final, so the PreflightValidation is not looked at again every
+// RetryDelay for it (a SpecialResource's change wakes the controller); a check that waits is not.
+func TestSpecErrorsWaitForAChange(t *testing.T) {
+	brokenTemplate := unitSR("a", true)
+	brokenTemplate.Spec.DriverContainer.Image = "r/a:{{.NoSuchValue}}"
+	badMapping := unitSR("a", true)
+	badMapping.Spec.DriverContainer.KernelMappings = []sro.KernelMapping{{Regexp: "5.14.(", Image: "r/a:x"}}
+	badNamespace := unitSR("a", true)
+	badNamespace.Spec.Namespace = "Not_A_Namespace"
+	for _, tc := range []struct {
+		name   string
+		srs    []sro.SpecialResource
+		status sro.VerificationStatus
+		final  bool
+		// field is named in the reason of an Error.
+		field string
+	}{
+		{name: "template error", srs: []sro.SpecialResource{brokenTemplate}, status: sro.VerificationError, final: true, field: "spec.driverContainer.image"},
+		{name: "kernel mapping error", srs: []sro.SpecialResource{badMapping}, status: sro.VerificationError, final: true, field: "spec.driverContainer.kernelMappings[0].regexp"},
+		{name: "invalid spec", srs: []sro.SpecialResource{badNamespace}, status: sro.VerificationError, final: true, field: "spec.namespace"},
+		{name: "cycle", srs: []sro.SpecialResource{unitSR("a", true, imageOf("b")), unitSR("b", true, imageOf("a"))}, status: sro.VerificationError, final: true, field: "spec.dependsOn[0].name"},
+		{name: "waiting for a dependency", srs: []sro.SpecialResource{unitSR("a", true, imageOf("base")), unitSR("base", false)}, status: sro.VerificationUnknown},
+		{name: "image to build", srs: []sro.SpecialResource{unitSR("a", true)}, status: sro.VerificationFalse},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Reconciler{Registry: registryOf{}, Builder: noBuilds{}}
+			pv := &sro.PreflightValidation{Spec: sro.PreflightValidationSpec{KernelVersion: unitKernel}}
+			c, err := newVerifier(context.Background(), r, pv, tc.srs, "4.15.0").check(&tc.srs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.status != tc.status || c.final != tc.final || !strings.Contains(c.reason, tc.field) {
+				t.Fatalf("a: %s (final %v) %q, want %s (final %v) naming %q", c.status, c.final, c.reason, tc.status, tc.final, tc.field)
+			}
+			if retry([]*check{c}) == tc.final {
+				t.Fatalf("retry by time: %v for a %s check with final %v", !tc.final, c.status, c.final)
+			}
+		})
+	}
+}
