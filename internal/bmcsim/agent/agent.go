@@ -146,13 +146,17 @@ func (a *agentInstance) lookup() *lookupResponse {
 		return a.sleep(jittered(d))
 	}
 	for attempt := 0; ; attempt++ {
+		// Whether this lookup's answer is lost is decided when it is sent: a fault cleared while
+		// Ironic answers (after it stored the token) still applies to that answer, as the
+		// failure it stands for (Ironic dying before its answer left) would.
+		loseAnswer := a.m.LoseAgentToken()
 		lk, err := a.api.lookup(a.ctx, macs, a.hint)
 		if err == nil {
 			// Ironic masks a token it pregenerated (it is then in the kernel parameters) or handed
 			// out before.
 			t := lk.Config.AgentToken
 			fresh := t != "" && !strings.Contains(t, "*")
-			lost := fresh && a.m.LoseAgentToken()
+			lost := fresh && loseAnswer
 			a.mu.Lock()
 			a.nodeUUID = lk.Node.UUID
 			if fresh && !lost {
