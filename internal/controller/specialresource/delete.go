@@ -199,18 +199,15 @@ func (r *Reconciler) deleteNamespace(ctx context.Context, sr *sro.SpecialResourc
 // removeStateLabels takes this SpecialResource's state labels off every node.
 func (r *Reconciler) removeStateLabels(ctx context.Context, sr *sro.SpecialResource) error {
 	var nodes corev1.NodeList
-	if err := r.Client.List(ctx, &nodes); err != nil {
+	if err := r.Client.List(ctx, &nodes, readOnly); err != nil {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
+	prefix := naming.StateLabelPrefix(sr.Name)
 	changes := map[string]map[string]*string{}
-	for _, n := range nodes.Items {
-		for key := range n.Labels {
-			if naming.IsStateLabelOf(key, sr.Name) {
-				if changes[n.Name] == nil {
-					changes[n.Name] = map[string]*string{}
-				}
-				changes[n.Name][key] = nil
-			}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if c := stateLabelChanges(nodeLabels{name: n.Name, labels: n.Labels}, prefix, nil); c != nil {
+			changes[n.Name] = c
 		}
 	}
 	return r.patchNodeLabels(ctx, sr.Name, changes)
