@@ -101,10 +101,9 @@ func (v *verifier) verify(sr *sro.SpecialResource) (check, error) {
 		// Not an error: the image can be known once the dependencies' images are.
 		return fail(sro.VerificationUnknown, "waiting for dependencies: "+strings.Join(ds.waiting, "; "))
 	}
-	deps := ds.values
 	k, ns := v.kernel, sr.TargetNamespace()
 	vals := recipe.WithKernel(recipe.Values{Namespace: ns, ClusterVersion: v.clusterVersion, ClusterVersionMajorMinor: kernel.MajorMinor(v.clusterVersion),
-		PushSecretName: sr.Spec.DriverContainer.PullSecret, SpecialResource: sr, Dependencies: deps}, k, nil)
+		PushSecretName: sr.Spec.DriverContainer.PullSecret, SpecialResource: sr, Dependencies: ds.values}, k, nil)
 	first, err := recipe.FirstPass(sr, vals)
 	if err != nil {
 		return specError(err.Error())
