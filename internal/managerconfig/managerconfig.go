@@ -1,8 +1,8 @@
 // Package managerconfig is what the baremetal-operator and the special-resource-operator set up
 // alike around their controller-runtime manager: the flags of its endpoints, leader election,
 // webhook server and client rate limit, the client's request counting, the manager's options, the
-// health checks and the garbage collector's target (gc.go). Each binary keeps its own
-// controllers, defaults and user agent. (The
+// health checks, the garbage collector's target (gc.go) and a REST mapper that remembers what it
+// found (restmapper.go). Each binary keeps its own controllers, defaults and user agent. (The
 // cluster-baremetal-operator has fixed lease timings and no rate-limit flags, and sets up its own.)
 package managerconfig
 
@@ -83,6 +83,7 @@ func (f Flags) ManagerOptions(scheme *runtime.Scheme, leaderElectionID string, c
 		LeaderElection:          f.LeaderElect,
 		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: f.LeaderElectionNS,
+		MapperProvider:          newMemoizedRESTMapper,
 	}
 	if f.WebhookPort != 0 {
 		opts.WebhookServer = webhook.NewServer(webhook.Options{Port: f.WebhookPort, CertDir: f.WebhookCertDir})

@@ -74,3 +74,10 @@ func TestManagerOptionsWebhookServerOnlyWithAPort(t *testing.T) {
 		t.Fatal("--webhook-port=9443 configures no webhook server")
 	}
 }
+
+func TestManagerOptionsUseTheMemoizedMapper(t *testing.T) {
+	opts := Flags{}.ManagerOptions(scheme.New(), "id", cache.Options{}, client.Options{})
+	if opts.MapperProvider == nil {
+		t.Fatal("no MapperProvider: the manager would use the dynamic mapper alone")
+	}
+}
