@@ -9,4 +9,8 @@
 // lock, since those lists are shared with other controllers. A Tracker remembers the
 // resourceVersion of each write so that a reconcile woken before the informer caught up returns
 // instead of redoing work (see Tracker).
+//
+// Files: patch.go the Helper and its status write; compare.go how a status change is found (field
+// by field, the JSON merge patch where that cannot tell); metadata.go metadata patches;
+// tracker.go the Tracker.
 package patch

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -56,6 +55,12 @@ func (h *Helper) StatusChanged(obj client.Object, opts ...StatusOption) (bool, e
 	for _, opt := range opts {
 		opt(&o)
 	}
+	switch compareStatus(h.before, obj, o.ignore) {
+	case statusSame:
+		return false, nil
+	case statusDiffers:
+		return true, nil
+	}
 	diff, err := statusDiff(h.before, obj)
 	if err != nil {
 		return false, err
@@ -102,86 +107,6 @@ func (h *Helper) PatchStatus(ctx context.Context, obj client.Object, opts ...Sta
 	h.tracker.Record(obj)
 	h.before = obj.DeepCopyObject().(client.Object)
 	return true, nil
-}
-
-// PatchMetadata applies mutate (labels, annotations, finalizers, owner references) to obj and
-// writes it as a merge patch with an optimistic lock: those are lists other controllers change
-// too. obj keeps its in-memory status (the server's copy in the response is not taken), and the
-// snapshot follows the new metadata, so a later PatchStatus diffs status only.
-func (h *Helper) PatchMetadata(ctx context.Context, obj client.Object, mutate func()) error {
-	if err := Metadata(ctx, h.client, obj, mutate, h.tracker); err != nil {
-		return err
-	}
-	meta := obj.DeepCopyObject().(client.Object)
-	copyMetadata(h.before, meta)
-	return nil
-}
-
-// Metadata applies mutate to obj and writes the change as a merge patch with an optimistic lock
-// (a conflict fails and the reconcile is retried on a fresh copy). Only obj's resourceVersion is
-// taken from the response: the in-memory status and spec stay what the reconcile computed. The
-// write is recorded in tracker when it is not nil. Nothing is sent when mutate changed nothing.
-func Metadata(ctx context.Context, c client.Client, obj client.Object, mutate func(), tracker *Tracker) error {
-	before := obj.DeepCopyObject().(client.Object)
-	mutate()
-	if reflect.DeepEqual(before, obj) {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
-	sent := obj.DeepCopyObject().(client.Object)
-	if err := c.Patch(ctx, sent, patch); err != nil {
-		return fmt.Errorf("patching %s %s: %w", kindOf(obj), client.ObjectKeyFromObject(obj), err)
-	}
-	obj.SetResourceVersion(sent.GetResourceVersion())
-	tracker.Record(obj)
-	return nil
-}
-
-// statusDiff is the JSON merge patch from before's status to after's: the fields that changed,
-// with null for the removed ones.
-func statusDiff(before, after client.Object) (map[string]any, error) {
-	b, err := statusJSON(before)
-	if err != nil {
-		return nil, err
-	}
-	a, err := statusJSON(after)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := jsonpatch.CreateMergePatch(b, a)
-	if err != nil {
-		return nil, fmt.Errorf("diffing status of %s: %w", client.ObjectKeyFromObject(after), err)
-	}
-	diff := map[string]any{}
-	if err := json.Unmarshal(raw, &diff); err != nil {
-		return nil, fmt.Errorf("decoding status diff: %w", err)
-	}
-	return diff, nil
-}
-
-// statusJSON is the object's status as JSON ({} when it has none).
-func statusJSON(obj client.Object) ([]byte, error) {
-	v := reflect.ValueOf(obj)
-	for v.Kind() == reflect.Pointer {
-		v = v.Elem()
-	}
-	f := v.FieldByName("Status")
-	if !f.IsValid() {
-		return []byte("{}"), nil
-	}
-	data, err := json.Marshal(f.Interface())
-	if err != nil {
-		return nil, fmt.Errorf("encoding status of %s: %w", client.ObjectKeyFromObject(obj), err)
-	}
-	return data, nil
-}
-
-// copyMetadata sets dst's metadata to src's (same concrete type), leaving the rest of dst alone.
-func copyMetadata(dst, src client.Object) {
-	d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem()
-	if f := d.FieldByName("ObjectMeta"); f.IsValid() && f.CanSet() {
-		f.Set(s.FieldByName("ObjectMeta"))
-	}
 }
 
 func kindOf(obj client.Object) string {

@@ -2,6 +2,7 @@ package patch
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -152,5 +153,31 @@ func TestPatchMetadataKeepsStatus(t *testing.T) {
 	stale.ResourceVersion = "1"
 	if err := Metadata(ctx, env.Client, stale, func() { stale.Annotations["c"] = "d" }, nil); err == nil {
 		t.Fatal("metadata patch from a stale copy succeeded")
+	}
+}
+
+// TestMetadataFinalizers: a finalizer added and removed through Metadata reaches the stored
+// object (the merge patch replaces the list, and an emptied list removes it), the response
+// moves only the resourceVersion, and the tracker knows the write.
+func TestMetadataFinalizers(t *testing.T) {
+	ctx := context.Background()
+	h := stored(t)
+	h.Spec.Online = !h.Spec.Online // in memory only: Metadata sends metadata alone
+	var tracker Tracker
+	if err := Metadata(ctx, env.Client, h, func() { h.Finalizers = append(h.Finalizers, "metal3.io/a", "metal3.io/b") }, &tracker); err != nil {
+		t.Fatal(err)
+	}
+	got := read(t, h)
+	if !slices.Equal(got.Finalizers, []string{"metal3.io/a", "metal3.io/b"}) || got.Spec.Online == h.Spec.Online {
+		t.Fatalf("stored finalizers %v, online %v (in memory %v): want both finalizers and the stored online", got.Finalizers, got.Spec.Online, h.Spec.Online)
+	}
+	if got.ResourceVersion != h.ResourceVersion || tracker.Stale(got) {
+		t.Fatalf("resourceVersion in memory %s, stored %s, stale %v", h.ResourceVersion, got.ResourceVersion, tracker.Stale(got))
+	}
+	if err := Metadata(ctx, env.Client, h, func() { h.Finalizers = nil }, &tracker); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, h); len(got.Finalizers) != 0 || got.ResourceVersion != h.ResourceVersion {
+		t.Fatalf("after removing them: finalizers %v, resourceVersion %s (in memory %s)", got.Finalizers, got.ResourceVersion, h.ResourceVersion)
 	}
 }
