@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/controller/patch"
 )
 
@@ -41,7 +42,8 @@ func (d *Driver) Run(ctx context.Context, key types.NamespacedName, obj client.O
 		}()
 	}
 	host := &metal3.BareMetalHost{}
-	if err := d.Client.Get(ctx, key, host); apierrors.IsNotFound(err) {
+	// The host is only read (work must not change it): no copy of the cache's.
+	if err := d.Client.Get(ctx, key, host, cacheview.ReadOnly); apierrors.IsNotFound(err) {
 		d.Written.Forget(key)
 		return ctrl.Result{}, nil
 	} else if err != nil {

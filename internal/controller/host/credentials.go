@@ -15,6 +15,7 @@ import (
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/bmc"
+	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
 
@@ -278,7 +279,8 @@ func secretNames(h *metal3.BareMetalHost) []string {
 func (r *Reconciler) releaseSecrets(ctx context.Context, h *metal3.BareMetalHost, names []string) error {
 	for _, name := range names {
 		var users metal3.BareMetalHostList
-		if err := r.Client.List(ctx, &users, client.InNamespace(h.Namespace), client.MatchingFields{secretNamesField: name}); err != nil {
+		// Only their UIDs are read: the cache's objects, uncopied.
+		if err := r.Client.List(ctx, &users, client.InNamespace(h.Namespace), client.MatchingFields{secretNamesField: name}, cacheview.ReadOnly); err != nil {
 			return fmt.Errorf("listing hosts using secret %s: %w", name, err)
 		}
 		inUse := false

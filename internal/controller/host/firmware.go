@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/controller/conditions"
 )
 
@@ -55,8 +56,9 @@ type updatePolicy struct {
 func (r *Reconciler) loadFirmwareChanges(ctx context.Context, s *hostScope) error {
 	key := types.NamespacedName{Namespace: s.host.Namespace, Name: s.host.Name}
 	fw := &s.in.firmware
+	// Both are only read here (what is kept is copied out): no copies of the cache's objects.
 	hfs := &metal3.HostFirmwareSettings{}
-	switch err := r.Client.Get(ctx, key, hfs); {
+	switch err := r.Client.Get(ctx, key, hfs, cacheview.ReadOnly); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return fmt.Errorf("reading host firmware settings %s: %w", key, err)
@@ -73,7 +75,7 @@ func (r *Reconciler) loadFirmwareChanges(ctx context.Context, s *hostScope) erro
 		}
 	}
 	hfc := &metal3.HostFirmwareComponents{}
-	switch err := r.Client.Get(ctx, key, hfc); {
+	switch err := r.Client.Get(ctx, key, hfc, cacheview.ReadOnly); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return fmt.Errorf("reading host firmware components %s: %w", key, err)
@@ -190,7 +192,7 @@ func firmwareVerdictChanged() predicate.Funcs {
 func (r *Reconciler) hostWaitingOnFirmware(ctx context.Context, o client.Object) []reconcile.Request {
 	host := &metal3.BareMetalHost{}
 	key := client.ObjectKeyFromObject(o)
-	if err := r.Client.Get(ctx, key, host); err != nil {
+	if err := r.Client.Get(ctx, key, host, cacheview.ReadOnly); err != nil {
 		return nil
 	}
 	row := stateOf(host.Status.Provisioning.State)

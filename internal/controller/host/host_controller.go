@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/controller/events"
 	"github.com/metalforge/metalforge/internal/controller/patch"
 	"github.com/metalforge/metalforge/internal/provisioner"
@@ -184,7 +185,8 @@ func statusClearedPredicate() predicate.Funcs {
 
 func (r *Reconciler) hostsUsingSecret(ctx context.Context, o client.Object) []reconcile.Request {
 	var hosts metal3.BareMetalHostList
-	if err := r.Client.List(ctx, &hosts, client.InNamespace(o.GetNamespace()), client.MatchingFields{secretNamesField: o.GetName()}); err != nil {
+	// Only their names are read: the cache's objects, uncopied.
+	if err := r.Client.List(ctx, &hosts, client.InNamespace(o.GetNamespace()), client.MatchingFields{secretNamesField: o.GetName()}, cacheview.ReadOnly); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing hosts using a secret", "secret", klog.KObj(o))
 		return nil
 	}

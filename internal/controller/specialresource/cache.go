@@ -20,14 +20,6 @@ import (
 
 const viewOwner = "special-resource-operator"
 
-// readOnly lists from the informer cache without copying each object. Only for lists that are
-// read and dropped: the items are the cache's own objects, shared with every other reader, so
-// nothing may change them or keep them past the reconcile. Worth it where one event or one
-// reconcile lists a whole kind: at 1000 nodes and 20 SpecialResources, copying every node per
-// reconcile and every SpecialResource per node event was most of the operator's allocations
-// (bench-sro heap profile).
-var readOnly = client.UnsafeDisableDeepCopy
-
 // ownedKinds are the kinds the operator creates and reads through the cache: cached only when
 // labelled specialresource.openshift.io/owned, so that it never caches every DaemonSet, pod or
 // ConfigMap of the cluster. Objects of other kinds a recipe renders are read through the API

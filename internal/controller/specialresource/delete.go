@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/controller/conditions"
 	"github.com/metalforge/metalforge/internal/controller/patch"
 	"github.com/metalforge/metalforge/internal/sro/message"
@@ -199,7 +200,7 @@ func (r *Reconciler) deleteNamespace(ctx context.Context, sr *sro.SpecialResourc
 // removeStateLabels takes this SpecialResource's state labels off every node.
 func (r *Reconciler) removeStateLabels(ctx context.Context, sr *sro.SpecialResource) error {
 	var nodes corev1.NodeList
-	if err := r.Client.List(ctx, &nodes, readOnly); err != nil {
+	if err := r.Client.List(ctx, &nodes, cacheview.ReadOnly); err != nil {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
 	prefix := naming.StateLabelPrefix(sr.Name)

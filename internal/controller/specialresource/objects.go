@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/controller/patch"
 	"github.com/metalforge/metalforge/internal/sro/build"
 	"github.com/metalforge/metalforge/internal/sro/naming"
@@ -98,7 +99,7 @@ func (r *Reconciler) observeDriverPods(s *scope) error {
 func (r *Reconciler) availableOn(ctx context.Context, ds *unstructured.Unstructured) (map[string]bool, error) {
 	sel, _, _ := unstructured.NestedStringMap(ds.Object, "spec", "selector", "matchLabels")
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(ds.GetNamespace()), client.MatchingLabels(sel), readOnly); err != nil {
+	if err := r.Client.List(ctx, &pods, client.InNamespace(ds.GetNamespace()), client.MatchingLabels(sel), cacheview.ReadOnly); err != nil {
 		return nil, fmt.Errorf("listing pods of DaemonSet %s/%s: %w", ds.GetNamespace(), ds.GetName(), err)
 	}
 	nodes := map[string]bool{}
@@ -247,7 +248,7 @@ func toUnstructured(obj runtime.Object, gvk schema.GroupVersionKind) (*unstructu
 func (r *Reconciler) podLogs(s *scope, ds *unstructured.Unstructured, re *regexp.Regexp) (logState, error) {
 	sel, _, _ := unstructured.NestedStringMap(ds.Object, "spec", "selector", "matchLabels")
 	var pods corev1.PodList
-	if err := r.Client.List(s.ctx, &pods, client.InNamespace(ds.GetNamespace()), client.MatchingLabels(sel), readOnly); err != nil {
+	if err := r.Client.List(s.ctx, &pods, client.InNamespace(ds.GetNamespace()), client.MatchingLabels(sel), cacheview.ReadOnly); err != nil {
 		return logState{}, fmt.Errorf("listing pods of DaemonSet %s/%s: %w", ds.GetNamespace(), ds.GetName(), err)
 	}
 	var st logState

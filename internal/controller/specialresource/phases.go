@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/controller/conditions"
 	"github.com/metalforge/metalforge/internal/sro/kernel"
 	"github.com/metalforge/metalforge/internal/sro/message"
@@ -64,7 +65,7 @@ func (r *Reconciler) validate(s *scope) (outcome, bool, error) {
 		return errored(sro.ReasonInvalidSpec, message.Sanitize(errs.ToAggregate().Error()), r.Config.Resync), true, nil
 	}
 	var all sro.SpecialResourceList
-	if err := r.Client.List(s.ctx, &all, readOnly); err != nil {
+	if err := r.Client.List(s.ctx, &all, cacheview.ReadOnly); err != nil {
 		return outcome{}, false, fmt.Errorf("listing SpecialResources: %w", err)
 	}
 	byName := map[string]*sro.SpecialResource{}
@@ -157,7 +158,7 @@ func (r *Reconciler) observeNodes(s *scope) (outcome, bool, error) {
 	}
 	s.in.clusterVersion = v
 	var nodes corev1.NodeList
-	if err := r.Client.List(s.ctx, &nodes, readOnly); err != nil {
+	if err := r.Client.List(s.ctx, &nodes, cacheview.ReadOnly); err != nil {
 		return outcome{}, false, fmt.Errorf("listing nodes: %w", err)
 	}
 	sel := labels.SelectorFromSet(s.sr.Spec.NodeSelector)

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/controller/conditions"
 	"github.com/metalforge/metalforge/internal/sro/build"
 	"github.com/metalforge/metalforge/internal/sro/image"
@@ -132,7 +133,7 @@ func kernelImagesChanged(o, n *sro.SpecialResource) bool {
 // dependants are the SpecialResources whose dependsOn names o.
 func (r *Reconciler) dependants(ctx context.Context, o client.Object) []reconcile.Request {
 	var all sro.SpecialResourceList
-	if err := r.Client.List(ctx, &all, readOnly); err != nil {
+	if err := r.Client.List(ctx, &all, cacheview.ReadOnly); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing SpecialResources for a dependency", "dependency", o.GetName())
 		return nil
 	}
@@ -178,7 +179,7 @@ func (nodeHandler) Generic(context.Context, event.GenericEvent, workqueue.TypedR
 
 func (h nodeHandler) enqueue(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], match func(*sro.SpecialResource) bool) {
 	var all sro.SpecialResourceList
-	if err := h.r.Client.List(ctx, &all, readOnly); err != nil {
+	if err := h.r.Client.List(ctx, &all, cacheview.ReadOnly); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing SpecialResources for a node change")
 		return
 	}
