@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,7 +139,9 @@ func run(o options) error {
 	apiCPU0 := procstat.CPUSeconds(apiPIDs...)
 
 	if o.apiProfile != "" {
-		go profileAPIServer(env.Config, o.apiProfile)
+		profiled := make(chan struct{})
+		go func() { profileAPIServer(env.Config, o.apiProfile); close(profiled) }()
+		defer func() { <-profiled }() // before the API server stops
 	}
 	fmt.Printf("creating %d hosts with %d concurrent creators\n", o.n, o.creators)
 	start := time.Now()
@@ -319,18 +322,26 @@ func report(o options, wall, created time.Duration, before, after apirequests.Sa
 }
 
 // profileAPIServer saves a CPU profile of kube-apiserver (its /debug/pprof is on by default).
+// envtest's Host ends with a slash: joined as it was, the URL had two and the answer was a 404
+// page, which was saved as the profile.
 func profileAPIServer(cfg *rest.Config, path string) {
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "apiserver profile:", err)
 		return
 	}
-	resp, err := hc.Get(cfg.Host + "/debug/pprof/profile?seconds=20") //nolint:noctx // bench
+	url := strings.TrimSuffix(cfg.Host, "/") + "/debug/pprof/profile?seconds=20"
+	resp, err := hc.Get(url) //nolint:noctx // bench
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "apiserver profile:", err)
 		return
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+		fmt.Fprintf(os.Stderr, "apiserver profile: GET %s: %s: %s\n", url, resp.Status, strings.TrimSpace(string(body)))
+		return
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "apiserver profile:", err)
