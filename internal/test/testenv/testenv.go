@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
@@ -88,12 +89,49 @@ func Start(opts Options) (*Env, error) {
 	}, funcr.Options{}))
 
 	s := scheme.New()
+	var env *envtest.Environment
+	var cfg *rest.Config
+	for attempt := 1; ; attempt++ {
+		if env, cfg, err = startControlPlane(root, assets, s, opts); err == nil {
+			break
+		}
+		err = fmt.Errorf("starting envtest (binaries from %s): %w", assets, err)
+		if attempt == startAttempts {
+			return nil, err
+		}
+		fmt.Fprintf(os.Stderr, "testenv: start %d of %d failed, trying again in %s: %v\n", attempt, startAttempts, startRetryWait, err)
+		time.Sleep(startRetryWait)
+	}
+	e := &Env{Config: cfg, Scheme: s, env: env}
+	if err := e.finish(opts); err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+// A control plane that fails to start is started again, a little later: envtest already retries
+// at once with new ports, which does not help when the machine is short of something for a
+// moment (the disk, on a shared CI machine: etcd exits at once when it cannot preallocate its
+// log). A start that keeps failing says why (startFailure).
+// (Variables for a test of a failing start.)
+var (
+	startAttempts  = 3
+	startRetryWait = 15 * time.Second
+)
+
+// startControlPlane starts etcd and kube-apiserver once and installs the CRDs and webhooks.
+func startControlPlane(root, assets string, s *runtime.Scheme, opts Options) (*envtest.Environment, *rest.Config, error) {
+	etcdOut, apiServerOut := &startOutput{}, &startOutput{}
 	env := &envtest.Environment{
 		Scheme:                s,
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     crdPaths(root, opts),
 		ErrorIfCRDPathMissing: true,
 	}
+	env.ControlPlane.Etcd = &envtest.Etcd{Out: etcdOut, Err: etcdOut}
+	apiServer := env.ControlPlane.GetAPIServer()
+	apiServer.Out, apiServer.Err = apiServerOut, apiServerOut
 	if opts.Webhooks && len(opts.WebhookPaths) > 0 {
 		env.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: fromRoot(root, opts.WebhookPaths)}
 	} else if opts.Webhooks {
@@ -103,22 +141,18 @@ func Start(opts Options) (*Env, error) {
 			IgnoreErrorIfPathMissing: true,
 		}
 	}
-
 	for name, value := range opts.APIServerFlags {
-		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
+		apiServer.Configure().Set(name, value)
 	}
 	cfg, err := env.Start()
 	if err != nil {
 		// A half-started control plane would leave etcd and kube-apiserver running.
 		_ = env.Stop()
-		return nil, fmt.Errorf("starting envtest (binaries from %s): %w", assets, err)
+		return nil, nil, fmt.Errorf("%w%s", err, startFailure(etcdOut, apiServerOut))
 	}
-	e := &Env{Config: cfg, Scheme: s, env: env}
-	if err := e.finish(opts); err != nil {
-		_ = e.Stop()
-		return nil, err
-	}
-	return e, nil
+	etcdOut.running()
+	apiServerOut.running()
+	return env, cfg, nil
 }
 
 // fromRoot makes relative paths relative to the repository root.
