@@ -45,7 +45,9 @@ func TestStartOutputIsBounded(t *testing.T) {
 	var o startOutput
 	line := `{"level":"warn","msg":"` + strings.Repeat("y", 90) + `"}` + "\n"
 	for range 2 * startOutputMax / len(line) {
-		o.Write([]byte(line))
+		if _, err := o.Write([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	fmt.Fprintln(&o, "panic: the last one")
 	if len(o.buf) > startOutputMax {
