@@ -190,7 +190,10 @@ func TestPendingBIOSSettingsApplyOnlyOnReset(t *testing.T) {
 	e.reset("ForceOff")
 	equal(t, "ProcTurboMode after a power-off", str(e.get(bios).body, "Attributes", "ProcTurboMode"), "Enabled")
 
+	applies := func() any { return e.control(http.MethodGet, "/v1/servers/"+e.host.Name, nil).body["biosApplies"] }
+	equal(t, "control API biosApplies before the boot", applies(), 0.0)
 	e.reset("On")
+	equal(t, "control API biosApplies after the boot", applies(), 1.0)
 	attrs := e.get(bios).body["Attributes"].(map[string]any)
 	equal(t, "ProcTurboMode after the boot", attrs["ProcTurboMode"], "Disabled")
 	equal(t, "PowerOnDelaySeconds after the boot", attrs["PowerOnDelaySeconds"], float64(30))

@@ -24,9 +24,11 @@ type Summary struct {
 	Cd        server.Media `json:"cd"`
 	DiskImage string       `json:"diskImage,omitempty"`
 	// DiskWrites counts the images written to the server's disk since it was created.
-	DiskWrites int             `json:"diskWrites"`
-	Firmware   server.Versions `json:"firmware"`
-	Faults     fault.Set       `json:"faults"`
+	DiskWrites int `json:"diskWrites"`
+	// BIOSApplies counts the boots that applied pending BIOS settings since it was created.
+	BIOSApplies int             `json:"biosApplies"`
+	Firmware    server.Versions `json:"firmware"`
+	Faults      fault.Set       `json:"faults"`
 }
 
 // Detail is a server with its whole state, as GET /v1/servers/{name} returns it.
@@ -107,7 +109,7 @@ func New(f *server.Fleet) http.Handler {
 func summary(f *server.Fleet, s *server.Server, st server.State) Summary {
 	return Summary{
 		Name: s.Name, ID: s.ID(), BootMAC: s.BootMAC(), Power: st.Power, Booted: st.Booted, Boot: st.Boot,
-		Cd: st.Media[server.MediaCd], DiskImage: st.DiskImage, DiskWrites: st.DiskWrites, Firmware: st.Firmware, Faults: f.Faults.For(s.Name),
+		Cd: st.Media[server.MediaCd], DiskImage: st.DiskImage, DiskWrites: st.DiskWrites, BIOSApplies: st.BIOSApplies, Firmware: st.Firmware, Faults: f.Faults.For(s.Name),
 	}
 }
 

@@ -86,6 +86,7 @@ func (s *Server) applyBIOSLocked() {
 		s.st.BIOS[k] = v
 	}
 	s.st.PendingBIOS = nil
+	s.st.BIOSApplies++
 }
 
 // SetSecureBoot enables or disables UEFI secure boot; SecureBootCurrentBoot follows on the next boot.

@@ -77,6 +77,9 @@ type State struct {
 	// deploy, an install_coreos): a test compares it with the deployments it asked for, to catch a
 	// server deployed twice for one request.
 	DiskWrites int `json:"diskWrites,omitempty"`
+	// BIOSApplies counts the boots that applied pending BIOS settings over the server's life: a
+	// test compares it with the live updates it asked for, to catch a change applied twice.
+	BIOSApplies int `json:"biosApplies,omitempty"`
 	// Booted is what the running server booted from: "" (nothing, or off), Cd, Pxe, UefiHttp (the
 	// agent), Hdd (the written OS) or BiosSetup. BootedImage is the ISO URL for Cd and UefiHttp.
 	Booted        string         `json:"booted,omitempty"`
