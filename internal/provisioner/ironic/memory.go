@@ -37,6 +37,16 @@ type nodeFacts struct {
 	// lostAgentAbort is when this provisioner last aborted the node's wait for a lost agent
 	// (lostagent.go), so that a second one soon after is left to Ironic's callback timeout.
 	lostAgentAbort time.Time
+	// recalled is the reason of the node's failure read from its history after Ironic erased
+	// last_error (history.go), for the failure that put it in its failed state at failedAt, so
+	// that the history is read once per failure.
+	recalled recalledError
+}
+
+// recalledError is a failure's reason read from the node's history ("" when it had none).
+type recalledError struct {
+	failedAt time.Time
+	text     string
 }
 
 // read calls f with the node's facts (zero when none) under the lock.
@@ -152,4 +162,17 @@ func (m *nodeMemory) lostAgentAbortedSince(id string, t time.Time) (aborted bool
 
 func (m *nodeMemory) setLostAgentAbort(id string, at time.Time) {
 	m.update(id, func(f *nodeFacts) { f.lostAgentAbort = at })
+}
+
+// recalledError returns the reason remembered for the node's failure at failedAt.
+func (m *nodeMemory) recalledError(id string, failedAt time.Time) (text string, known bool) {
+	m.read(id, func(f nodeFacts) {
+		known = !f.recalled.failedAt.IsZero() && f.recalled.failedAt.Equal(failedAt)
+		text = f.recalled.text
+	})
+	return text, known
+}
+
+func (m *nodeMemory) setRecalledError(id string, failedAt time.Time, text string) {
+	m.update(id, func(f *nodeFacts) { f.recalled = recalledError{failedAt: failedAt, text: text} })
 }

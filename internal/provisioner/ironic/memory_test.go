@@ -26,6 +26,7 @@ func remember(m *nodeMemory, id string) {
 	m.setBootPort(id, "52:54:00:00:00:01")
 	m.recordStart(id, extraPrepared, "fp-steps", false)
 	m.setLostAgentAbort(id, time.Unix(100, 0))
+	m.setRecalledError(id, time.Unix(200, 0), "The servicing state can't be resumed")
 }
 
 // remembered reports whether the provisioner keeps anything about node id.
@@ -65,6 +66,12 @@ func TestNodeMemory(t *testing.T) {
 	if !m.lostAgentAbortedSince("a", time.Unix(100, 0)) || m.lostAgentAbortedSince("a", time.Unix(101, 0)) || m.lostAgentAbortedSince("c", time.Time{}) {
 		t.Error("lostAgentAbortedSince: want the abort at 100 s seen from 100 s on, not after it, and none for an unknown node")
 	}
+	if text, known := m.recalledError("a", time.Unix(200, 0)); !known || text != "The servicing state can't be resumed" {
+		t.Errorf("recalledError for the failure at 200 s = %q %t", text, known)
+	}
+	if _, known := m.recalledError("a", time.Unix(201, 0)); known {
+		t.Error("recalledError: a reason remembered for one failure is given for a later one")
+	}
 	if !m.takeRestartedManage("a") || m.takeRestartedManage("a") {
 		t.Error("takeRestartedManage: want true once, then false (one restart per reported failure)")
 	}
@@ -73,8 +80,8 @@ func TestNodeMemory(t *testing.T) {
 	if _, known := m.appliedCreds("a"); known {
 		t.Error("credentials fingerprint kept after forget")
 	}
-	if m.powerRequest("a") != "" || m.bootPort("a") != "" || m.takeRestartedManage("a") {
-		t.Error("power request, boot port or restart mark kept after forget")
+	if _, known := m.recalledError("a", time.Unix(200, 0)); m.powerRequest("a") != "" || m.bootPort("a") != "" || m.takeRestartedManage("a") || known {
+		t.Error("power request, boot port, restart mark or recalled error kept after forget")
 	}
 	if _, failed := m.failedStart("a", extraPrepared); failed {
 		t.Error("failed start kept after forget")
@@ -92,6 +99,7 @@ func TestNodeMemory(t *testing.T) {
 	m.setRestartedManage("b", false)
 	m.setBootPort("b", "")
 	m.setLostAgentAbort("b", time.Time{})
+	m.setRecalledError("b", time.Time{}, "")
 	if m.nodes["b"] == nil {
 		t.Fatal("b dropped while a failed start is still remembered")
 	}

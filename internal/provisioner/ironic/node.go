@@ -30,7 +30,8 @@ func hostOfNode(name string) (types.NamespacedName, bool) {
 }
 
 // getNode reads the host's node by its ID. No ID, no such node, or a node Ironic stalled (deleted
-// here, stall.go) is ErrNeedsRegistration.
+// here, stall.go) is ErrNeedsRegistration. A failed node whose last_error Ironic erased has it
+// from its history (history.go).
 func (p *Provisioner) getNode(ctx context.Context, host provisioner.Host) (*session, *nodes.Node, error) {
 	s, err := p.session(ctx)
 	if err != nil {
@@ -45,8 +46,10 @@ func (p *Provisioner) getNode(ctx context.Context, host provisioner.Host) (*sess
 			return s, nil, err
 		}
 	}
-	n, err = p.recoverStalled(ctx, s, n, host)
-	return s, n, err
+	if n, err = p.recoverStalled(ctx, s, n, host); err != nil {
+		return s, n, err
+	}
+	return s, p.recallLastError(ctx, s, n), nil
 }
 
 // readNode GETs the host's node and caches the read.

@@ -1,0 +1,86 @@
+package ironic
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+)
+
+// Ironic's power state sync erases a node's last_error whenever the power state it reads matches
+// the one it recorded ("Clearing last_error for node … after confirmed power state match", with
+// [conductor] node_history on, its default; docs/ironic-notes.md): a node that failed stays in its
+// failed state, and within a sync interval nothing on it says why. The reason stays in the node's
+// history (API 1.78) as the error event Ironic recorded when it failed the node. Read there, a
+// host's error keeps saying why, and a failure that was not the request's (a conductor restart
+// in the middle, an abort) is still told from one that was.
+
+// failedStates are the states a node is in because something failed, last_error saying what.
+var failedStates = map[nodes.ProvisionState]bool{
+	nodes.DeployFail: true, nodes.CleanFail: true, nodes.ServiceFail: true, nodes.InspectFail: true,
+	nodes.AdoptFail: true, nodes.RescueFail: true, nodes.Error: true,
+}
+
+// failureEventWindow: Ironic records a failure's event before the node enters its failed state,
+// earlier by as long as the failure's tear-down took (a power off, media ejected, a lock waited
+// for). An error event older than this before the state change belongs to an earlier failure.
+const failureEventWindow = 10 * time.Minute
+
+// historyEvent is an entry of GET /v1/nodes/{id}/history.
+type historyEvent struct {
+	CreatedAt string `json:"created_at"`
+	Severity  string `json:"severity"`
+	Event     string `json:"event"`
+}
+
+// recallLastError returns n, or, when n is in a failed state whose last_error Ironic erased, a
+// copy with the reason from the node's history. The history is read once per failure (remembered
+// with the time of the state change); a history that cannot be read leaves n as it is.
+func (p *Provisioner) recallLastError(ctx context.Context, s *session, n *nodes.Node) *nodes.Node {
+	if !failedStates[state(n)] || n.LastError != "" || n.ProvisionUpdatedAt.IsZero() {
+		return n
+	}
+	text, known := p.memory.recalledError(n.UUID, n.ProvisionUpdatedAt)
+	if !known {
+		var err error
+		if text, err = p.failureEvent(ctx, s, n); err != nil {
+			p.logger(ctx).Info("Cannot read why the node failed from its history", "node", n.UUID, "provisionState", n.ProvisionState, "reason", err.Error())
+			return n
+		}
+		p.memory.setRecalledError(n.UUID, n.ProvisionUpdatedAt, text)
+	}
+	if text == "" {
+		return n
+	}
+	c := *n
+	c.LastError = text
+	return &c
+}
+
+// failureEvent is the newest error event of the node's history recorded for its current failure
+// ("" when there is none).
+func (p *Provisioner) failureEvent(ctx context.Context, s *session, n *nodes.Node) (string, error) {
+	var body struct {
+		History []historyEvent `json:"history"`
+	}
+	query := url.Values{"detail": {"true"}, "sort_key": {"created_at"}, "sort_dir": {"desc"}, "limit": {"20"}}
+	_, err := s.sc.Get(ctx, s.sc.ServiceURL("nodes", n.UUID, "history")+"?"+query.Encode(), &body,
+		&gophercloud.RequestOpts{OkCodes: []int{200}})
+	if err != nil {
+		return "", classifyError(err, "reading the history of Ironic node "+n.UUID)
+	}
+	oldest := n.ProvisionUpdatedAt.Add(-failureEventWindow)
+	for _, e := range body.History {
+		at, err := parseIronicTime(e.CreatedAt)
+		if err != nil || at.Before(oldest) {
+			return "", nil // newest first: the rest is older still
+		}
+		if strings.EqualFold(e.Severity, "ERROR") && e.Event != "" {
+			return e.Event, nil
+		}
+	}
+	return "", nil
+}
