@@ -146,6 +146,9 @@ type ServiceData struct {
 	// behind the operator's back): it is applied again. Applied after it, it is (an operator restarted
 	// while the engine finished), and not applied twice.
 	Since time.Time
+	// RetryFailed: this request's servicing failed and the failure was reported; start it again
+	// (the host's automatic retry). Without it a failed request stays failed until it changes.
+	RetryFailed bool
 }
 
 // Empty reports whether there is nothing to apply.

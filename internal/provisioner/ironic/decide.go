@@ -284,10 +284,12 @@ func decideAdoption(n *nodes.Node, hostState metal3.ProvisioningState, hasImage,
 
 // decideServicing: servicing from active. finished says the same request ran to its end before;
 // sameRequest that the node's last servicing (the one that failed, if it failed) was this
-// request. No steps while servicing waits or failed means the user took the changes back: abort
-// (service wait → service failed → active). A failure is reported until the request changes, then
-// servicing starts again with the new one.
-func decideServicing(n *nodes.Node, hasSteps, finished, sameRequest bool) decision {
+// request; retry that the host retries its reported failure. No steps while servicing waits or
+// failed means the user took the changes back: abort (service wait → service failed → active). A
+// failure is reported until the request changes or the host retries it; a servicing that failed
+// only because it was aborted or because Ironic restarted in its middle is started again at once,
+// without a report (nothing was wrong with the request).
+func decideServicing(n *nodes.Node, hasSteps, finished, sameRequest, retry bool) decision {
 	switch state(n) {
 	case nodes.Active:
 		if !hasSteps || finished {
@@ -308,7 +310,7 @@ func decideServicing(n *nodes.Node, hasSteps, finished, sameRequest bool) decisi
 		if !hasSteps {
 			return do(actAbort)
 		}
-		if sameRequest && !abortedByRequest(n) {
+		if sameRequest && !retry && !abortedByRequest(n) && !interruptedByRestart(n) {
 			return fail("Servicing failed", n)
 		}
 		return do(actService)

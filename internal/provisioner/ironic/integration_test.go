@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -683,5 +684,71 @@ func TestStalledNodeDeletedAndRegisteredAgain(t *testing.T) {
 	})
 	if n := waitNode(t, p, host, "available", func(*nodes.Node) bool { return true }); n.ProvisionState != string(nodes.Available) {
 		t.Errorf("the new node after deprovisioning: %s, want available", n.ProvisionState)
+	}
+}
+
+// TestServicingInterruptedByARestart: a conductor that starts fails the nodes it finds servicing
+// with nobody holding them ("The servicing state can't be resumed by conductor …", when Ironic
+// was killed in the middle; fault campaign), and Ironic's power sync then erases last_error,
+// leaving the reason in the node's history only. The node is put in that state through the
+// database as Ironic leaves it: service failed, the request's fingerprint in extra, no last_error,
+// an error event in its history. The provisioner reads the reason there: the same request is
+// serviced again at once, never reported; a failure of the request's own (a step the BMC failed)
+// is reported with its reason, and serviced again when the host retries it.
+func TestServicingInterruptedByARestart(t *testing.T) {
+	e := integration(t)
+	t.Parallel()
+	p := e.provisioner(t)
+	srv := e.host(t)
+	host := testHost(t, srv)
+	register(t, p, &host)
+	mustDone(t, "adopt", 2*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Adopt(ctx, host, provisioner.ProvisionData{BootMode: metal3.UEFI}, false)
+	})
+	failedAs := func(data provisioner.ServiceData, event string) {
+		t.Helper()
+		step, _ := biosStep(data.FirmwareSettings)
+		fp := fingerprint([]nodes.ServiceStep{step})
+		for _, sql := range []string{
+			fmt.Sprintf(`UPDATE nodes SET provision_state = 'service failed', target_provision_state = 'active', last_error = NULL,
+				reservation = NULL, provision_updated_at = datetime('now'), extra = json_set(COALESCE(extra, '{}'), '$.%s', '%s')
+				WHERE uuid = '%s'`, extraServiced, fp, host.NodeID),
+			// version: the object version of Ironic 39's NodeHistory, without which it cannot load the row.
+			fmt.Sprintf(`INSERT INTO node_history (uuid, version, created_at, conductor, event_type, severity, event, node_id)
+				SELECT '%s', '1.3', datetime('now', '-2 seconds'), 'c-1', 'servicing', 'ERROR', '%s', id
+				FROM nodes WHERE uuid = '%s'`, uuid.NewString(), strings.ReplaceAll(event, "'", "''"), host.NodeID),
+		} {
+			if n, err := e.ironic.ExecSQL(sql); err != nil || n != 1 {
+				t.Fatalf("putting node %s in service failed: %d rows, %v", host.NodeID, n, err)
+			}
+		}
+		p.watch.Forget(host.NodeID)
+	}
+	bios := func(name string) any { t.Helper(); return e.server(t, srv.Name).State.BIOS[name] }
+
+	// Interrupted by a restart: serviced again at once.
+	turbo := provisioner.ServiceData{FirmwareSettings: metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")}}
+	failedAs(turbo, "The servicing state can't be resumed by conductor c-1. Moving to fail state.")
+	mustDone(t, "service after the interruption", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Service(ctx, host, turbo)
+	})
+	if v := bios("ProcTurboMode"); v != "Disabled" {
+		t.Errorf("bmcsim ProcTurboMode %v after the interrupted servicing was serviced again, want Disabled", v)
+	}
+
+	// A step the BMC failed: reported with the reason from the history, serviced again on a retry.
+	logical := provisioner.ServiceData{FirmwareSettings: metal3.DesiredSettingsMap{"LogicalProc": intstr.FromString("Disabled")}}
+	reason := "Node " + host.NodeID + " failed step bios.apply_configuration: Redfish exception occurred (injected)"
+	failedAs(logical, reason)
+	res, err := p.Service(context.Background(), host, logical)
+	if err != nil || !res.Failed() || res.ErrorMessage != "Servicing failed: "+reason {
+		t.Fatalf("servicing a request whose step failed: %s, %v; want the failure with its reason from the history", describe(res), err)
+	}
+	logical.RetryFailed = true
+	mustDone(t, "service on the host's retry", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Service(ctx, host, logical)
+	})
+	if v := bios("LogicalProc"); v != "Disabled" {
+		t.Errorf("bmcsim LogicalProc %v after the retry, want Disabled", v)
 	}
 }

@@ -109,3 +109,12 @@ func (p *Provisioner) abortLostAgent(ctx context.Context, s *session, n *nodes.N
 func abortedByRequest(n *nodes.Node) bool {
 	return containsFold(n.LastError, "by request") && containsFold(n.LastError, "was aborted")
 }
+
+// interruptedByRestart reports whether n failed because its conductor restarted in the middle of
+// the operation: a starting conductor fails the nodes it finds in a working state that nobody
+// holds ("The servicing state can't be resumed by conductor …. Moving to fail state.",
+// ironic/conductor/base_manager.py), whatever the request was. Found by the fault campaign: Ironic
+// killed while hosts were serviced left them in servicing error until their user changed the spec.
+func interruptedByRestart(n *nodes.Node) bool {
+	return containsFold(n.LastError, "can't be resumed by conductor")
+}

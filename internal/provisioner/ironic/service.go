@@ -14,7 +14,7 @@ import (
 // (active → servicing ↔ service wait → active; Ironic reboots the host as the steps need and
 // leaves it powered on). The request's fingerprint in the node's extra tells a finished request
 // (done at once, however often asked: an operator restart never services twice) and the request
-// that failed (reported until the request changes). Empty data while servicing waits or has failed
+// that failed (reported until the request changes or the host retries it). Empty data while servicing waits or has failed
 // aborts it (the user took the changes back), and forgets the fingerprint so that the same changes
 // asked again later are applied again.
 func (p *Provisioner) Service(ctx context.Context, host provisioner.Host, data provisioner.ServiceData) (provisioner.Result, error) {
@@ -50,7 +50,7 @@ func (p *Provisioner) Service(ctx context.Context, host provisioner.Host, data p
 	// Finished: this request ran to its end on the node, and (as far as Ironic's clock tells) after
 	// the host's servicing started; an older run of the same request does not count.
 	finished := ran && data.FinishedBy(n.ProvisionUpdatedAt)
-	d := decideServicing(n, len(steps) > 0, finished, ran)
+	d := decideServicing(n, len(steps) > 0, finished, ran, data.RetryFailed)
 	switch d.act {
 	case actService:
 		return p.startServicing(ctx, s, n, host, access, steps, fp)
