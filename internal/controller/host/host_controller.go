@@ -35,6 +35,9 @@ import (
 type Config struct {
 	// MaxProvisioningRetries caps provision → deprovision loops for one image (0 = no cap).
 	MaxProvisioningRetries int
+	// ServicingRetries is how often a failed live update is started again by itself, each after
+	// the error backoff (0: never; it then waits for its changes to change).
+	ServicingRetries int
 	// Backoff is the retry delay after the n-th consecutive error.
 	Backoff func(errorCount int) time.Duration
 	// InputRetryDelay: how often a host with bad input (missing Secret...) looks again.
@@ -66,6 +69,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		MaxProvisioningRetries: 5,
+		ServicingRetries:       3,
 		Backoff:                ExponentialBackoff(time.Minute),
 		InputRetryDelay:        10 * time.Second,
 		UnavailableDelay:       30 * time.Second,

@@ -24,10 +24,14 @@ import (
 // does the reboots; the host ends powered on with operationalStatus OK, and applied firmware
 // updates are recorded in HostFirmwareComponents' status.updates.
 //
-// A failure is errorType servicing error with the provisioner's (sanitized) message, reported once
-// and kept until the user changes the pending changes (the provisioner then starts over with the
-// new ones) or removes them (the provisioner aborts, the host returns to OK). Servicing keeps power
-// and detaching to the provisioner until it ends; deleting or deprovisioning the host ends it.
+// A failure is errorType servicing error with the provisioner's (sanitized) message, reported once.
+// The live update is then started again by itself after the error backoff, up to ServicingRetries
+// times (metal3 retries for ever; a BMC that answered one request with a 500 should not leave a
+// worker off until someone notices, nor should a BMC that refuses a value reboot it for ever).
+// After that the failure is kept until the user changes the pending changes (the provisioner then
+// starts over with the new ones) or removes them (the provisioner aborts, the host returns to OK).
+// Servicing keeps power and detaching to the provisioner until it ends; deleting or deprovisioning
+// the host ends it.
 
 // OperationalTransition is a change of operationalStatus within a state (the live update flow).
 type OperationalTransition struct {
@@ -43,7 +47,7 @@ var LiveUpdateTransitions = []OperationalTransition{
 		"reboot with allowed changes; the host would power on (after a reboot annotation, or online again) with pending valid changes its HostUpdatePolicy sets to onReboot"},
 	{metal3.OperationalStatusServicing, metal3.OperationalStatusOK, "changes applied; applied updates recorded in HostFirmwareComponents status.updates"},
 	{metal3.OperationalStatusServicing, metal3.OperationalStatusError, "a service step failed; errorType servicing error, with the provisioner's message"},
-	{metal3.OperationalStatusError, metal3.OperationalStatusServicing, "retry; the pending changes changed, servicing starts again with them"},
+	{metal3.OperationalStatusError, metal3.OperationalStatusServicing, "retry; after the error backoff, up to --servicing-retries times, or at once when the pending changes changed"},
 	{metal3.OperationalStatusError, metal3.OperationalStatusOK, "abort; the pending changes were removed"},
 	{metal3.OperationalStatusServicing, metal3.OperationalStatusOK, "abort; the pending changes were removed while the provisioner waits"},
 }
@@ -112,6 +116,8 @@ func (s *hostScope) continueServicing() outcome {
 	if unchecked {
 		return waitFor(s.cfg.InputRetryDelay, waitingChecked)
 	}
+	st := &s.host.Status
+	data.RetryFailed = st.ErrorType == metal3.ServicingError && st.ErrorCount <= s.cfg.ServicingRetries
 	res, err := s.prov.Service(s.ctx, s.provHost(), data)
 	if errors.Is(err, provisioner.ErrServicingUnsupported) {
 		supported := false
@@ -122,26 +128,28 @@ func (s *hostScope) continueServicing() outcome {
 	if err != nil {
 		return s.provError(err, "servicing")
 	}
-	st := &s.host.Status
 	switch {
 	case res.Failed():
-		if st.ErrorType == metal3.ServicingError && st.ErrorMessage == res.ErrorMessage {
-			// The same failure: reported already; it stays until the changes do.
-			return waitFor(s.cfg.PowerPoll, "the live update's changes to be changed or removed")
+		if !data.RetryFailed && st.ErrorType == metal3.ServicingError && st.ErrorMessage == res.ErrorMessage {
+			// The same failure, reported already, and no retry left: it stays until the changes do.
+			// (Asked to retry, a failure is the retry's own, even with the same message.)
+			return s.waitForChangedServicing()
 		}
 		s.fx.servicingFailed = true
-		return s.fail(metal3.ServicingError, res.ErrorMessage)
+		out := s.fail(metal3.ServicingError, res.ErrorMessage)
+		if st.ErrorCount > s.cfg.ServicingRetries {
+			return s.waitForChangedServicing()
+		}
+		return out // retried after the backoff
 	case res.Busy && data.Empty():
 		// The changes were taken back: the provisioner aborts what failed or waited; the error
 		// stays shown until the host is back to OK.
 		return waitOn(res, "the provisioner to abort the live update")
-	case res.Busy:
-		if st.OperationalStatus != metal3.OperationalStatusServicing {
-			// A failed live update started again with the changed request.
-			s.clearError()
-			st.OperationalStatus = metal3.OperationalStatusServicing
-			s.event(eventNormal, reasonServicingStarted, "Servicing", "Live update started again: "+describeServiceData(data))
-		}
+	}
+	if st.OperationalStatus != metal3.OperationalStatusServicing && !data.Empty() {
+		s.restartedServicing(data) // a failed one, retried or with changed changes (done at once, or started)
+	}
+	if res.Busy {
 		return waitOn(res, "the provisioner to apply the live update (servicing)")
 	}
 	if data.Empty() {
@@ -161,6 +169,26 @@ func (s *hostScope) continueServicing() outcome {
 	// start from them in this reconcile.
 	s.servicedNow = true
 	return repeat()
+}
+
+// waitForChangedServicing: a failed live update with no retry left waits for its changes to change.
+func (s *hostScope) waitForChangedServicing() outcome {
+	return waitFor(s.cfg.PowerPoll, fmt.Sprintf("the live update's changes to be changed or removed (it failed %d times)", s.host.Status.ErrorCount))
+}
+
+// restartedServicing records a failed live update started again: by itself (a retry, which keeps
+// errorCount so that the retries stop at ServicingRetries) or with a changed request.
+func (s *hostScope) restartedServicing(data provisioner.ServiceData) {
+	st := &s.host.Status
+	note := "Live update started again: " + describeServiceData(data)
+	if data.RetryFailed {
+		note = fmt.Sprintf("Live update started again (retry %d of %d) after: %s", st.ErrorCount, s.cfg.ServicingRetries, st.ErrorMessage)
+		st.ErrorType, st.ErrorMessage = "", ""
+	} else {
+		s.clearError()
+	}
+	st.OperationalStatus = metal3.OperationalStatusServicing
+	s.event(eventNormal, reasonServicingStarted, "Servicing", note)
 }
 
 // endServicing returns the host to OK with an event.

@@ -101,61 +101,82 @@ func TestLiveUpdatePolicies(t *testing.T) {
 }
 
 // TestServicingFailureRetryAndAbort: a failed live update is servicing error with the provisioner's
-// message, reported once and not retried on its own; changing the pending changes starts it again;
-// removing them aborts it and the host returns to OK.
+// message, reported once, and started again by itself after the error backoff, up to
+// ServicingRetries times; then it waits: changing the pending changes starts it again, removing
+// them aborts it and the host returns to OK.
 func TestServicingFailureRetryAndAbort(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
 	fix := fixture.New(fixture.Config{})
-	op := startWithFirmware(t, ns, fix)
+	op := startWithFirmware(t, ns, fix, func(c *Config) { c.ServicingRetries = 1 })
 	provisionedWithFirmware(t, ns, "h", &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot})
 
+	// One failure: reported, then retried, and the retry applies the change.
 	failures := testutil.ToFloat64(metricServicingFailures)
 	fix.FailNextFor(ns, "h", fixture.OpService, 1)
 	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
 	reboot(t, ns, "h")
-	h := waitHost(t, ns, "h", "servicing error", func(h *metal3.BareMetalHost) bool { return h.Status.ErrorType == metal3.ServicingError })
+	h := servicedOK(t, ns, "h", fix, 2)
+	if biosValue(t, fix, ns, "h", "ProcTurboMode") != "Disabled" || h.Status.ErrorType != "" || h.Status.ErrorCount != 0 {
+		t.Fatalf("after the retried live update: %s, ProcTurboMode %s", describe(h), biosValue(t, fix, ns, "h", "ProcTurboMode"))
+	}
 	eventually(t, "the failure counted (other tests run alongside)", func() (bool, string) {
 		got := testutil.ToFloat64(metricServicingFailures)
 		return got >= failures+1, fmt.Sprintf("%v, want at least %v", got, failures+1)
 	})
+	eventually(t, "the events of the failure and its retry", func() (bool, string) {
+		notes := eventsFor(t, ns, "h", true)
+		return slices.Contains(notes, "ServicingError: fixture: injected service failure") &&
+			slices.Contains(notes, "ServicingStarted: Live update started again (retry 1 of 1) after: fixture: injected service failure"), fmt.Sprint(notes)
+	})
+
+	// Failing more often than the retries allow: the error stays, and nothing more happens.
+	fix.FailNextFor(ns, "h", fixture.OpService, 2)
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled", "LogicalProc": "Disabled"})
+	reboot(t, ns, "h")
+	h = waitHost(t, ns, "h", "servicing error after its retry", func(h *metal3.BareMetalHost) bool {
+		return h.Status.ErrorType == metal3.ServicingError && h.Status.ErrorCount == 2
+	})
 	if h.Status.OperationalStatus != metal3.OperationalStatusError || h.Status.ErrorMessage != "fixture: injected service failure" ||
-		h.Status.Provisioning.State != metal3.StateProvisioned || h.Status.ErrorCount != 1 {
-		t.Fatalf("after the failure: %s", describe(h))
+		h.Status.Provisioning.State != metal3.StateProvisioned {
+		t.Fatalf("after the failed retry: %s", describe(h))
 	}
 	if c := condition(h, metal3.ReadyCondition); c == nil || c.Reason != metal3.ErrorReason || c.Message != h.Status.ErrorMessage {
-		t.Fatalf("Ready after the failure: %+v", c)
+		t.Fatalf("Ready after the failed retry: %+v", c)
 	}
-	waitEvent(t, ns, "h", "ServicingError")
 	// Looked at again (a new resourceVersion), nothing more happens: no retry, no new event.
 	op.waitSeen(t, ns, "h", annotate(t, ns, "h", "touch", "1"), 2)
-	if n := fix.Count(ns, "h", fixture.OpService); n != 1 {
-		t.Fatalf("serviced %d times after one failure, want no retry until the changes change", n)
+	if n := fix.Count(ns, "h", fixture.OpService); n != 4 {
+		t.Fatalf("serviced %d times, want 4: two attempts, then no retry until the changes change", n)
 	}
-	if h := getHost(t, ns, "h"); h.Status.ErrorCount != 1 || countReason(eventsFor(t, ns, "h"), "ServicingError") != 1 {
-		t.Fatalf("the same failure reported again: %s, events %v", describe(h), eventsFor(t, ns, "h"))
+	h = getHost(t, ns, "h")
+	if c := condition(h, metal3.ProgressingCondition); h.Status.ErrorCount != 2 || countReason(eventsFor(t, ns, "h"), "ServicingError") != 3 ||
+		c == nil || !strings.Contains(c.Message, "changes to be changed or removed (it failed 2 times)") {
+		t.Fatalf("the failure after its retry: %s, Progressing %+v, events %v", describe(h), c, eventsFor(t, ns, "h", true))
 	}
 
-	// Retry: the user changes the request.
-	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled", "LogicalProc": "Disabled"})
-	servicedOK(t, ns, "h", fix, 2)
-	if biosValue(t, fix, ns, "h", "LogicalProc") != "Disabled" || biosValue(t, fix, ns, "h", "ProcTurboMode") != "Disabled" {
+	// The user changes the request: it starts again, with retries of its own.
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled", "LogicalProc": "Disabled", "ProcVirtualization": "Disabled"})
+	servicedOK(t, ns, "h", fix, 5)
+	if biosValue(t, fix, ns, "h", "LogicalProc") != "Disabled" || biosValue(t, fix, ns, "h", "ProcVirtualization") != "Disabled" {
 		t.Fatal("the changed request was not applied")
 	}
 
-	// Abort: another failure, then the user removes the pending change.
-	fix.FailNextFor(ns, "h", fixture.OpService, 1)
-	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled", "LogicalProc": "Disabled", "ProcVirtualization": "Disabled"})
+	// Abort: failures past the retries, then the user removes the pending change.
+	fix.FailNextFor(ns, "h", fixture.OpService, 2)
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled", "LogicalProc": "Disabled", "ProcVirtualization": "Disabled", "AssetTag": "rack-7"})
 	reboot(t, ns, "h")
-	waitHost(t, ns, "h", "servicing error again", func(h *metal3.BareMetalHost) bool { return h.Status.ErrorType == metal3.ServicingError })
-	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled", "LogicalProc": "Disabled"})
+	waitHost(t, ns, "h", "servicing error again", func(h *metal3.BareMetalHost) bool {
+		return h.Status.ErrorType == metal3.ServicingError && h.Status.ErrorCount == 2
+	})
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled", "LogicalProc": "Disabled", "ProcVirtualization": "Disabled"})
 	h = waitHost(t, ns, "h", "aborted and OK", func(h *metal3.BareMetalHost) bool {
 		return h.Status.OperationalStatus == metal3.OperationalStatusOK && h.Status.ErrorType == "" && h.Status.PoweredOn
 	})
-	if n, _ := fix.Node(ns, "h"); n.Busy != "" || biosValue(t, fix, ns, "h", "ProcVirtualization") != "Enabled" {
-		t.Fatalf("after the abort: node %+v, ProcVirtualization %s", n, biosValue(t, fix, ns, "h", "ProcVirtualization"))
+	if n, _ := fix.Node(ns, "h"); n.Busy != "" || biosValue(t, fix, ns, "h", "AssetTag") == "rack-7" {
+		t.Fatalf("after the abort: node %+v, AssetTag %q", n, biosValue(t, fix, ns, "h", "AssetTag"))
 	}
-	if h.Status.ErrorMessage != "" || fix.Count(ns, "h", fixture.OpService) != 3 {
+	if h.Status.ErrorMessage != "" || fix.Count(ns, "h", fixture.OpService) != 7 {
 		t.Fatalf("after the abort: %s, serviced %d times", describe(h), fix.Count(ns, "h", fixture.OpService))
 	}
 	waitEvent(t, ns, "h", reasonServicingAborted)
@@ -413,7 +434,7 @@ func TestServicingBootsTheAgentImage(t *testing.T) {
 			return err
 		}
 		return firmware(mgr)
-	}, withImages)
+	}, withImages, func(c *Config) { c.ServicingRetries = 0 }) // the failure waits for the changed request
 	h := newHost(ns, "h").WithBMC(testVMediaBMC, "bmc-h").Build()
 	createHost(t, h)
 	waitState(t, ns, "h", metal3.StateProvisioned)
