@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -23,6 +22,7 @@ import (
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/scheme"
 	"github.com/metalforge/metalforge/internal/test/builder"
+	"github.com/metalforge/metalforge/internal/test/hostfleet"
 	"github.com/metalforge/metalforge/internal/test/loopback"
 	"github.com/metalforge/metalforge/internal/test/procstat"
 	"github.com/metalforge/metalforge/internal/test/testenv"
@@ -120,7 +120,7 @@ func (b *bench) setup(ctx context.Context, op *operator) ([]string, error) {
 	start := time.Now()
 	raw := "raw"
 	image := metal3.Image{URL: b.imageURL, Checksum: b.imageSHA, ChecksumType: metal3.SHA256, DiskFormat: &raw}
-	err := parallel(len(hosts), func(i int) error {
+	err := hostfleet.Parallel(len(hosts), func(i int) error {
 		h := hosts[i]
 		secret := builder.BMCSecret(benchNS, hostName(i)+"-bmc", h.Username, h.Password)
 		host := builder.BareMetalHost(benchNS, hostName(i)).WithBMC(h.Addresses["redfish-virtualmedia+http"], secret.Name).
@@ -142,9 +142,8 @@ func (b *bench) setup(ctx context.Context, op *operator) ([]string, error) {
 		return nil, err
 	}
 	fmt.Printf("setup: provisioned in %s\n", time.Since(start).Round(time.Second))
-	err = parallel(len(hosts), func(i int) error {
-		return op.c.Create(ctx, &metal3.HostUpdatePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: hostName(i)},
-			Spec: metal3.HostUpdatePolicySpec{FirmwareSettings: metal3.HostUpdatePolicyOnReboot}})
+	err = hostfleet.Parallel(len(hosts), func(i int) error {
+		return hostfleet.AllowLiveSettings(ctx, op.c, benchNS, hostName(i))
 	})
 	if err != nil {
 		return nil, err
@@ -156,34 +155,14 @@ func (b *bench) setup(ctx context.Context, op *operator) ([]string, error) {
 	return ids, nil
 }
 
-// ready: ChangeDetected and Valid are True for the current generation.
-func ready(hfs *metal3.HostFirmwareSettings) bool {
-	n := 0
-	for _, c := range hfs.Status.Conditions {
-		if c.ObservedGeneration == hfs.Generation && c.Status == metav1.ConditionTrue {
-			n++
-		}
-	}
-	return n == 2
-}
-
 // runOperator asks every host for ProcTurboMode: Disabled in its HostFirmwareSettings, waits until
 // every change is judged valid (not measured), then adds the reboot annotation to every host at once
 // and waits until each went through servicing back to OK.
 func (b *bench) runOperator(ctx context.Context, op *operator) (*result, error) {
 	hosts := b.sim.Hosts()
-	err := parallel(len(hosts), func(i int) error {
-		key := types.NamespacedName{Namespace: benchNS, Name: hostName(i)}
+	err := hostfleet.Parallel(len(hosts), func(i int) error {
 		return retry(ctx, func() error {
-			hfs := &metal3.HostFirmwareSettings{}
-			if err := op.c.Get(ctx, key, hfs); err != nil {
-				return err
-			}
-			if hfs.Spec.Settings["ProcTurboMode"] == intstr.FromString("Disabled") {
-				return nil
-			}
-			hfs.Spec.Settings = metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")}
-			return op.c.Update(ctx, hfs)
+			return hostfleet.SetFirmwareSetting(ctx, op.c, benchNS, hostName(i), "ProcTurboMode", "Disabled")
 		})
 	})
 	if err != nil {
@@ -196,7 +175,7 @@ func (b *bench) runOperator(ctx context.Context, op *operator) (*result, error) 
 			if err := op.c.Get(ctx, key, hfs); err != nil {
 				return err
 			}
-			if ready(hfs) {
+			if hostfleet.ChangeJudged(hfs) {
 				return nil
 			}
 			return fmt.Errorf("%s: the change is not judged valid yet", key.Name)
@@ -209,10 +188,7 @@ func (b *bench) runOperator(ctx context.Context, op *operator) (*result, error) 
 	fmt.Printf("operator: reboot annotation on %d hosts\n", len(hosts))
 	start := time.Now()
 	op.hosts.reset()
-	err = parallel(len(hosts), func(i int) error {
-		h := &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: hostName(i)}}
-		return op.c.Patch(ctx, h, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"reboot.metal3.io":""}}}`)))
-	})
+	err = hostfleet.Parallel(len(hosts), func(i int) error { return hostfleet.Reboot(ctx, op.c, benchNS, hostName(i)) })
 	if err != nil {
 		return nil, err
 	}
@@ -395,37 +371,4 @@ func retry(ctx context.Context, fn func() error) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// parallel runs fn(0..n-1) from 32 goroutines.
-func parallel(n int, fn func(int) error) error {
-	var (
-		mu    sync.Mutex
-		first error
-		next  int
-		wg    sync.WaitGroup
-	)
-	for range 32 {
-		wg.Go(func() {
-			for {
-				mu.Lock()
-				i := next
-				next++
-				stop := first != nil
-				mu.Unlock()
-				if i >= n || stop {
-					return
-				}
-				if err := fn(i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return first
 }
