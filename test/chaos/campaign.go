@@ -50,9 +50,10 @@ type campaign struct {
 	// fired lists the faults as they happened.
 	fired    []string
 	restarts []restart
-	// writes are bmcsim's disk writes per server at the start of each step, and at the end.
-	writes [numSteps + 1]map[string]int
-	steps  [numSteps]stepResult
+	// writes and applies are bmcsim's disk writes and BIOS applications per server at the start of
+	// each step, and at the end.
+	writes, applies [numSteps + 1]map[string]int
+	steps           [numSteps]stepResult
 	// beforeWipe are the hosts' node ids before Ironic lost its database; wiped says it did.
 	beforeWipe map[string]string
 	wiped      bool
@@ -108,8 +109,9 @@ func (cp *campaign) runCampaign(ctx context.Context) {
 		}
 		cp.runStep(faultCtx, step, &faults)
 	}
+	writes, applies := cp.serverCounts(ctx)
 	cp.mu.Lock()
-	cp.writes[numSteps] = cp.diskWrites(ctx)
+	cp.writes[numSteps], cp.applies[numSteps] = writes, applies
 	cp.mu.Unlock()
 	stopFaults()
 	faults.Wait()
@@ -122,9 +124,9 @@ func (cp *campaign) runStep(ctx context.Context, step int, faults *sync.WaitGrou
 	start := time.Now()
 	cp.step.Store(int32(step))
 	cp.tr.setStep(step, start)
-	writes := cp.diskWrites(ctx)
+	writes, applies := cp.serverCounts(ctx)
 	cp.mu.Lock()
-	cp.writes[step] = writes
+	cp.writes[step], cp.applies[step] = writes, applies
 	cp.mu.Unlock()
 	cp.logf("step %d: %s", step+1, stepNames[step])
 	if cp.o.faults {
@@ -165,6 +167,13 @@ func (cp *campaign) runStep(ctx context.Context, step int, faults *sync.WaitGrou
 		}
 	}
 	slices.Sort(res.perHost)
+	if step == stepServiced {
+		// Read now: a node's history goes with the node, and the hosts are deleted later.
+		for name, r := range cp.tr.snapshot() {
+			n := cp.interruptions(ctx, r.nodeID, start, time.Now())
+			cp.tr.update(name, func(r *hostRec) { r.interrupted[step] = n })
+		}
+	}
 	cp.mu.Lock()
 	cp.steps[step] = res
 	cp.mu.Unlock()
@@ -198,6 +207,9 @@ func (cp *campaign) checkStep(ctx context.Context, step int, start time.Time) in
 			// Without faults nothing is wiped: the step passes at once.
 			reached = !cp.o.faults || wiped && r.state == metal3.StateProvisioned && r.errType == "" &&
 				r.nodeID != "" && r.nodeID != before[name] && active[r.nodeID]
+		case stepServiced:
+			reached = r.state == metal3.StateProvisioned && r.errType == "" && r.opStatus == metal3.OperationalStatusOK &&
+				r.poweredOn && !r.rebooting && r.servicing[step] && cp.liveUpdateDone(ctx, name)
 		case stepDeleted:
 			reached = r.deleted && !r.exists
 		}
@@ -254,14 +266,13 @@ func (cp *campaign) change(step int) func(name string) error {
 	ctx := context.Background()
 	switch step {
 	case stepAvailable:
-		servers := cp.sim.Hosts()
 		return func(name string) error {
-			var i int
-			_, _ = fmt.Sscanf(name, "chaos-%d", &i)
-			return hostfleet.Create(ctx, cp.c, namespace, name, servers[i])
+			return hostfleet.Create(ctx, cp.c, namespace, name, cp.sim.Hosts()[hostIndex(name)])
 		}
 	case stepProvisioned:
 		return func(name string) error { return hostfleet.PatchImage(ctx, cp.c, namespace, name, &cp.imageA) }
+	case stepServiced:
+		return func(name string) error { return cp.liveUpdate(ctx, name) }
 	case stepDeprovisioned:
 		return func(name string) error { return hostfleet.PatchImage(ctx, cp.c, namespace, name, nil) }
 	case stepProvisionedB:

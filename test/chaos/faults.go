@@ -107,7 +107,10 @@ func (cp *campaign) stepFaults(ctx context.Context, step int, wg *sync.WaitGroup
 		wg.Go(func() { cp.wipeIronic(ctx) })
 	}
 	if step == s.ironicKill.step {
-		wg.Go(func() { cp.killIronic(ctx, step) })
+		wg.Go(func() { cp.killIronic(ctx, s.ironicKill, s.ironicDown, deployOrCleanStates) })
+	}
+	if step == s.serviceKill.step {
+		wg.Go(func() { cp.killIronic(ctx, s.serviceKill, s.serviceDown, servicingStates) })
 	}
 	if step == s.apiRestart.step {
 		wg.Go(func() {
@@ -163,24 +166,28 @@ func (cp *campaign) wipeIronic(ctx context.Context) {
 	cp.fault("Ironic serving again with an empty database, %s after the kill", time.Since(at).Round(100*time.Millisecond))
 }
 
-// busyStates are Ironic's states of a node that deploys or cleans.
-var busyStates = map[string]bool{"deploying": true, "wait call-back": true, "cleaning": true, "clean wait": true}
+// deployOrCleanStates are Ironic's states of a node that deploys or cleans; servicingStates of
+// one that is serviced.
+var (
+	deployOrCleanStates = map[string]bool{"deploying": true, "wait call-back": true, "cleaning": true, "clean wait": true}
+	servicingStates     = map[string]bool{"servicing": true, "service wait": true}
+)
 
-// killIronic kills Ironic while nodes deploy or clean (waiting for some, after the scheduled
-// delay, until the step ends) and starts it again with its database.
-func (cp *campaign) killIronic(ctx context.Context, step int) {
-	if !sleep(ctx, cp.sched.ironicKill.after) {
+// killIronic kills Ironic while nodes are in one of the busy states (waiting for some, after the
+// scheduled delay, until the step ends) and starts it again with its database down later.
+func (cp *campaign) killIronic(ctx context.Context, when at, down time.Duration, busy map[string]bool) {
+	if !sleep(ctx, when.after) {
 		return
 	}
 	var counts string
 	for {
-		busy := 0
-		counts = cp.nodeStatesCounting(ctx, func(state string, n int) {
-			if busyStates[state] {
-				busy += n
+		n := 0
+		counts = cp.nodeStatesCounting(ctx, func(state string, count int) {
+			if busy[state] {
+				n += count
 			}
 		})
-		if busy > 0 || int(cp.step.Load()) != step {
+		if n > 0 || int(cp.step.Load()) != when.step {
 			break
 		}
 		if !sleep(ctx, time.Second) {
@@ -190,8 +197,8 @@ func (cp *campaign) killIronic(ctx context.Context, step int) {
 	if err := cp.ironic.Kill(); err != nil {
 		cp.fault("killing Ironic FAILED: %v", err)
 	}
-	cp.fault("Ironic SIGKILLed (nodes: %s); starting it again in %s", counts, cp.sched.ironicDown.Round(time.Second))
-	time.Sleep(cp.sched.ironicDown)
+	cp.fault("Ironic SIGKILLed (nodes: %s); starting it again in %s", counts, down.Round(time.Second))
+	time.Sleep(down)
 	at := time.Now()
 	if err := cp.ironic.Resume(); err != nil {
 		cp.fault("Ironic restart FAILED: %v", firstLine(err))
@@ -314,20 +321,20 @@ func (cp *campaign) listNodes(ctx context.Context) ([]nodes.Node, error) {
 	return nodes.ExtractNodes(pages)
 }
 
-// diskWrites reads bmcsim's count of disk writes per server.
-func (cp *campaign) diskWrites(ctx context.Context) map[string]int {
-	out := map[string]int{}
+// serverCounts reads bmcsim's counts of disk writes and of BIOS applications per server.
+func (cp *campaign) serverCounts(ctx context.Context) (writes, applies map[string]int) {
+	writes, applies = map[string]int{}, map[string]int{}
 	cp.retry(ctx, "reading bmcsim's servers", func() error {
 		list, err := cp.sim.Control.Servers()
 		if err != nil {
 			return err
 		}
 		for _, s := range list {
-			out[s.Name] = s.DiskWrites
+			writes[s.Name], applies[s.Name] = s.DiskWrites, s.BIOSApplies
 		}
 		return nil
 	})
-	return out
+	return writes, applies
 }
 
 // retry calls fn until it succeeds or ctx ends, once a second (the API server or the operator may

@@ -1,8 +1,9 @@
 // Command chaos is the fault campaign (`make chaos N=100`): N bmcsim servers go through register →
-// inspect → provision → deprovision → provision again → delete through bin/baremetal-operator on
-// real Ironic, while a seeded schedule of faults fires at random moments: the operator SIGKILLed
-// and restarted every 20–60 s; Ironic SIGKILLed and restarted, once with its database wiped while
-// the hosts are provisioned and once while hosts deploy or clean; the kube-apiserver restarted once
+// inspect → provision → a live update (a BIOS setting and a reboot: servicing) → deprovision →
+// provision again → delete through bin/baremetal-operator on real Ironic, while a seeded schedule
+// of faults fires at random moments: the operator SIGKILLed and restarted every 20–60 s; Ironic
+// SIGKILLed and restarted, once with its database wiped while the hosts are provisioned, once
+// while hosts deploy or clean and once while they are serviced; the kube-apiserver restarted once
 // (etcd kept); bmcsim answering 10 % of Redfish requests with 500 or not at all; one BMC changing
 // its password, its Secret updated a minute later; one server's agent crashing in the middle of its
 // deploy.
@@ -11,7 +12,8 @@
 // faults are drawn per request, so which requests fail differs between runs), each fault as it
 // fires, and at the end, per run: the hosts that reached each step's state, the hosts stuck (no
 // progress for 10 minutes, with state and message), the hosts whose server was written more
-// often than they were asked to be deployed, the nodes left in Ironic, the HardwareData and
+// often than they were asked to be deployed, the servers whose BIOS settings were applied more
+// often than the live update asked or outside it, the nodes left in Ironic, the HardwareData and
 // Secrets left behind, every BMC password, Ironic credential or Secret value found in the
 // operator's log, the Events or any object's status, and the operator's restarts with its
 // recovery time after each. It exits 1 when a check found something.
@@ -113,6 +115,13 @@ func main() {
 }
 
 func hostName(i int) string { return fmt.Sprintf("chaos-%03d", i) }
+
+// hostIndex is hostName's inverse: host i runs on bmcsim's i-th server.
+func hostIndex(name string) int {
+	var i int
+	_, _ = fmt.Sscanf(name, "chaos-%d", &i)
+	return i
+}
 
 func run(o options) (bool, error) {
 	if why := ironicenv.Unavailable(); why != "" {

@@ -23,6 +23,7 @@ func (cp *campaign) report() bool {
 	left := cp.leftovers(ctx)
 	snap := cp.tr.snapshot()
 	twice, unexpected, unwritten := cp.deployments(snap)
+	appliedTwice, appliedOutside := cp.biosApplications(snap)
 
 	fmt.Println()
 	fmt.Printf("=== chaos: seed %d, %d hosts, faults %v, %s in all (load average now %s)\n",
@@ -76,6 +77,8 @@ func (cp *campaign) report() bool {
 		{"hosts deployed twice for one provisioning request", twice, len(twice)},
 		{"disk writes outside a provisioning request", unexpected, len(unexpected)},
 		{"hosts provisioned without their image written", unwritten, len(unwritten)},
+		{"BIOS applied more than once for one live update", appliedTwice, len(appliedTwice)},
+		{"BIOS applied outside a live update", appliedOutside, len(appliedOutside)},
 		{"nodes left in Ironic", left.nodes, len(left.nodes)},
 		{"HardwareData left", left.hardwareData, len(left.hardwareData)},
 		{"Secrets left (or still held by the operator's finalizer)", left.secrets, len(left.secrets)},
@@ -154,33 +157,59 @@ func maxOf(d []time.Duration) string {
 // write per provisioning request, plus one per failed deploy the host recorded (a retry), and none
 // in any other step.
 func (cp *campaign) deployments(snap map[string]hostRec) (twice, unexpected, unwritten []string) {
+	cp.eachStepCount(snap, cp.writes, func(r hostRec, step, w int) {
+		f := r.failures[step]
+		switch step {
+		case stepProvisioned, stepProvisionedB:
+			if w > 1+f {
+				twice = append(twice, fmt.Sprintf("%s: %d disk writes in step %d (%s) with %d failed deploys recorded; states %v",
+					r.name, w, step+1, stepNames[step], f, r.states))
+			}
+			if w == 0 && !r.reached[step].IsZero() {
+				unwritten = append(unwritten, fmt.Sprintf("%s: provisioned in step %d without a disk write", r.name, step+1))
+			}
+		default:
+			if w > 0 {
+				unexpected = append(unexpected, fmt.Sprintf("%s: %d disk writes in step %d (%s)", r.name, w, step+1, stepNames[step]))
+			}
+		}
+	})
+	return twice, unexpected, unwritten
+}
+
+// biosApplications compares bmcsim's BIOS applications per server and step with what the step
+// asked for: one in the live update step, plus one per failed servicing the host recorded and
+// one per servicing Ironic failed for a reason that was not the request's (a restart in its
+// middle, a lost agent's abort; retried without a report, so counted from the node's history
+// when the step ended),
+// and none in any other step (cleaning, deploying and adoption leave the BIOS alone).
+func (cp *campaign) biosApplications(snap map[string]hostRec) (twice, outside []string) {
+	cp.eachStepCount(snap, cp.applies, func(r hostRec, step, a int) {
+		f := r.serviceFailures[step] + r.interrupted[step]
+		switch {
+		case step == stepServiced && a > 1+f:
+			twice = append(twice, fmt.Sprintf("%s: %d BIOS applications in step %d (%s) with %d failed or interrupted servicings",
+				r.name, a, step+1, stepNames[step], f))
+		case step != stepServiced && a > 0:
+			outside = append(outside, fmt.Sprintf("%s: %d BIOS applications in step %d (%s)", r.name, a, step+1, stepNames[step]))
+		}
+	})
+	return twice, outside
+}
+
+// eachStepCount calls fn with every host's record and, for each step that ran, how much its
+// server's count (bmcsim's, read at the start of each step and at the end) grew in it.
+func (cp *campaign) eachStepCount(snap map[string]hostRec, counts [numSteps + 1]map[string]int, fn func(r hostRec, step, grew int)) {
 	servers := cp.sim.Hosts()
 	for i := range cp.o.n {
-		name, server := hostName(i), servers[i].Name
-		r := snap[name]
+		server, r := servers[i].Name, snap[hostName(i)]
+		r.name = hostName(i)
 		for step := range numSteps {
-			before, after := cp.writes[step], cp.writes[step+1]
-			if before == nil || after == nil {
-				continue
-			}
-			w, f := after[server]-before[server], r.failures[step]
-			switch step {
-			case stepProvisioned, stepProvisionedB:
-				if w > 1+f {
-					twice = append(twice, fmt.Sprintf("%s: %d disk writes in step %d (%s) with %d failed deploys recorded; states %v",
-						name, w, step+1, stepNames[step], f, r.states))
-				}
-				if w == 0 && !r.reached[step].IsZero() {
-					unwritten = append(unwritten, fmt.Sprintf("%s: provisioned in step %d without a disk write", name, step+1))
-				}
-			default:
-				if w > 0 {
-					unexpected = append(unexpected, fmt.Sprintf("%s: %d disk writes in step %d (%s)", name, w, step+1, stepNames[step]))
-				}
+			if before, after := counts[step], counts[step+1]; before != nil && after != nil {
+				fn(r, step, after[server]-before[server])
 			}
 		}
 	}
-	return twice, unexpected, unwritten
 }
 
 type leftovers struct{ nodes, hardwareData, secrets []string }

@@ -14,6 +14,7 @@ const (
 	stepAvailable     = iota // create → registered, inspected, cleaned: available
 	stepProvisioned          // image A set → provisioned
 	stepAdopted              // (nothing changed) Ironic loses its database → every host adopted again
+	stepServiced             // a BIOS setting and the reboot annotation → serviced, still provisioned
 	stepDeprovisioned        // image removed → deprovisioned, cleaned: available
 	stepProvisionedB         // image B set → provisioned again
 	stepDeleted              // host deleted → gone
@@ -24,6 +25,7 @@ var stepNames = [numSteps]string{
 	stepAvailable:     "create → available",
 	stepProvisioned:   "image A → provisioned",
 	stepAdopted:       "Ironic database wiped → adopted",
+	stepServiced:      "BIOS setting, reboot → serviced",
 	stepDeprovisioned: "image removed → available",
 	stepProvisionedB:  "image B → provisioned again",
 	stepDeleted:       "delete → gone",
@@ -61,6 +63,10 @@ type schedule struct {
 	// clean; ironicDown is how long it stays dead.
 	ironicKill at
 	ironicDown time.Duration
+	// serviceKill: Ironic killed (SIGKILL) and restarted with its database while hosts are
+	// serviced (a live update); serviceDown is how long it stays dead.
+	serviceKill at
+	serviceDown time.Duration
 	// apiRestart: kube-apiserver stopped and started again (etcd kept) after apiDown.
 	apiRestart at
 	apiDown    time.Duration
@@ -109,6 +115,10 @@ func newSchedule(o options) *schedule {
 			s.crashHost = rng.IntN(o.n)
 		}
 	}
+	// Drawn last, so that a seed keeps the rest of the schedule it had before the live update
+	// step came.
+	s.serviceKill = at{stepServiced, between(5*time.Second, 40*time.Second)}
+	s.serviceDown = between(2*time.Second, 10*time.Second)
 	return s
 }
 
@@ -140,6 +150,7 @@ func (s *schedule) describe(hostName func(int) string) string {
 	fmt.Fprintf(&b, "  - Ironic SIGKILLed and restarted with an empty database %s after every host was provisioned (step %d)\n",
 		s.wipeAfter.Round(time.Second), stepAdopted+1)
 	fmt.Fprintf(&b, "  - Ironic SIGKILLed while hosts deploy or clean, %s, restarted %s later\n", s.ironicKill, s.ironicDown.Round(time.Second))
+	fmt.Fprintf(&b, "  - Ironic SIGKILLed while hosts are serviced, %s, restarted %s later\n", s.serviceKill, s.serviceDown.Round(time.Second))
 	fmt.Fprintf(&b, "  - kube-apiserver restarted (etcd kept) %s, down %s\n", s.apiRestart, s.apiDown.Round(time.Second))
 	fmt.Fprintf(&b, "  - the BMC of %s changes its password %s; its Secret is updated %s later\n",
 		hostName(s.passwordHost), s.password, s.passwordDelay)

@@ -46,10 +46,14 @@ func TestScheduleBounds(t *testing.T) {
 		if s.ironicKill.step != stepProvisioned && s.ironicKill.step != stepDeprovisioned && s.ironicKill.step != stepProvisionedB {
 			t.Errorf("seed %d: Ironic killed in step %d, want a step where hosts deploy or clean", seed, s.ironicKill.step)
 		}
+		if s.serviceKill.step != stepServiced || s.serviceKill.after < 5*time.Second || s.serviceKill.after > 40*time.Second ||
+			s.serviceDown < 2*time.Second || s.serviceDown > 10*time.Second {
+			t.Errorf("seed %d: Ironic killed %s, down %s, want while hosts are serviced", seed, s.serviceKill, s.serviceDown)
+		}
 		if s.crashStep != stepProvisioned && s.crashStep != stepProvisionedB {
 			t.Errorf("seed %d: agent crash in step %d, want a provisioning step", seed, s.crashStep)
 		}
-		if s.apiRestart.step == stepAdopted || s.password.step == stepAdopted || s.password.step == stepDeleted {
+		if s.apiRestart.step == stepAdopted || s.apiRestart.step == stepServiced || s.password.step == stepAdopted || s.password.step == stepServiced || s.password.step == stepDeleted {
 			t.Errorf("seed %d: API restart in step %d, password change in step %d", seed, s.apiRestart.step, s.password.step)
 		}
 		if s.crashHost == s.passwordHost || s.crashHost < 0 || s.crashHost >= o.n || s.passwordHost < 0 || s.passwordHost >= o.n {

@@ -26,12 +26,16 @@ type hostRec struct {
 	state     metal3.ProvisioningState
 	nodeID    string
 	poweredOn bool
+	opStatus  metal3.OperationalStatus
+	// rebooting: the reboot annotation is on the host.
+	rebooting bool
 	errType   metal3.ErrorType
 	errMsg    string
 	errCount  int
 	// progressing is the Progressing condition's message: what the host says it waits for.
 	progressing string
-	// changed is when the provisioning state or the node last changed: progress.
+	// changed is when the provisioning state, the operational status or the node last changed:
+	// progress.
 	changed time.Time
 	// reached is, per step, when the host first met the step's target.
 	reached [numSteps]time.Time
@@ -40,6 +44,13 @@ type hostRec struct {
 	// failures counts, per step, the provisioning errors the host recorded (errorCount increases
 	// while errorType is provisioning error): a failed deploy that the operator will retry.
 	failures [numSteps]int
+	// serviceFailures counts, per step, the servicing errors the host recorded the same way.
+	serviceFailures [numSteps]int
+	// servicing says, per step, that the host was seen servicing.
+	servicing [numSteps]bool
+	// interrupted counts, per step, the servicings of the host's node that Ironic failed for a
+	// reason that was not the request's (read from the node's history at the end of the step).
+	interrupted [numSteps]int
 	// states are the provisioning states the host was seen in, in order, without repeats.
 	states []metal3.ProvisioningState
 }
@@ -82,24 +93,30 @@ func (tr *tracker) observe(h *metal3.BareMetalHost, deleted bool) {
 		return
 	}
 	r.exists = true
-	if st.Provisioning.State != r.state || st.Provisioning.ID != r.nodeID {
+	if st.Provisioning.State != r.state || st.Provisioning.ID != r.nodeID || st.OperationalStatus != r.opStatus {
 		r.changed = now
 	}
 	if st.Provisioning.State != r.state && st.Provisioning.State != "" {
 		r.states = append(r.states, st.Provisioning.State)
 	}
-	// A provisioning error is counted by errorCount's increase: the watch may miss a status in
-	// between (a relist after an API server restart), the count does not.
-	if st.ErrorType == metal3.ProvisioningError {
-		before := r.errCount
-		if r.errType != metal3.ProvisioningError {
+	// A provisioning or servicing error is counted by errorCount's increase: the watch may miss a
+	// status in between (a relist after an API server restart), the count does not.
+	if st.ErrorType == metal3.ProvisioningError || st.ErrorType == metal3.ServicingError {
+		before := r.errCount // kept while a failed live update is retried (errorType cleared)
+		if r.errType != st.ErrorType && r.errType != "" {
 			before = 0
 		}
-		if st.ErrorCount > before {
-			r.failures[tr.step] += st.ErrorCount - before
+		if more := st.ErrorCount - before; more > 0 && st.ErrorType == metal3.ProvisioningError {
+			r.failures[tr.step] += more
+		} else if more > 0 {
+			r.serviceFailures[tr.step] += more
 		}
 	}
-	r.state, r.nodeID, r.poweredOn = st.Provisioning.State, st.Provisioning.ID, st.PoweredOn
+	if st.OperationalStatus == metal3.OperationalStatusServicing {
+		r.servicing[tr.step] = true
+	}
+	_, r.rebooting = h.Annotations[metal3.RebootAnnotationPrefix]
+	r.state, r.nodeID, r.poweredOn, r.opStatus = st.Provisioning.State, st.Provisioning.ID, st.PoweredOn, st.OperationalStatus
 	r.errType, r.errMsg, r.errCount = st.ErrorType, st.ErrorMessage, st.ErrorCount
 	r.progressing = ""
 	if c := meta.FindStatusCondition(st.Conditions, string(metal3.ProgressingCondition)); c != nil {
@@ -113,9 +130,7 @@ func (tr *tracker) snapshot() map[string]hostRec {
 	defer tr.mu.Unlock()
 	out := make(map[string]hostRec, len(tr.hosts))
 	for k, r := range tr.hosts {
-		c := *r
-		c.states = append([]metal3.ProvisioningState(nil), r.states...)
-		out[k] = c
+		out[k] = r.clone()
 	}
 	return out
 }
@@ -140,4 +155,21 @@ func (tr *tracker) existing() int {
 		}
 	}
 	return n
+}
+
+// get copies one host's record.
+func (tr *tracker) get(name string) (hostRec, bool) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	r := tr.hosts[name]
+	if r == nil {
+		return hostRec{}, false
+	}
+	return r.clone(), true
+}
+
+func (r *hostRec) clone() hostRec {
+	c := *r
+	c.states = append([]metal3.ProvisioningState(nil), r.states...)
+	return c
 }
