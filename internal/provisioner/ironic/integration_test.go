@@ -705,14 +705,19 @@ func TestServicingInterruptedByARestart(t *testing.T) {
 	mustDone(t, "adopt", 2*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		return p.Adopt(ctx, host, provisioner.ProvisionData{BootMode: metal3.UEFI}, false)
 	})
-	failedAs := func(data provisioner.ServiceData, event string) {
+	// stepFailed: a step failure also puts the node in maintenance (fault "service failure").
+	failedAs := func(data provisioner.ServiceData, event string, stepFailed bool) {
 		t.Helper()
 		step, _ := biosStep(data.FirmwareSettings)
 		fp := fingerprint([]nodes.ServiceStep{step})
+		maintenance, fault := "0", "NULL"
+		if stepFailed {
+			maintenance, fault = "1", "'"+faultServiceFailure+"'"
+		}
 		for _, sql := range []string{
 			fmt.Sprintf(`UPDATE nodes SET provision_state = 'service failed', target_provision_state = 'active', last_error = NULL,
-				reservation = NULL, provision_updated_at = datetime('now'), extra = json_set(COALESCE(extra, '{}'), '$.%s', '%s')
-				WHERE uuid = '%s'`, extraServiced, fp, host.NodeID),
+				reservation = NULL, maintenance = %s, fault = %s, provision_updated_at = datetime('now'),
+				extra = json_set(COALESCE(extra, '{}'), '$.%s', '%s') WHERE uuid = '%s'`, maintenance, fault, extraServiced, fp, host.NodeID),
 			// version: the object version of Ironic 39's NodeHistory, without which it cannot load the row.
 			fmt.Sprintf(`INSERT INTO node_history (uuid, version, created_at, conductor, event_type, severity, event, node_id)
 				SELECT '%s', '1.3', datetime('now', '-2 seconds'), 'c-1', 'servicing', 'ERROR', '%s', id
@@ -728,7 +733,7 @@ func TestServicingInterruptedByARestart(t *testing.T) {
 
 	// Interrupted by a restart: serviced again at once.
 	turbo := provisioner.ServiceData{FirmwareSettings: metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")}}
-	failedAs(turbo, "The servicing state can't be resumed by conductor c-1. Moving to fail state.")
+	failedAs(turbo, "The servicing state can't be resumed by conductor c-1. Moving to fail state.", false)
 	mustDone(t, "service after the interruption", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		return p.Service(ctx, host, turbo)
 	})
@@ -736,10 +741,11 @@ func TestServicingInterruptedByARestart(t *testing.T) {
 		t.Errorf("bmcsim ProcTurboMode %v after the interrupted servicing was serviced again, want Disabled", v)
 	}
 
-	// A step the BMC failed: reported with the reason from the history, serviced again on a retry.
+	// A step the BMC failed: reported with the reason from the history, serviced again on a retry
+	// (which takes the node out of the maintenance the failure put it in).
 	logical := provisioner.ServiceData{FirmwareSettings: metal3.DesiredSettingsMap{"LogicalProc": intstr.FromString("Disabled")}}
 	reason := "Node " + host.NodeID + " failed step bios.apply_configuration: Redfish exception occurred (injected)"
-	failedAs(logical, reason)
+	failedAs(logical, reason, true)
 	res, err := p.Service(context.Background(), host, logical)
 	if err != nil || !res.Failed() || res.ErrorMessage != "Servicing failed: "+reason {
 		t.Fatalf("servicing a request whose step failed: %s, %v; want the failure with its reason from the history", describe(res), err)
