@@ -146,8 +146,9 @@ func (s *hostScope) continueServicing() outcome {
 		// stays shown until the host is back to OK.
 		return waitOn(res, "the provisioner to abort the live update")
 	}
-	if st.OperationalStatus != metal3.OperationalStatusServicing && !data.Empty() {
-		s.restartedServicing(data) // a failed one, retried or with changed changes (done at once, or started)
+	if st.OperationalStatus != metal3.OperationalStatusServicing && !data.Empty() && (res.Busy || data.RetryFailed) {
+		// A failed one started again: retried (perhaps done at once), or with changed changes.
+		s.restartedServicing(data)
 	}
 	if res.Busy {
 		return waitOn(res, "the provisioner to apply the live update (servicing)")
