@@ -120,7 +120,7 @@ func (cp *campaign) reportRestarts() {
 			late++
 		}
 	}
-	fmt.Printf("operator restarts: %d (SIGKILL every %s–%s); %d failed starts (API server down)\n",
+	fmt.Printf("operator restarts: %d (SIGKILL every %s–%s); besides them %d starts failed (API server down)\n",
 		len(cp.restarts), cp.o.killMin, cp.o.killMax, attempts)
 	fmt.Printf("  start → ready:                                median %s, max %s\n", median(ready), maxOf(ready))
 	fmt.Printf("  start → every host reconciled once again:     median %s, max %s; %d restarts not caught up within %s\n",
