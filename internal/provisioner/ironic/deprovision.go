@@ -27,15 +27,9 @@ func (p *Provisioner) Deprovision(ctx context.Context, host provisioner.Host, re
 	d := decideDeprovisioning(n, restartOnFailure)
 	switch d.act {
 	case actUndeploy:
-		var pt patch
-		clean := automatedClean(host.AutomatedCleaningMode)
-		if n.AutomatedClean == nil || *n.AutomatedClean != clean {
-			pt.setField("automated_clean", clean, n.AutomatedClean)
-		}
-		if clean {
-			if err := p.setDeployImage(&pt, n, host, access); err != nil {
-				return provisioner.Result{}, err
-			}
+		pt, _, err := p.cleaningPatch(n, host, access)
+		if err != nil {
+			return provisioner.Result{}, err
 		}
 		n, res, err, ok := p.update(ctx, s, n, pt)
 		if !ok {

@@ -145,6 +145,22 @@ func automatedClean(mode metal3.AutomatedCleaningMode) bool {
 	return mode != metal3.CleaningModeDisabled
 }
 
+// cleaningPatch is the patch before a transition that cleans if the host's cleaning mode says so
+// (undeploy, provide): automated_clean as the mode says, and the deploy image the agent that
+// cleans boots from. clean says whether the node will clean.
+func (p *Provisioner) cleaningPatch(n *nodes.Node, host provisioner.Host, access *bmc.Access) (pt patch, clean bool, err error) {
+	clean = automatedClean(host.AutomatedCleaningMode)
+	if n.AutomatedClean == nil || *n.AutomatedClean != clean {
+		pt.setField("automated_clean", clean, n.AutomatedClean)
+	}
+	if clean {
+		if err := p.setDeployImage(&pt, n, host, access); err != nil {
+			return patch{}, false, err
+		}
+	}
+	return pt, clean, nil
+}
+
 // parseAccess parses the BMC address; a bad one is a host error (the webhook normally stops it).
 func parseAccess(host provisioner.Host) (*bmc.Access, error) {
 	a, err := bmc.Parse(host.BMCAddress)

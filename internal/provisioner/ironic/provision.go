@@ -56,15 +56,9 @@ func (p *Provisioner) provide(ctx context.Context, s *session, n *nodes.Node, ho
 	if wait := cleaningSettleWait(n, p.now()); wait > 0 {
 		return provisioner.Working(wait), nil
 	}
-	var pt patch
-	clean := automatedClean(host.AutomatedCleaningMode)
-	if n.AutomatedClean == nil || *n.AutomatedClean != clean {
-		pt.setField("automated_clean", clean, n.AutomatedClean)
-	}
-	if clean {
-		if err := p.setDeployImage(&pt, n, host, access); err != nil {
-			return provisioner.Result{}, err
-		}
+	pt, clean, err := p.cleaningPatch(n, host, access)
+	if err != nil {
+		return provisioner.Result{}, err
 	}
 	n, res, err, ok := p.update(ctx, s, n, pt)
 	if !ok {
