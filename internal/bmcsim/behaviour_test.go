@@ -387,6 +387,20 @@ func TestFaultInjection(t *testing.T) {
 		equal(t, "PowerState once cleared", e.power(), "On")
 	})
 
+	t.Run("a power-on that fails", func(t *testing.T) {
+		e := newEnv(t, envOptions{hosts: 1})
+		e.control(http.MethodPut, "/v1/servers/"+e.host.Name+"/faults", map[string]any{"failPowerOn": true})
+		e.must(http.StatusInternalServerError, http.MethodPost, e.sys()+"/Actions/ComputerSystem.Reset", map[string]string{"ResetType": "On"})
+		equal(t, "PowerState after a failed power-on", e.power(), "Off")
+		e.control(http.MethodDelete, "/v1/faults", nil)
+		e.reset("On")
+		e.control(http.MethodPut, "/v1/servers/"+e.host.Name+"/faults", map[string]any{"failPowerOn": true})
+		e.must(http.StatusInternalServerError, http.MethodPost, e.sys()+"/Actions/ComputerSystem.Reset", map[string]string{"ResetType": "ForceRestart"})
+		equal(t, "PowerState after a failed restart", e.power(), "On")
+		e.reset("ForceOff")
+		equal(t, "PowerState after a power-off (not refused)", e.power(), "Off")
+	})
+
 	t.Run("a firmware update that fails", func(t *testing.T) {
 		e := newEnv(t, envOptions{hosts: 1})
 		e.control(http.MethodPut, "/v1/faults", map[string]any{"failFirmwareUpdate": true})

@@ -26,6 +26,10 @@ type Set struct {
 	Password string `json:"password,omitempty"`
 	// IgnorePowerOn makes power-on requests succeed on the wire while the server stays off.
 	IgnorePowerOn bool `json:"ignorePowerOn,omitempty"`
+	// FailPowerOn makes every reset that would power the server on (On, a restart of a running
+	// server, the power button of an off one) answer 500 and change nothing, as a BMC whose power
+	// controller errs; power-off requests work.
+	FailPowerOn bool `json:"failPowerOn,omitempty"`
 	// FailDeploy makes the server's agent crash in the middle of a deploy (agent.Machine.FailDeploy).
 	FailDeploy bool `json:"failDeploy,omitempty"`
 	// LoseAgentToken makes the server's agent lose the answer to the lookup that hands out its
@@ -71,6 +75,7 @@ func Merge(global, server Set) Set {
 		TimeoutRate:        max(global.TimeoutRate, server.TimeoutRate),
 		WrongCredentials:   global.WrongCredentials || server.WrongCredentials,
 		IgnorePowerOn:      global.IgnorePowerOn || server.IgnorePowerOn,
+		FailPowerOn:        global.FailPowerOn || server.FailPowerOn,
 		FailDeploy:         global.FailDeploy || server.FailDeploy,
 		LoseAgentToken:     global.LoseAgentToken || server.LoseAgentToken,
 		FailFirmwareUpdate: global.FailFirmwareUpdate || server.FailFirmwareUpdate,

@@ -3,8 +3,8 @@ package fault
 import "testing"
 
 func TestMergeAndValidate(t *testing.T) {
-	got := Merge(Set{ErrorRate: 0.1, IgnorePowerOn: true, RejectBIOSSetting: "A"}, Set{ErrorRate: 0.3, TimeoutRate: 0.2, FailDeploy: true, RejectBIOSSetting: "B"})
-	want := Set{ErrorRate: 0.3, TimeoutRate: 0.2, IgnorePowerOn: true, FailDeploy: true, RejectBIOSSetting: "B"}
+	got := Merge(Set{ErrorRate: 0.1, IgnorePowerOn: true, RejectBIOSSetting: "A"}, Set{ErrorRate: 0.3, TimeoutRate: 0.2, FailDeploy: true, FailPowerOn: true, RejectBIOSSetting: "B"})
+	want := Set{ErrorRate: 0.3, TimeoutRate: 0.2, IgnorePowerOn: true, FailPowerOn: true, FailDeploy: true, RejectBIOSSetting: "B"}
 	if got != want {
 		t.Errorf("Merge = %+v, want %+v", got, want)
 	}

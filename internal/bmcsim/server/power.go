@@ -38,6 +38,9 @@ var ErrInvalid = errors.New("invalid request")
 // ErrNotFound marks a request for something that does not exist (HTTP 404).
 var ErrNotFound = errors.New("not found")
 
+// ErrPowerFault is the FailPowerOn fault's answer to a power on (HTTP 500).
+var ErrPowerFault = errors.New("the power controller failed to power the server on (injected fault)")
+
 // ErrConflict marks a request that conflicts with the current state (HTTP 409).
 var ErrConflict = errors.New("conflict")
 
@@ -51,7 +54,8 @@ func invalid(format string, a ...any) error {
 // (no-op when off); ForceRestart and GracefulRestart reboot a running server and power on an off
 // one; PushPowerButton toggles. Every power-on is a boot: pending BIOS settings, firmware updates
 // and OnReset volume operations apply, the boot device is chosen, and a Once override reverts to
-// Disabled. With the IgnorePowerOn fault the request is accepted and nothing powers on.
+// Disabled. With the IgnorePowerOn fault the request is accepted and nothing powers on; with
+// FailPowerOn it fails with ErrPowerFault and nothing changes.
 func (s *Server) Reset(resetType string) error {
 	s.mu.Lock()
 	on := s.st.Power == PowerOn
@@ -69,7 +73,12 @@ func (s *Server) Reset(resetType string) error {
 		s.mu.Unlock()
 		return invalid("ResetType %q is not one of %v", resetType, ResetTypes)
 	}
-	if boot && s.fleet.Faults.For(s.Name).IgnorePowerOn {
+	faults := s.fleet.Faults.For(s.Name)
+	if boot && faults.FailPowerOn {
+		s.mu.Unlock()
+		return ErrPowerFault
+	}
+	if boot && faults.IgnorePowerOn {
 		boot = false
 	}
 	var ops []runOp

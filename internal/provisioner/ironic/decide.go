@@ -288,8 +288,10 @@ func decideAdoption(n *nodes.Node, hostState metal3.ProvisioningState, hasImage,
 // failed means the user took the changes back: abort (service wait → service failed → active). A
 // failure is reported until the request changes or the host retries it; a servicing that failed
 // only because it was aborted or because Ironic restarted in its middle is started again at once,
-// without a report (nothing was wrong with the request).
-func decideServicing(n *nodes.Node, hasSteps, finished, sameRequest, retry bool) decision {
+// without a report (nothing was wrong with the request). So is one that failed on what an earlier
+// attempt left (failedOnStaleStep) when staleRestart says this provisioner has not started it
+// again for that yet (once: failing so again is reported).
+func decideServicing(n *nodes.Node, hasSteps, finished, sameRequest, retry, staleRestart bool) decision {
 	switch state(n) {
 	case nodes.Active:
 		if !hasSteps || finished {
@@ -310,7 +312,7 @@ func decideServicing(n *nodes.Node, hasSteps, finished, sameRequest, retry bool)
 		if !hasSteps {
 			return do(actAbort)
 		}
-		if sameRequest && !retry && !abortedByRequest(n) && !interruptedByRestart(n) {
+		if sameRequest && !retry && !abortedByRequest(n) && !interruptedByRestart(n) && !staleRestart {
 			return fail("Servicing failed", n)
 		}
 		return do(actService)

@@ -169,26 +169,47 @@ func TestDecideAdoption(t *testing.T) {
 	})
 }
 
+// staleStepError is Ironic 39's last_error of a bios.apply_configuration retried after it failed
+// at its reboot (docs/ironic-notes.md).
+const staleStepError = "Unexpected error when processing next service step. InvalidState: Can not transition from state 'service failed' on event 'done' (no defined transition)"
+
+func TestFailedOnStaleStep(t *testing.T) {
+	for text, want := range map[string]bool{
+		staleStepError: true,
+		"Node x failed step {'step': 'apply_configuration'}: Redfish exception occurred. Error: Reboot failed": false,
+		"The servicing state can't be resumed by conductor c-1. Moving to fail state.":                         false,
+		"": false,
+	} {
+		if got := failedOnStaleStep(node(nodes.ServiceFail, lastError(text))); got != want {
+			t.Errorf("failedOnStaleStep(%q) = %t, want %t", text, got, want)
+		}
+	}
+}
+
 func TestDecideServicing(t *testing.T) {
 	checkDecisions(t, map[string]decideCase{
-		"steps":                     {got: decideServicing(node(nodes.Active), true, false, false, false), want: actService},
-		"same steps ran":            {got: decideServicing(node(nodes.Active), true, true, true, false), want: actDone},
-		"nothing to do":             {got: decideServicing(node(nodes.Active), false, false, false, false), want: actDone},
-		"after an abort, same data": {got: decideServicing(node(nodes.Active), true, false, true, false), want: actService},
-		"servicing":                 {got: decideServicing(node(nodes.Servicing), true, false, true, false), want: actWaitLong},
-		"servicing, taken back":     {got: decideServicing(node(nodes.Servicing), false, false, false, false), want: actWaitLong},
-		"service wait":              {got: decideServicing(node(nodes.ServiceWait), true, false, true, false), want: actWaitLong},
-		"service wait, taken back":  {got: decideServicing(node(nodes.ServiceWait), false, false, false, false), want: actAbort},
-		"service hold, taken back":  {got: decideServicing(node(nodes.ServiceHold), false, false, false, false), want: actAbort},
-		"failed":                    {got: decideServicing(node(nodes.ServiceFail, lastError("bios")), true, false, true, false), want: actFail, wantMsg: "Servicing failed: bios"},
-		"failed, taken back":        {got: decideServicing(node(nodes.ServiceFail), false, false, false, false), want: actAbort},
-		"failed, the host retries":  {got: decideServicing(node(nodes.ServiceFail, lastError("bios")), true, false, true, true), want: actService},
-		"failed, request changed":   {got: decideServicing(node(nodes.ServiceFail, lastError("bios")), true, false, false, false), want: actService},
-		"aborted (lost agent)":      {got: decideServicing(node(nodes.ServiceFail, lastError("By request, the service operation was aborted")), true, false, true, false), want: actService},
+		"steps":                     {got: decideServicing(node(nodes.Active), true, false, false, false, false), want: actService},
+		"same steps ran":            {got: decideServicing(node(nodes.Active), true, true, true, false, false), want: actDone},
+		"nothing to do":             {got: decideServicing(node(nodes.Active), false, false, false, false, false), want: actDone},
+		"after an abort, same data": {got: decideServicing(node(nodes.Active), true, false, true, false, false), want: actService},
+		"servicing":                 {got: decideServicing(node(nodes.Servicing), true, false, true, false, false), want: actWaitLong},
+		"servicing, taken back":     {got: decideServicing(node(nodes.Servicing), false, false, false, false, false), want: actWaitLong},
+		"service wait":              {got: decideServicing(node(nodes.ServiceWait), true, false, true, false, false), want: actWaitLong},
+		"service wait, taken back":  {got: decideServicing(node(nodes.ServiceWait), false, false, false, false, false), want: actAbort},
+		"service hold, taken back":  {got: decideServicing(node(nodes.ServiceHold), false, false, false, false, false), want: actAbort},
+		"failed":                    {got: decideServicing(node(nodes.ServiceFail, lastError("bios")), true, false, true, false, false), want: actFail, wantMsg: "Servicing failed: bios"},
+		"failed, taken back":        {got: decideServicing(node(nodes.ServiceFail), false, false, false, false, false), want: actAbort},
+		"failed, the host retries":  {got: decideServicing(node(nodes.ServiceFail, lastError("bios")), true, false, true, true, false), want: actService},
+		"failed, request changed":   {got: decideServicing(node(nodes.ServiceFail, lastError("bios")), true, false, false, false, false), want: actService},
+		"aborted (lost agent)":      {got: decideServicing(node(nodes.ServiceFail, lastError("By request, the service operation was aborted")), true, false, true, false, false), want: actService},
 		"Ironic restarted in it": {got: decideServicing(node(nodes.ServiceFail,
-			lastError("The servicing state can't be resumed by conductor c-1. Moving to fail state.")), true, false, true, false), want: actService},
-		"abort tearing down": {got: decideServicing(node(nodes.ServiceFail, reserved), true, false, true, false), want: actWaitShort},
-		"manageable":         {got: decideServicing(node(nodes.Manageable), true, false, false, false), want: actUnexpected},
+			lastError("The servicing state can't be resumed by conductor c-1. Moving to fail state.")), true, false, true, false, false), want: actService},
+		"failed on a stale step": {got: decideServicing(node(nodes.ServiceFail,
+			lastError(staleStepError)), true, false, true, false, true), want: actService},
+		"failed on a stale step again": {got: decideServicing(node(nodes.ServiceFail,
+			lastError(staleStepError)), true, false, true, false, false), want: actFail, wantMsg: "Servicing failed: " + staleStepError},
+		"abort tearing down": {got: decideServicing(node(nodes.ServiceFail, reserved), true, false, true, false, false), want: actWaitShort},
+		"manageable":         {got: decideServicing(node(nodes.Manageable), true, false, false, false, false), want: actUnexpected},
 	})
 }
 

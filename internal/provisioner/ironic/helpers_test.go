@@ -84,6 +84,16 @@ func register(t *testing.T, p *Provisioner, host *provisioner.Host) {
 	})
 }
 
+// registerActive registers the host and adopts its node as an active one (an externally
+// provisioned host, nothing deployed): a node to service.
+func registerActive(t *testing.T, p *Provisioner, host *provisioner.Host) {
+	t.Helper()
+	register(t, p, host)
+	mustDone(t, "adopt", 2*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Adopt(ctx, *host, provisioner.ProvisionData{BootMode: metal3.UEFI}, false)
+	})
+}
+
 // callsDelta reports the Ironic requests per operation made while fn ran.
 func callsDelta(p *Provisioner, fn func()) map[string]int64 {
 	before := p.Calls()

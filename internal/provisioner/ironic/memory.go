@@ -37,6 +37,10 @@ type nodeFacts struct {
 	// lostAgentAbort is when this provisioner last aborted the node's wait for a lost agent
 	// (lostagent.go), so that a second one soon after is left to Ironic's callback timeout.
 	lostAgentAbort time.Time
+	// staleServiceRestart: the node's servicing was started again at once after it failed on what
+	// an earlier attempt left (failedOnStaleStep), so that failing so again is reported rather than
+	// started again in a loop. Cleared by any other start.
+	staleServiceRestart bool
 	// recalled is the reason of the node's failure read from its history after Ironic erased
 	// last_error (history.go), for the failure that put it in its failed state at failedAt, so
 	// that the history is read once per failure.
@@ -151,6 +155,17 @@ func (m *nodeMemory) recordStart(id, key, fp string, started bool) {
 		}
 		f.failedStarts[key] = fp
 	})
+}
+
+// staleServiceRestarted reports whether the node's last servicing start was one after a failure
+// on a stale step.
+func (m *nodeMemory) staleServiceRestarted(id string) (restarted bool) {
+	m.read(id, func(f nodeFacts) { restarted = f.staleServiceRestart })
+	return restarted
+}
+
+func (m *nodeMemory) setStaleServiceRestart(id string, restarted bool) {
+	m.update(id, func(f *nodeFacts) { f.staleServiceRestart = restarted })
 }
 
 // lostAgentAbortedSince reports whether this provisioner aborted the node's wait for a lost agent

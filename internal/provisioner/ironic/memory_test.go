@@ -27,6 +27,7 @@ func remember(m *nodeMemory, id string) {
 	m.recordStart(id, extraPrepared, "fp-steps", false)
 	m.setLostAgentAbort(id, time.Unix(100, 0))
 	m.setRecalledError(id, time.Unix(200, 0), "The servicing state can't be resumed")
+	m.setStaleServiceRestart(id, true)
 }
 
 // remembered reports whether the provisioner keeps anything about node id.
@@ -72,6 +73,9 @@ func TestNodeMemory(t *testing.T) {
 	if _, known := m.recalledError("a", time.Unix(201, 0)); known {
 		t.Error("recalledError: a reason remembered for one failure is given for a later one")
 	}
+	if !m.staleServiceRestarted("a") || m.staleServiceRestarted("c") {
+		t.Error("staleServiceRestarted: want the mark for a, none for an unknown node")
+	}
 	if !m.takeRestartedManage("a") || m.takeRestartedManage("a") {
 		t.Error("takeRestartedManage: want true once, then false (one restart per reported failure)")
 	}
@@ -80,8 +84,8 @@ func TestNodeMemory(t *testing.T) {
 	if _, known := m.appliedCreds("a"); known {
 		t.Error("credentials fingerprint kept after forget")
 	}
-	if _, known := m.recalledError("a", time.Unix(200, 0)); m.powerRequest("a") != "" || m.bootPort("a") != "" || m.takeRestartedManage("a") || known {
-		t.Error("power request, boot port, restart mark or recalled error kept after forget")
+	if _, known := m.recalledError("a", time.Unix(200, 0)); m.powerRequest("a") != "" || m.bootPort("a") != "" || m.takeRestartedManage("a") || m.staleServiceRestarted("a") || known {
+		t.Error("power request, boot port, restart marks or recalled error kept after forget")
 	}
 	if _, failed := m.failedStart("a", extraPrepared); failed {
 		t.Error("failed start kept after forget")
@@ -100,6 +104,7 @@ func TestNodeMemory(t *testing.T) {
 	m.setBootPort("b", "")
 	m.setLostAgentAbort("b", time.Time{})
 	m.setRecalledError("b", time.Time{}, "")
+	m.setStaleServiceRestart("b", false)
 	if m.nodes["b"] == nil {
 		t.Fatal("b dropped while a failed start is still remembered")
 	}

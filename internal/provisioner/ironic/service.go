@@ -50,10 +50,15 @@ func (p *Provisioner) Service(ctx context.Context, host provisioner.Host, data p
 	// Finished: this request ran to its end on the node, and (as far as Ironic's clock tells) after
 	// the host's servicing started; an older run of the same request does not count.
 	finished := ran && data.FinishedBy(n.ProvisionUpdatedAt)
-	d := decideServicing(n, len(steps) > 0, finished, ran, data.RetryFailed)
+	staleRestart := state(n) == nodes.ServiceFail && failedOnStaleStep(n) && !p.memory.staleServiceRestarted(n.UUID)
+	d := decideServicing(n, len(steps) > 0, finished, ran, data.RetryFailed, staleRestart)
 	switch d.act {
 	case actService:
-		return p.startServicing(ctx, s, n, host, access, steps, fp)
+		if staleRestart {
+			p.logger(ctx).Info("Servicing failed on what an earlier attempt left (an Ironic bug): starting it again",
+				"node", n.UUID, "lastError", sanitize(n.LastError))
+		}
+		return p.startServicing(ctx, s, n, host, access, steps, fp, staleRestart)
 	case actAbort:
 		if _, ok := n.Extra[extraServiced]; ok {
 			var pt patch
@@ -82,8 +87,10 @@ func (p *Provisioner) ServicingSupported(ctx context.Context) (bool, error) {
 	return s.features.Servicing, nil
 }
 
+// startServicing starts the steps; staleRestart says the start follows a failure on a stale step
+// (remembered once Ironic accepted it, forgotten by any other start).
 func (p *Provisioner) startServicing(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access,
-	steps []nodes.ServiceStep, fp string) (provisioner.Result, error) {
+	steps []nodes.ServiceStep, fp string, staleRestart bool) (provisioner.Result, error) {
 	var pt patch
 	if err := p.setDeployImage(&pt, n, host, access); err != nil {
 		return provisioner.Result{}, err
@@ -96,6 +103,9 @@ func (p *Provisioner) startServicing(ctx context.Context, s *session, n *nodes.N
 	p.logger(ctx).Info("Starting servicing", "node", n.UUID, "steps", stepNames(steps))
 	res, started, err := p.startState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetService, ServiceSteps: steps}, p.long())
 	p.recordStart(n, extraServiced, fp, started)
+	if started {
+		p.memory.setStaleServiceRestart(n.UUID, staleRestart)
+	}
 	return res, err
 }
 
