@@ -3,6 +3,7 @@ package ironic
 import (
 	"context"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,17 +64,12 @@ func (p *Provisioner) recallLastError(ctx context.Context, s *session, n *nodes.
 // failureEvent is the newest error event of the node's history recorded for its current failure
 // ("" when there is none).
 func (p *Provisioner) failureEvent(ctx context.Context, s *session, n *nodes.Node) (string, error) {
-	var body struct {
-		History []historyEvent `json:"history"`
-	}
-	query := url.Values{"detail": {"true"}, "sort_key": {"created_at"}, "sort_dir": {"desc"}, "limit": {"20"}}
-	_, err := s.sc.Get(ctx, s.sc.ServiceURL("nodes", n.UUID, "history")+"?"+query.Encode(), &body,
-		&gophercloud.RequestOpts{OkCodes: []int{200}})
+	history, err := nodeHistory(ctx, s, n.UUID, 20)
 	if err != nil {
-		return "", classifyError(err, "reading the history of Ironic node "+n.UUID)
+		return "", err
 	}
 	oldest := n.ProvisionUpdatedAt.Add(-failureEventWindow)
-	for _, e := range body.History {
+	for _, e := range history {
 		at, err := parseIronicTime(e.CreatedAt)
 		if err != nil || at.Before(oldest) {
 			return "", nil // newest first: the rest is older still
@@ -83,4 +79,18 @@ func (p *Provisioner) failureEvent(ctx context.Context, s *session, n *nodes.Nod
 		}
 	}
 	return "", nil
+}
+
+// nodeHistory returns up to limit of the node's newest history events, newest first.
+func nodeHistory(ctx context.Context, s *session, id string, limit int) ([]historyEvent, error) {
+	var body struct {
+		History []historyEvent `json:"history"`
+	}
+	query := url.Values{"detail": {"true"}, "sort_key": {"created_at"}, "sort_dir": {"desc"}, "limit": {strconv.Itoa(limit)}}
+	_, err := s.sc.Get(ctx, s.sc.ServiceURL("nodes", id, "history")+"?"+query.Encode(), &body,
+		&gophercloud.RequestOpts{OkCodes: []int{200}})
+	if err != nil {
+		return nil, classifyError(err, "reading the history of Ironic node "+id)
+	}
+	return body.History, nil
 }

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -802,33 +800,27 @@ func TestServicingRetryAfterAFailedReboot(t *testing.T) {
 	}
 	// The test is only worth something while Ironic has the bug: the stale failure must be in the
 	// node's history, between the failed reboot and the success.
-	if events := nodeHistory(t, p, host.NodeID); !slices.ContainsFunc(events, failedOnStaleStepText) {
+	if events := historyOf(t, p, host.NodeID); !slices.ContainsFunc(events, failedOnStaleStepText) {
 		t.Errorf("no stale-step failure in the node's history (has Ironic's bug been fixed? then this rule can go): %q", events)
 	}
 }
 
-// failedOnStaleStepText is failedOnStaleStep on a text.
-func failedOnStaleStepText(text string) bool { return failedOnStaleStep(&nodes.Node{LastError: text}) }
+// failedOnStaleStepText is failedOnStaleStep on a history event.
+func failedOnStaleStepText(e historyEvent) bool {
+	return failedOnStaleStep(&nodes.Node{LastError: e.Event})
+}
 
-// nodeHistory returns the events of the node's history, newest first.
-func nodeHistory(t *testing.T, p *Provisioner, id string) []string {
+// historyOf returns the node's newest history events, newest first.
+func historyOf(t *testing.T, p *Provisioner, id string) []historyEvent {
 	t.Helper()
 	ctx := context.Background()
 	s, err := p.session(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var body struct {
-		History []historyEvent `json:"history"`
-	}
-	query := url.Values{"detail": {"true"}, "sort_key": {"created_at"}, "sort_dir": {"desc"}}
-	if _, err := s.sc.Get(ctx, s.sc.ServiceURL("nodes", id, "history")+"?"+query.Encode(), &body,
-		&gophercloud.RequestOpts{OkCodes: []int{200}}); err != nil {
-		t.Fatalf("reading the history of node %s: %v", id, err)
-	}
-	var events []string
-	for _, ev := range body.History {
-		events = append(events, ev.Event)
+	events, err := nodeHistory(ctx, s, id, 50)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return events
 }
