@@ -294,7 +294,7 @@ func table(hosts []metal3.BareMetalHost, addresses map[string]string) ([]string,
 func (d *demo) usage() {
 	k := d.kube.KubeconfigPath
 	fmt.Printf(`
-Everything keeps running until Ctrl-C. Use any kubectl (it is not built here) against the API server:
+Everything keeps running until Ctrl-C. Use any kubectl (make tools builds bin/kubectl) against the API server:
 
     export KUBECONFIG=%s
     kubectl get bmh -n %[2]s                            # hosts, states, power
@@ -304,6 +304,17 @@ Everything keeps running until Ctrl-C. Use any kubectl (it is not built here) ag
     kubectl annotate bmh host-0 -n %[2]s reboot.metal3.io=          # reboot it
     kubectl patch bmh host-1 -n %[2]s --type merge -p '{"spec":{"image":null}}'   # deprovision
     kubectl delete bmh host-2 -n %[2]s                 # deprovision, power off, remove from Ironic
+
+A live update of a BIOS setting on a provisioned host (docs/user-guide.md#a-live-update-step-by-step-a-kubernetes-worker):
+
+    kubectl get hfs host-3 -n %[2]s -o yaml             # its BIOS settings, FirmwareSchema, conditions
+    kubectl get hostfirmwarecomponents host-3 -n %[2]s -o yaml   # its firmware components, versions
+    echo '{"apiVersion":"metal3.io/v1alpha1","kind":"HostUpdatePolicy","metadata":{"name":"host-3"},"spec":{"firmwareSettings":"onReboot"}}' | kubectl apply -n %[2]s -f -
+    kubectl patch hfs host-3 -n %[2]s --type merge -p '{"spec":{"settings":{"ProcTurboMode":"Disabled"}}}'
+    kubectl annotate bmh host-3 -n %[2]s reboot.metal3.io=          # serviced on this reboot
+    kubectl get bmh host-3 -n %[2]s -w -o custom-columns=STATE:.status.provisioning.state,STATUS:.status.operationalStatus
+                                                        # provisioned: servicing, then OK
+    kubectl get hfs host-3 -n %[2]s -o jsonpath='{.status.settings.ProcTurboMode}'   # Disabled
 
 Logs: operator %s, bmcsim %s, Ironic %s
 bmcsim's control API (servers' state, fault injection, docs/bmcsim.md): %s
