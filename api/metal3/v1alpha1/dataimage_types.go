@@ -35,7 +35,6 @@ type DataImageStatus struct {
 // DataImage is a virtual media image attached to the provisioned BareMetalHost of the same name
 // when it is powered on.
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:shortName=dimg
 // +kubebuilder:subresource:status
 type DataImage struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -36,7 +36,7 @@ func TestDiscoveryMatchesMetal3(t *testing.T) {
 		"firmwareschemas":        {"FirmwareSchema", true, nil, false},
 		"hostfirmwarecomponents": {"HostFirmwareComponents", true, nil, true},
 		"hostupdatepolicies":     {"HostUpdatePolicy", true, nil, false},
-		"dataimages":             {"DataImage", true, []string{"dimg"}, true},
+		"dataimages":             {"DataImage", true, nil, true},
 		"bmceventsubscriptions":  {"BMCEventSubscription", true, []string{"bes", "bmcevent"}, true},
 		"provisionings":          {"Provisioning", false, nil, true},
 	}
