@@ -312,8 +312,7 @@ A live update of a BIOS setting on a provisioned host (docs/user-guide.md#a-live
     echo '{"apiVersion":"metal3.io/v1alpha1","kind":"HostUpdatePolicy","metadata":{"name":"host-3"},"spec":{"firmwareSettings":"onReboot"}}' | kubectl apply -n %[2]s -f -
     kubectl patch hfs host-3 -n %[2]s --type merge -p '{"spec":{"settings":{"ProcTurboMode":"Disabled"}}}'
     kubectl annotate bmh host-3 -n %[2]s reboot.metal3.io=          # serviced on this reboot
-    kubectl get bmh host-3 -n %[2]s -w -o custom-columns=STATE:.status.provisioning.state,STATUS:.status.operationalStatus
-                                                        # provisioned: servicing, then OK
+    kubectl get bmh host-3 -n %[2]s -o wide -w          # STATUS servicing, then OK; STATE provisioned
     kubectl get hfs host-3 -n %[2]s -o jsonpath='{.status.settings.ProcTurboMode}'   # Disabled
 
 Logs: operator %s, bmcsim %s, Ironic %s
