@@ -47,3 +47,28 @@ func TestHostChangeMatters(t *testing.T) {
 		}
 	}
 }
+
+// TestSettled: only a companion whose values were read and whose change condition was computed
+// for its current spec, and is False, may have its first read after a start put off.
+func TestSettled(t *testing.T) {
+	now := metav1.Now()
+	cond := func(status metav1.ConditionStatus, generation int64) []metav1.Condition {
+		return []metav1.Condition{{Type: "ChangeDetected", Status: status, ObservedGeneration: generation}}
+	}
+	for name, c := range map[string]struct {
+		lastUpdated *metav1.Time
+		conds       []metav1.Condition
+		want        bool
+	}{
+		"read, judged, nothing to change":    {&now, cond(metav1.ConditionFalse, 2), true},
+		"a change pending":                   {&now, cond(metav1.ConditionTrue, 2), false},
+		"spec edited since it was judged":    {&now, cond(metav1.ConditionFalse, 1), false},
+		"never read (created by its user)":   {nil, nil, false},
+		"read, but the condition is missing": {&now, nil, false},
+		"judged as unknown":                  {&now, cond(metav1.ConditionUnknown, 2), false},
+	} {
+		if got := Settled(c.lastUpdated, c.conds, "ChangeDetected", 2); got != c.want {
+			t.Errorf("%s: Settled %v, want %v", name, got, c.want)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package companion
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +15,7 @@ import (
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/cacheview"
+	"github.com/metalforge/metalforge/internal/controller/conditions"
 	"github.com/metalforge/metalforge/internal/controller/patch"
 )
 
@@ -27,6 +30,13 @@ type Driver struct {
 	// that did not find the cache stale, with the companion's resourceVersion after it ("" when
 	// there is none).
 	Reconciled func(key types.NamespacedName, resourceVersion string)
+	// Settled reports whether a companion's status was judged for its current spec and asks for
+	// no change (nil: never); Resync is the controller's periodic re-read. See Run.
+	Settled func(obj client.Object) bool
+	Resync  time.Duration
+
+	// seen holds the hosts this process has reconciled.
+	seen sync.Map
 }
 
 // Run reconciles the companion obj (an empty object of its kind) of the host key. work gets the
@@ -41,10 +51,12 @@ func (d *Driver) Run(ctx context.Context, key types.NamespacedName, obj client.O
 			}
 		}()
 	}
+	_, seen := d.seen.LoadOrStore(key, struct{}{})
 	host := &metal3.BareMetalHost{}
 	// The host is only read (work must not change it): no copy of the cache's.
 	if err := d.Client.Get(ctx, key, host, cacheview.ReadOnly); apierrors.IsNotFound(err) {
 		d.Written.Forget(key)
+		d.seen.Delete(key)
 		return ctrl.Result{}, nil
 	} else if err != nil {
 		return ctrl.Result{}, fmt.Errorf("reading host %s: %w", key, err)
@@ -62,7 +74,29 @@ func (d *Driver) Run(ctx context.Context, key types.NamespacedName, obj client.O
 		stale = true
 		return ctrl.Result{RequeueAfter: StaleRetry}, nil // the last write is on its way
 	}
+	if !seen && exists && d.Settled != nil && d.Settled(obj) && !Applying(host) {
+		// The operator just started (every host is reconciled once then) and this companion was
+		// read and judged by the process before, with nothing pending: only the host's preparing
+		// or servicing changes what the provisioner shows, and leaving those wakes the companion
+		// anyway. Its re-read is spread over the resync period instead of every host's firmware
+		// being read from the provisioner at once, which at each restart made a third of the
+		// requests a busy Ironic answered (docs/dev/firmware.md).
+		return ctrl.Result{RequeueAfter: Spread(d.Resync)}, nil
+	}
 	return work(host, exists)
+}
+
+// Spread returns a random delay up to d (at least a millisecond: a zero RequeueAfter would not
+// requeue): when the first re-read after a start happens.
+func Spread(d time.Duration) time.Duration {
+	return time.Millisecond + time.Duration(rand.Int64N(max(int64(d), 1))) //nolint:gosec // spreading load, not security
+}
+
+// Settled is what Driver.Settled asks of a companion, given its status: its values were read
+// (lastUpdated) and the change condition was computed for its current generation and is False.
+func Settled(lastUpdated *metav1.Time, conds []metav1.Condition, changeDetected string, generation int64) bool {
+	c := conditions.Get(conds, changeDetected)
+	return lastUpdated != nil && c != nil && c.ObservedGeneration == generation && c.Status == metav1.ConditionFalse
 }
 
 // WriteStatus writes the companion's status through p when it changed, moving lastUpdated (the

@@ -81,7 +81,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Config.ChangeResync == 0 {
 		r.Config.ChangeResync = def.ChangeResync
 	}
-	r.driver = companion.Driver{Client: r.Client, Written: &r.written, Reconciled: r.Config.Reconciled}
+	r.driver = companion.Driver{Client: r.Client, Written: &r.written, Reconciled: r.Config.Reconciled, Resync: r.Config.Resync,
+		Settled: func(o client.Object) bool {
+			hfc := o.(*metal3.HostFirmwareComponents)
+			return companion.Settled(hfc.Status.LastUpdated, hfc.Status.Conditions, string(metal3.HostFirmwareComponentsChangeDetected), hfc.Generation)
+		}}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("hostfirmwarecomponents").
 		For(&metal3.HostFirmwareComponents{}, builder.WithPredicates(predicate.Or[client.Object](companion.EditedOrDeleted(), updatesRecorded()))).

@@ -96,7 +96,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		}
 	}
 	r.schemas = &schemas{client: r.Client, now: r.now, grace: r.Config.SchemaGrace}
-	r.driver = companion.Driver{Client: r.Client, Written: &r.written, Reconciled: r.Config.Reconciled}
+	r.driver = companion.Driver{Client: r.Client, Written: &r.written, Reconciled: r.Config.Reconciled, Resync: r.Config.Resync,
+		Settled: func(o client.Object) bool {
+			hfs := o.(*metal3.HostFirmwareSettings)
+			return companion.Settled(hfs.Status.LastUpdated, hfs.Status.Conditions, string(metal3.FirmwareSettingsChangeDetected), hfs.Generation)
+		}}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &metal3.HostFirmwareSettings{}, schemaRefField, schemaRefOf); err != nil {
 		return fmt.Errorf("indexing host firmware settings by schema: %w", err)
 	}

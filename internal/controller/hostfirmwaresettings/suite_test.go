@@ -14,6 +14,7 @@ import (
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/host"
+	"github.com/metalforge/metalforge/internal/provisioner"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
 	"github.com/metalforge/metalforge/internal/test/companiontest"
 	"github.com/metalforge/metalforge/internal/test/testenv"
@@ -28,6 +29,8 @@ type operator struct {
 	companiontest.Reconciles
 	// cache is what the controller reads.
 	cache client.Reader
+	// stop stops the operator before the test ends.
+	stop func()
 
 	mu sync.Mutex
 	// checked records the cleaner's decisions, per schema.
@@ -52,7 +55,7 @@ func testConfig() Config {
 	return Config{Resync: 200 * time.Millisecond, ChangeResync: 100 * time.Millisecond, SchemaGrace: 300 * time.Millisecond, Concurrency: 4}
 }
 
-func startOperator(t *testing.T, restCfg *rest.Config, ns string, fix *fixture.Fixture, tune ...func(*Config)) *operator {
+func startOperator(t *testing.T, restCfg *rest.Config, ns string, fix provisioner.FirmwareReader, tune ...func(*Config)) *operator {
 	t.Helper()
 	cfg := testConfig()
 	for _, f := range tune {
@@ -60,7 +63,7 @@ func startOperator(t *testing.T, restCfg *rest.Config, ns string, fix *fixture.F
 	}
 	op := &operator{checked: map[types.NamespacedName][]bool{}}
 	cfg.Reconciled, cfg.SchemaChecked = op.Record, op.schemaChecked
-	op.cache = companiontest.StartManager(t, env, restCfg, ns, append(host.CacheViews(), CacheViews()...), func(ctx context.Context, mgr ctrl.Manager) error {
+	op.cache, op.stop = companiontest.StartStoppableManager(t, env, restCfg, ns, append(host.CacheViews(), CacheViews()...), func(ctx context.Context, mgr ctrl.Manager) error {
 		return (&Reconciler{Provisioner: fix, Config: cfg, skipNameValidation: true}).SetupWithManager(ctx, mgr)
 	})
 	return op

@@ -78,6 +78,15 @@ func (r *Reconciles) WaitAfter(t *testing.T, key types.NamespacedName, mark, n i
 // the object from before it).
 func StartManager(t *testing.T, env *testenv.Env, restCfg *rest.Config, ns string, views []cacheview.View, setup func(context.Context, ctrl.Manager) error) client.Reader {
 	t.Helper()
+	cache, _ := StartStoppableManager(t, env, restCfg, ns, views, setup)
+	return cache
+}
+
+// StartStoppableManager is StartManager that also returns a function stopping the manager before
+// the test ends (an operator restart: stop it, start another).
+func StartStoppableManager(t *testing.T, env *testenv.Env, restCfg *rest.Config, ns string, views []cacheview.View,
+	setup func(context.Context, ctrl.Manager) error) (client.Reader, func()) {
+	t.Helper()
 	cacheOpts, clientOpts, err := cacheview.Options([]string{ns}, views...)
 	if err != nil {
 		t.Fatal(err)
@@ -96,13 +105,17 @@ func StartManager(t *testing.T, env *testenv.Env, restCfg *rest.Config, ns strin
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-	return mgr.GetCache()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("manager: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return mgr.GetCache(), stop
 }
 
 // WaitTimeout bounds every wait.
