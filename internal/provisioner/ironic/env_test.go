@@ -1,8 +1,11 @@
 package ironic
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -24,8 +27,9 @@ import (
 // test packages running at once do not share one.
 var testInstance = fmt.Sprintf("provisioner-%d", os.Getpid())
 
-// simHosts is the number of simulated servers; each integration test takes its own.
-const simHosts = 12
+// simHosts is the number of simulated servers; each integration test takes its own (one that
+// leaves its node in Ironic is not handed out again: see host).
+const simHosts = 16
 
 type testEnv struct {
 	ironic  *ironicInstance // the shared Ironic
@@ -183,12 +187,34 @@ func (e *testEnv) host(t *testing.T) bmcsim.Host {
 	t.Helper()
 	select {
 	case h := <-e.free:
-		t.Cleanup(func() { e.free <- h })
+		t.Cleanup(func() {
+			if !e.nodeLeftBy(h) {
+				e.free <- h
+			}
+		})
 		return h
 	case <-time.After(10 * time.Minute):
 		t.Fatal("no free simulated server")
 	}
 	return bmcsim.Host{}
+}
+
+// nodeLeftBy reports whether the shared Ironic still has a node with the server's boot MAC (the
+// test ended without deleting it): registering the server there again would fail ("boot MAC address
+// … belongs to another Ironic node"), so the server is not handed to another test.
+func (e *testEnv) nodeLeftBy(h bmcsim.Host) bool {
+	resp, err := http.Get(e.ironic.Vars["IRONIC_ENDPOINT"] + "ports?address=" + url.QueryEscape(h.BootMAC))
+	if err != nil {
+		return true
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var body struct {
+		Ports []json.RawMessage `json:"ports"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&body) != nil {
+		return true
+	}
+	return len(body.Ports) > 0
 }
 
 // config is the provisioner configuration for an Ironic instance, with short delays.
