@@ -21,7 +21,8 @@ import (
 
 // Driver is the reconcile loop a companion controller shares with the others: read the host and
 // the companion (same key), stop when the host is gone or not registered, look again shortly when
-// the cache does not show the controller's own last write yet, then run the controller's work.
+// the cache does not show the controller's own last write yet, put off the first read after the
+// operator started of a companion that asks for nothing, then run the controller's work.
 type Driver struct {
 	Client client.Client
 	// Written is the controller's patch.Tracker (its writes of the companion).
@@ -79,8 +80,8 @@ func (d *Driver) Run(ctx context.Context, key types.NamespacedName, obj client.O
 		// read and judged by the process before, with nothing pending: only the host's preparing
 		// or servicing changes what the provisioner shows, and leaving those wakes the companion
 		// anyway. Its re-read is spread over the resync period instead of every host's firmware
-		// being read from the provisioner at once, which at each restart made a third of the
-		// requests a busy Ironic answered (docs/dev/firmware.md).
+		// being read from the provisioner at once, which made 40 % of the requests a busy Ironic
+		// answered after each restart in the fault campaign (docs/dev/firmware.md).
 		return ctrl.Result{RequeueAfter: Spread(d.Resync)}, nil
 	}
 	return work(host, exists)
