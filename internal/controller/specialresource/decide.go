@@ -67,7 +67,7 @@ func decide(sr *sro.SpecialResource, in inputs, p *planResult, cfg *Config) outc
 		return errored(sro.ReasonImageMissing, fmt.Sprintf("no driver image for kernel %s: %s", message.List(missing), in.images[missing[0]].message), cfg.Resync)
 	}
 	after := cfg.Resync
-	if p.poll {
+	if p.poll || p.labelsBehind {
 		after = cfg.WaitPoll
 	}
 	switch {
@@ -80,6 +80,9 @@ func decide(sr *sro.SpecialResource, in inputs, p *planResult, cfg *Config) outc
 	}
 	out := ready()
 	out.after = cfg.Resync
+	if p.labelsBehind {
+		out.after = cfg.WaitPoll // the last labels follow the pods into the cache
+	}
 	if len(in.kernels) == 0 {
 		out.message = "no selected node reports a kernel; nothing to serve"
 	}

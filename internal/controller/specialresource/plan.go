@@ -57,6 +57,9 @@ type planResult struct {
 	driverState      map[string]int
 	// hold: the plan of a reconcile waiting for its dependencies (holdPlan): removals only.
 	hold bool
+	// labelsBehind: a driver DaemonSet counts more available pods than the cache shows
+	// (driverPodsBehind), so nodes wait for their state labels.
+	labelsBehind bool
 }
 
 // plan walks the states in order. Each kernel is a pipeline of its own: a state's
@@ -134,7 +137,24 @@ func plan(in planInput) *planResult {
 	}
 	res.prune = prune(in)
 	res.nodeLabels = nodeLabelChanges(in, res.readyStates, res.driverState, hasAffine(in.states))
+	res.labelsBehind = driverPodsBehind(in, res.driverDaemonSets)
 	return res
+}
+
+// driverPodsBehind reports whether a kernel's driver DaemonSet counts more available pods than
+// the cache shows available. Pods are read from the cache but do not wake the controller (their
+// informer can lag the DaemonSet's), so the nodes of the pods not seen yet would wait for their
+// state labels until the resync (10 minutes) although the DaemonSet is ready.
+func driverPodsBehind(in planInput, drivers map[string]*unstructured.Unstructured) bool {
+	for k, ds := range drivers {
+		if ds == nil {
+			continue
+		}
+		if available, _, _ := unstructured.NestedInt64(ds.Object, "status", "numberAvailable"); available > int64(len(in.driverPods[k])) {
+			return true
+		}
+	}
+	return false
 }
 
 // object decides about one object: whether to apply it (only when may), and whether it is

@@ -286,6 +286,37 @@ func TestNodeLabelsNeedDriverPod(t *testing.T) {
 	}
 }
 
+// TestDriverPodsBehind: a driver DaemonSet that counts more available pods than the cache shows
+// makes the plan look again soon (pods do not wake the controller); one whose pods are all seen,
+// or that runs on fewer nodes than selected (an untolerated taint), does not.
+func TestDriverPodsBehind(t *testing.T) {
+	ds := func(available int64) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{}}
+		if err := unstructured.SetNestedField(u.Object, available, "status", "numberAvailable"); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	tests := map[string]struct {
+		drivers map[string]*unstructured.Unstructured
+		pods    map[string]map[string]bool
+		want    bool
+	}{
+		"every available pod in the cache":     {map[string]*unstructured.Unstructured{"X": ds(2)}, map[string]map[string]bool{"X": {"a": true, "b": true}}, false},
+		"a pod the cache does not show yet":    {map[string]*unstructured.Unstructured{"X": ds(2)}, map[string]map[string]bool{"X": {"a": true}}, true},
+		"no pod in the cache yet":              {map[string]*unstructured.Unstructured{"X": ds(1)}, nil, true},
+		"another kernel's driver behind":       {map[string]*unstructured.Unstructured{"X": ds(1), "Y": ds(1)}, map[string]map[string]bool{"X": {"a": true}}, true},
+		"nothing available (not ready yet)":    {map[string]*unstructured.Unstructured{"X": ds(0)}, nil, false},
+		"driver DaemonSet not created yet":     {map[string]*unstructured.Unstructured{"X": nil}, nil, false},
+		"fewer pods than nodes (tainted node)": {map[string]*unstructured.Unstructured{"X": ds(1)}, map[string]map[string]bool{"X": {"a": true}}, false},
+	}
+	for name, tc := range tests {
+		if got := driverPodsBehind(planInput{driverPods: tc.pods}, tc.drivers); got != tc.want {
+			t.Errorf("%s: behind %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
 // TestDecide: the outcome's precedence: a failed build, then a missing image (both Errored, the
 // other kernels still served), then registry trouble, a waiting state, a running build, Ready.
 func TestDecide(t *testing.T) {
@@ -316,6 +347,8 @@ func TestDecide(t *testing.T) {
 		"building": {images: img(sro.ImageExists, sro.ImageBuilding),
 			cond: sro.ConditionProgressing, reason: sro.ReasonWaitingForImage, message: "building the driver image for kernel B", after: time.Hour},
 		"ready": {images: img(sro.ImageExists), cond: sro.ConditionReady, reason: sro.ReasonSuccess, message: "every state is ready", after: time.Hour},
+		"ready, a node's labels wait for its pod in the cache": {images: img(sro.ImageExists), plan: planResult{labelsBehind: true},
+			cond: sro.ConditionReady, reason: sro.ReasonSuccess, message: "every state is ready", after: time.Second},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
