@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/statustext"
 )
 
 // The rules follow the cluster baremetal operator's provisioning_validation.go, which OpenShift
@@ -253,18 +254,18 @@ func validateOSDownloadURL(raw string, path *field.Path) field.ErrorList {
 	}
 	u, err := parseURL(raw, "http", "https")
 	if err != nil {
-		return field.ErrorList{field.Invalid(path, raw, fmt.Sprintf("must be %s: %v", osDownloadURLForm, err))}
+		return field.ErrorList{field.Invalid(path, statustext.Redact(raw), statustext.Redact(fmt.Sprintf("must be %s: %v", osDownloadURLForm, err)))}
 	}
 	var errs field.ErrorList
 	sum := u.Query().Get("sha256")
 	switch {
 	case sum == "":
-		errs = append(errs, field.Invalid(path, raw, "the sha256 query parameter is missing: it must be "+osDownloadURLForm))
+		errs = append(errs, field.Invalid(path, statustext.Redact(raw), "the sha256 query parameter is missing: it must be "+osDownloadURLForm))
 	case len(sum) != sha256HexLen || !isHex(sum): // hex: ours, the operator checks the length only
-		errs = append(errs, field.Invalid(path, raw, fmt.Sprintf("the sha256 query parameter must be %d hexadecimal digits", sha256HexLen)))
+		errs = append(errs, field.Invalid(path, statustext.Redact(raw), fmt.Sprintf("the sha256 query parameter must be %d hexadecimal digits", sha256HexLen)))
 	}
 	if !strings.HasSuffix(u.Path, ".qcow2.gz") && !strings.HasSuffix(u.Path, ".qcow2.xz") {
-		errs = append(errs, field.Invalid(path, raw, "is an OS image and its path must end in .qcow2.gz or .qcow2.xz"))
+		errs = append(errs, field.Invalid(path, statustext.Redact(raw), "is an OS image and its path must end in .qcow2.gz or .qcow2.xz"))
 	}
 	return errs
 }
@@ -285,7 +286,7 @@ func validatePreprovisioningOSDownloadURLs(urls *metal3.PreProvisioningOSDownloa
 			continue
 		}
 		if _, err := parseURL(u.value, "http", "https"); err != nil {
-			errs = append(errs, field.Invalid(path.Child(u.name), u.value, err.Error()))
+			errs = append(errs, field.Invalid(path.Child(u.name), statustext.Redact(u.value), statustext.Redact(err.Error())))
 		}
 	}
 	return errs

@@ -15,6 +15,7 @@ import (
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/conditions"
 	"github.com/metalforge/metalforge/internal/provisioner"
+	"github.com/metalforge/metalforge/internal/statustext"
 )
 
 // The host's PreprovisioningImage (--build-preprov-image, seed 002): the agent image an image
@@ -230,20 +231,10 @@ func imageErrorShown(st *metal3.BareMetalHostStatus) bool {
 // messageLimit caps text from other controllers in the host's status.
 const messageLimit = 500
 
-// sanitizeMessage is the one place that makes text from another controller (an image builder's
-// condition message) fit for the host's status: whitespace collapsed (a tool's multi-line
-// output becomes one line) and the length capped on a character boundary.
-func sanitizeMessage(msg string) string {
-	msg = strings.Join(strings.Fields(msg), " ")
-	if len(msg) <= messageLimit {
-		return msg
-	}
-	cut := messageLimit
-	for cut > 0 && msg[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return msg[:cut] + "…"
-}
+// sanitizeMessage makes text from another controller (an image builder's condition message) fit
+// for the host's status: statustext's cleaning (credentials in URLs, one line, at most
+// messageLimit bytes).
+func sanitizeMessage(msg string) string { return statustext.Clean(msg, messageLimit) }
 
 // waitingSince renders the time a wait started for the Progressing message.
 func waitingSince(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -9,6 +9,7 @@ import (
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/conditions"
 	"github.com/metalforge/metalforge/internal/controller/events"
+	"github.com/metalforge/metalforge/internal/statustext"
 )
 
 // Event reasons (metal3's for a validation failure).
@@ -49,7 +50,7 @@ func setStatus(hfc *metal3.HostFirmwareComponents, components []metal3.FirmwareC
 		for i, err := range errs {
 			parts[i] = err.Error()
 		}
-		msg := "Invalid Firmware Components: " + strings.Join(parts, "; ")
+		msg := statustext.Clean("Invalid Firmware Components: "+strings.Join(parts, "; "), statustext.ConditionMessageLimit)
 		conditions.Set(&st.Conditions, conditions.False(string(metal3.HostFirmwareComponentsValid), metal3.FirmwareComponentsInvalidReason, msg), gen, now)
 		if !wasInvalid || prevMsg != msg {
 			list.Warning(reasonValidationFailed, "Validate", msg)

@@ -12,6 +12,7 @@ import (
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/conditions"
 	"github.com/metalforge/metalforge/internal/controller/events"
+	"github.com/metalforge/metalforge/internal/statustext"
 )
 
 // Event reasons (metal3's for a validation failure).
@@ -52,7 +53,7 @@ func setStatus(hfs *metal3.HostFirmwareSettings, obs observed, now time.Time) ev
 	change := conditions.False(string(metal3.FirmwareSettingsChangeDetected), metal3.FirmwareSuccessReason, "")
 	if len(changed) > 0 {
 		change = conditions.True(string(metal3.FirmwareSettingsChangeDetected), metal3.FirmwareSuccessReason,
-			"Settings that differ from the host's: "+strings.Join(changed, ", "))
+			statustext.Cap("Settings that differ from the host's: "+strings.Join(changed, ", "), statustext.ConditionMessageLimit))
 	}
 	conditions.Set(&st.Conditions, change, gen, now)
 
@@ -67,7 +68,7 @@ func setStatus(hfs *metal3.HostFirmwareSettings, obs observed, now time.Time) ev
 	}
 	var list events.List
 	if len(errs) > 0 {
-		msg := "Invalid BIOS setting: " + joinErrors(errs)
+		msg := statustext.Clean("Invalid BIOS setting: "+joinErrors(errs), statustext.ConditionMessageLimit)
 		conditions.Set(&st.Conditions, conditions.False(string(metal3.FirmwareSettingsValid), metal3.FirmwareConfigurationErrorReason, msg), gen, now)
 		if !wasInvalid || prevMsg != msg {
 			list.Warning(reasonValidationFailed, "Validate", msg)

@@ -201,7 +201,7 @@ func TestMissingSecret(t *testing.T) {
 	p := waitPPI(t, ns, "waiting", "MissingNetworkData", func(p *metal3.PreprovisioningImage) bool {
 		return cond(p, errorType).Reason == metal3.ImageMissingNetworkDataReason
 	})
-	if m := cond(p, errorType).Message; m != "NetworkData secret later not found" {
+	if m := cond(p, errorType).Message; m != `spec.networkDataName: secret "later" not found` {
 		t.Errorf("message %q", m)
 	}
 	create(t, networkSecret(ns, "later", staticNMState))
@@ -299,13 +299,13 @@ func TestConfigurationErrors(t *testing.T) {
 	p := waitPPI(t, ns, "arm", "ConfigurationError", func(p *metal3.PreprovisioningImage) bool {
 		return cond(p, errorType).Reason == metal3.ImageConfigurationErrorReason
 	})
-	if m := cond(p, errorType).Message; !strings.HasPrefix(m, "Architecture not supported") || !strings.Contains(m, "s390x") {
+	if m := cond(p, errorType).Message; !strings.HasPrefix(m, "spec.architecture: architecture not supported") || !strings.Contains(m, "s390x") {
 		t.Errorf("message %q", m)
 	}
 	p = waitPPI(t, ns, "pxe-only", "ConfigurationError", func(p *metal3.PreprovisioningImage) bool {
 		return cond(p, errorType).Reason == metal3.ImageConfigurationErrorReason
 	})
-	if m := cond(p, errorType).Message; m != "No acceptable image format supported (accepted: initrd; this server builds: iso)" {
+	if m := cond(p, errorType).Message; m != "spec.acceptFormats: no acceptable image format supported (accepted: initrd; this server builds: iso)" {
 		t.Errorf("message %q", m)
 	}
 	// Fixing the spec recovers.

@@ -55,11 +55,11 @@ func (s *scope) run() outcome {
 	ppi := s.ppi
 	formats := s.b.Formats(ppi.Spec.Architecture)
 	if formats == nil {
-		return s.fail(metal3.ImageConfigurationErrorReason, fmt.Sprintf("Architecture not supported: no base image for %q", archName(ppi.Spec.Architecture, s.b.HostArch())))
+		return s.fail(metal3.ImageConfigurationErrorReason, fmt.Sprintf("spec.architecture: architecture not supported: no base image for %q", archName(ppi.Spec.Architecture, s.b.HostArch())))
 	}
 	format := pickFormat(ppi.Spec.AcceptFormats, formats)
 	if format == "" {
-		return s.fail(metal3.ImageConfigurationErrorReason, fmt.Sprintf("No acceptable image format supported (accepted: %s; this server builds: %s)", joinFormats(ppi.Spec.AcceptFormats), joinFormats(formats)))
+		return s.fail(metal3.ImageConfigurationErrorReason, fmt.Sprintf("spec.acceptFormats: no acceptable image format supported (accepted: %s; this server builds: %s)", joinFormats(ppi.Spec.AcceptFormats), joinFormats(formats)))
 	}
 	if msg, after := waitFor(ppi, s.cfg.GracePeriod, s.now); msg != "" {
 		setUnready(ppi, msg, s.now)
@@ -69,7 +69,7 @@ func (s *scope) run() outcome {
 	if ppi.Spec.NetworkDataName != "" {
 		if s.missing {
 			delay := retryDelay(ppi, errorType, s.cfg.MinRetryDelay, s.cfg.MaxRetryDelay, s.now)
-			out := s.fail(metal3.ImageMissingNetworkDataReason, fmt.Sprintf("NetworkData secret %s not found", ppi.Spec.NetworkDataName))
+			out := s.fail(metal3.ImageMissingNetworkDataReason, fmt.Sprintf("spec.networkDataName: secret %q not found", ppi.Spec.NetworkDataName))
 			out.after = delay
 			return out
 		}

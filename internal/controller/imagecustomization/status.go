@@ -1,13 +1,12 @@
 package imagecustomization
 
 import (
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/imagebuilder"
 	"github.com/metalforge/metalforge/internal/imagecustomization/imagestore"
+	"github.com/metalforge/metalforge/internal/statustext"
 )
 
 var (
@@ -21,8 +20,9 @@ const (
 	msgCacheLost     = "The image cache was lost; rebuilding"
 )
 
-// maxMessage bounds condition messages (they carry nmcli's and Ignition's words).
-const maxMessage = 1024
+// maxMessage bounds condition messages (they carry nmcli's and Ignition's words), to an Event
+// note's limit as they become notes.
+const maxMessage = statustext.EventNoteLimit
 
 // setImage publishes an image: URL, format, architecture, network data, Ready.
 func setImage(ppi *metal3.PreprovisioningImage, url string, rec *imagestore.Record, format metal3.ImageFormat, nd metal3.SecretStatus, now time.Time) {
@@ -49,18 +49,9 @@ func retryDelay(ppi *metal3.PreprovisioningImage, t string, minDelay, maxDelay t
 	return imagebuilder.RetryDelay(ppi.Status, metal3.ImageStatusConditionType(t), minDelay, maxDelay, now)
 }
 
-// sanitize keeps a message fit for status: one line, bounded.
-func sanitize(msg string) string {
-	msg = strings.Join(strings.Fields(msg), " ")
-	if len(msg) > maxMessage {
-		cut := maxMessage
-		for cut > 0 && !utf8.RuneStart(msg[cut]) {
-			cut--
-		}
-		msg = msg[:cut] + "…"
-	}
-	return msg
-}
+// sanitize keeps a message fit for status and an Event note: statustext's cleaning (credentials in
+// URLs such as an Ignition override's, one line, bounded).
+func sanitize(msg string) string { return statustext.Clean(msg, maxMessage) }
 
 // checksumAnnotation is the sha256sum line of the image at url, or "" while unknown.
 func checksumAnnotation(rec *imagestore.Record) string {

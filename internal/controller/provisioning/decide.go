@@ -15,6 +15,7 @@ import (
 	"github.com/metalforge/metalforge/internal/controller/events"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/clusteroperator"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/render"
+	"github.com/metalforge/metalforge/internal/statustext"
 	"github.com/metalforge/metalforge/internal/webhooks"
 )
 
@@ -147,6 +148,8 @@ func invalid(o *observed) string {
 // the same bad spec is reported once, not at every resync). Nothing is deployed or changed, and
 // observedGeneration stays where it was, so the last good stack keeps running.
 func (p *plan) invalid(o *observed, msg string) {
+	// The ClusterOperator is readable cluster-wide: the URLs it may quote lose their credentials.
+	msg = statustext.Clean(msg, statustext.ConditionMessageLimit)
 	p.state = clusteroperator.State{Reason: clusteroperator.ReasonInvalidConfiguration, Message: msg, Busy: o.busy}
 	p.requeueAfter = o.retry
 	if c := clusteroperator.Condition(o.co, "Degraded"); c == nil || c.Reason != clusteroperator.ReasonInvalidConfiguration || c.Message != msg {

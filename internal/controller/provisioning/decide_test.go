@@ -284,6 +284,33 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// TestInvalidMessageHasNoCredentials: the ClusterOperator is readable cluster-wide, so an invalid
+// OS image URL is quoted there (and in the Event) without its user information.
+func TestInvalidMessageHasNoCredentials(t *testing.T) {
+	spec := disabled
+	spec.ProvisioningOSDownloadURL = "https://mirror-user:hunter22@mirror.example/rhcos.qcow2.gz"
+	p := mustDecide(t, world(&spec, configv1.BareMetalPlatformType))
+	if p.state.Reason != clusteroperator.ReasonInvalidConfiguration {
+		t.Fatalf("state %q (%s), want %q", p.state.Reason, p.state.Message, clusteroperator.ReasonInvalidConfiguration)
+	}
+	if !strings.Contains(p.state.Message, "sha256 query parameter is missing") || !strings.Contains(p.state.Message, "https://***@mirror.example/rhcos.qcow2.gz") {
+		t.Errorf("message %q: want the missing sha256 named and the URL without credentials", p.state.Message)
+	}
+	for _, e := range append([]string{p.state.Message}, notes(p)...) {
+		if strings.Contains(e, "hunter22") || strings.Contains(e, "mirror-user") {
+			t.Errorf("credentials in %q", e)
+		}
+	}
+}
+
+func notes(p *plan) []string {
+	var out []string
+	for _, e := range p.events {
+		out = append(out, e.Note)
+	}
+	return out
+}
+
 func TestBusyMessage(t *testing.T) {
 	host := func(name string, state metal3.ProvisioningState, op metal3.OperationalStatus) metal3.BareMetalHost {
 		h := metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}

@@ -521,6 +521,8 @@ func TestSanitize(t *testing.T) {
 		"redfish body": {`HTTP GET http://bmc/redfish/v1/Systems/1 returned code 500. Base.1.18.InternalError: oops Extended information: [{'@odata.type': '#Message.v1_2_0.Message', 'Message': 'a [b]', 'MessageArgs': []}]. Retrying.`,
 			"HTTP GET http://bmc/redfish/v1/Systems/1 returned code 500. Base.1.18.InternalError: oops. Retrying."},
 		"whitespace": {"a\n  b\tc", "a b c"},
+		"image URL with credentials": {"Validation of image href https://user:tok3n@mirror/os.img failed, reason: 401",
+			"Validation of image href https://***@mirror/os.img failed, reason: 401"},
 	}
 	for name, tc := range tests {
 		if got := sanitize(tc.in); got != tc.want {
@@ -531,7 +533,7 @@ func TestSanitize(t *testing.T) {
 		t.Errorf("secret kept: %q", got)
 	}
 	long := sanitize(strings.Repeat("é", 1000))
-	if len(long) > errorMessageLimit+len("…") || !strings.HasSuffix(long, "…") {
+	if len(long) > errorMessageLimit || !strings.HasSuffix(long, "…") {
 		t.Errorf("long message not capped: %d bytes", len(long))
 	}
 	err := scrub(fmt.Errorf("enrolling: %w: bad value hunter22", provisioner.ErrUnavailable), "hunter22")

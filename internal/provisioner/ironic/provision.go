@@ -8,6 +8,7 @@ import (
 
 	"github.com/metalforge/metalforge/internal/bmc"
 	"github.com/metalforge/metalforge/internal/provisioner"
+	"github.com/metalforge/metalforge/internal/statustext"
 )
 
 // Provision takes the node to active with the host's image: manageable → provide (automated
@@ -101,7 +102,16 @@ func (p *Provisioner) deploy(ctx context.Context, s *session, n *nodes.Node, hos
 	if !ok {
 		return res, err
 	}
-	p.logger(ctx).Info("Deploying", "node", n.UUID, "image", n.InstanceInfo["image_source"], "bootISO", n.InstanceInfo["boot_iso"],
+	p.logger(ctx).Info("Deploying", "node", n.UUID, "image", redactedURL(n.InstanceInfo["image_source"]), "bootISO", redactedURL(n.InstanceInfo["boot_iso"]),
 		"deployInterface", n.DeployInterface)
 	return p.changeState(ctx, s, n, opts, p.long())
+}
+
+// redactedURL is an instance_info URL fit for a log line: image URLs are user input and may carry
+// credentials.
+func redactedURL(v any) any {
+	if s, ok := v.(string); ok {
+		return statustext.Redact(s)
+	}
+	return v
 }

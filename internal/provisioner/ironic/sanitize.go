@@ -3,35 +3,30 @@ package ironic
 import (
 	"regexp"
 	"strings"
+
+	"github.com/metalforge/metalforge/internal/statustext"
 )
 
 // The one place that makes Ironic's text safe and stable for status, events and returned errors.
 // Ironic's last_error embeds request IDs (different on every attempt, so the status would change
 // on every retry), Redfish error bodies ("Extended information: [...]", long and volatile) and, in
 // some drivers' messages, values from driver_info. sanitize removes the first two; secrets passes
-// the values that must never appear (the BMC password), which are replaced by "******".
+// the values that must never appear (the BMC password), which are replaced by "******";
+// statustext then removes credentials in URLs (Ironic quotes the image_source it failed on).
 
 var (
 	requestIDPattern = regexp.MustCompile(`\s*\(?\[?\s*req-[0-9a-fA-F-]{36}\s*\]?\)?`)
-	spaces           = regexp.MustCompile(`\s+`)
 	httpCodePattern  = regexp.MustCompile(`returned code (40[13])\b`)
 )
 
-// sanitize cleans a message from Ironic: request IDs and provider bodies removed, whitespace
-// collapsed, each non-empty secret replaced, length capped.
+// sanitize cleans a message from Ironic: each non-empty secret replaced, request IDs and provider
+// bodies removed, then statustext's cleaning (credentials in URLs such as the image_source Ironic
+// quotes, whitespace, length).
 func sanitize(msg string, secrets ...string) string {
 	msg = sanitizeSecrets(msg, secrets...)
 	msg = requestIDPattern.ReplaceAllString(msg, "")
 	msg = dropExtendedInfo(msg)
-	msg = strings.TrimSpace(spaces.ReplaceAllString(msg, " "))
-	if len(msg) > errorMessageLimit {
-		cut := errorMessageLimit
-		for cut > 0 && !utf8Start(msg[cut]) {
-			cut--
-		}
-		msg = msg[:cut] + "…"
-	}
-	return msg
+	return statustext.Clean(msg, errorMessageLimit)
 }
 
 // extendedInfoMarker starts sushy's rendering of a Redfish error body: a bracketed list of message
@@ -89,8 +84,6 @@ func sanitizeSecrets(msg string, secrets ...string) string {
 	}
 	return msg
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // bmcProblem turns a registration failure into a message naming the BMC problem. Credentials are
 // the common case and Ironic's text for them is a wall of Redfish JSON, so it gets a plain

@@ -1,33 +1,28 @@
 // Package message is the one way text reaches the special-resource-operator's status fields and
 // events: volatile parts (resource versions, UIDs, request IDs) removed, so that identical
 // failures give identical messages and the status is not rewritten on every retry; one line;
-// bounded. Callers never pass credentials (pull Secret contents never enter errors).
+// bounded; credentials in URLs removed (statustext). Callers never pass other credentials (pull
+// Secret contents never enter errors).
 package message
 
 import (
 	"fmt"
 	"regexp"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/metalforge/metalforge/internal/statustext"
 )
 
-// Max bounds a message.
-const Max = 1024
+// Max bounds a message: an Event note's limit, as a status message becomes a note.
+const Max = statustext.EventNoteLimit
 
 var volatile = regexp.MustCompile(`(?i)(resourceVersion|uid|request[- ]?id)[:=]\s*"?[0-9a-z-]+"?`)
 
-// Sanitize makes text fit for a status message or event note.
+// Sanitize makes text fit for a status message or event note: volatile identifiers dropped (the
+// message stays the same from one attempt to the next), then statustext's cleaning (credentials in
+// URLs, one line, at most Max bytes with the ellipsis).
 func Sanitize(msg string) string {
-	msg = volatile.ReplaceAllString(msg, "$1")
-	msg = strings.Join(strings.Fields(msg), " ")
-	if len(msg) > Max {
-		cut := Max
-		for cut > 0 && !utf8.RuneStart(msg[cut]) {
-			cut--
-		}
-		msg = msg[:cut] + "…"
-	}
-	return msg
+	return statustext.Clean(volatile.ReplaceAllString(msg, "$1"), Max)
 }
 
 // List shortens a list for a message: "a, b, c and 2 more".

@@ -1,0 +1,72 @@
+// Package statustext is the one place that makes text fit for what anyone who can read an object
+// sees: status messages, condition messages, Event notes and log lines that quote user input.
+// Every controller's own cleaner (Ironic's request IDs, SRO's volatile fields) ends here.
+//
+// Two things are done to any such text. Credentials are removed: the user information of every
+// URL ("https://user:token@mirror/…") and the values of query parameters that carry them
+// (pre-signed URLs' signatures, access tokens), because image, firmware and Ignition URLs are
+// user input and appear in the errors of every system that fetches them (Ironic quotes its
+// image_source, Go's net/http quotes the request URL). And the text is made one line and bounded
+// on a character boundary, the ellipsis included, so that an Event note never exceeds the API
+// server's 1024-byte limit (a longer note is refused and the Event lost).
+package statustext
+
+import (
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// EventNoteLimit is the API server's limit on an events.k8s.io/v1 Event's note, in bytes.
+const EventNoteLimit = 1024
+
+// ConditionMessageLimit bounds a condition message: long enough for a list of every invalid
+// setting of a BIOS, far below the API's 32768-byte limit on metav1.Condition messages.
+const ConditionMessageLimit = 4096
+
+// ellipsis marks a cut.
+const ellipsis = "…"
+
+var (
+	// userInfo is a URL's "user:password@" part: after a scheme, up to the first "@" before any
+	// "/", "?", "#" or space.
+	userInfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#\s@]+@`)
+	// credentialParam is a query parameter whose name says it carries a credential.
+	credentialParam = regexp.MustCompile(`(?i)([?&;][a-z0-9_.-]*(?:sig|signature|token|password|passwd|secret|credential|apikey|api_key|access_key|auth)[a-z0-9_.-]*=)[^&#\s"'<>]*`)
+)
+
+// Redact removes the credentials URLs in s may carry: their user information becomes "***@" and
+// the values of credential query parameters "***". The rest of s is kept as it is.
+func Redact(s string) string {
+	if strings.Contains(s, "@") {
+		s = userInfo.ReplaceAllString(s, "${1}***@")
+	}
+	if strings.ContainsAny(s, "?&;") {
+		s = credentialParam.ReplaceAllString(s, "${1}***")
+	}
+	return s
+}
+
+// Clean redacts s, collapses its whitespace into single spaces (a tool's multi-line output becomes
+// one line) and cuts it to at most limit bytes, ellipsis included, on a character boundary. A
+// limit of 0 or less leaves the length alone.
+func Clean(s string, limit int) string {
+	s = strings.Join(strings.Fields(Redact(s)), " ")
+	return Cap(s, limit)
+}
+
+// Cap cuts s to at most limit bytes, an ellipsis included, on a character boundary; s is returned
+// unchanged when it fits or limit is 0 or less.
+func Cap(s string, limit int) string {
+	if limit <= 0 || len(s) <= limit {
+		return s
+	}
+	cut := limit - len(ellipsis)
+	if cut < 0 {
+		cut = 0
+	}
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}

@@ -1,0 +1,69 @@
+package statustext
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestRedact(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"user and password", `Validation of image href https://admin:s3cret@mirror.example/os.qcow2 failed`,
+			`Validation of image href https://***@mirror.example/os.qcow2 failed`},
+		{"token only", `ftp://tok@fw.example/bmc.bin`, `ftp://***@fw.example/bmc.bin`},
+		{"two URLs", `http://a:b@x/1 and http://c:d@y/2`, `http://***@x/1 and http://***@y/2`},
+		{"an @ in the path is not user information", `https://mirror.example/users/@me/os.img`, `https://mirror.example/users/@me/os.img`},
+		{"an e-mail address is left alone", `ask admin@example.com`, `ask admin@example.com`},
+		{"pre-signed URL", `GET https://s3.example/b/os.img?X-Amz-Credential=AKIA%2F1&X-Amz-Signature=abc123&X-Amz-Expires=60: 403`,
+			`GET https://s3.example/b/os.img?X-Amz-Credential=***&X-Amz-Signature=***&X-Amz-Expires=60: 403`},
+		{"SAS and access token", `https://blob.example/os.img?sv=2024&sig=Zm9v&access_token=eyJ`, `https://blob.example/os.img?sv=2024&sig=***&access_token=***`},
+		{"a checksum parameter is kept", `https://mirror.example/rhcos.qcow2.gz?sha256=0123abcd`, `https://mirror.example/rhcos.qcow2.gz?sha256=0123abcd`},
+		{"quoted URL", `"https://mirror.example/x?token=abc" failed`, `"https://mirror.example/x?token=***" failed`},
+		{"nothing to do", `spec.settings: unknown setting "Foo"`, `spec.settings: unknown setting "Foo"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Redact(tc.in); got != tc.want {
+				t.Errorf("Redact(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestClean(t *testing.T) {
+	if got := Clean("line one\n\tline   two  https://u:p@h/x ", 0); got != "line one line two https://***@h/x" {
+		t.Errorf("Clean: got %q", got)
+	}
+	long := strings.Repeat("é", 600) // 1200 bytes
+	got := Clean(long, EventNoteLimit)
+	if len(got) > EventNoteLimit {
+		t.Errorf("Clean to %d bytes gave %d bytes", EventNoteLimit, len(got))
+	}
+	if !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
+		t.Errorf("Clean cut inside a character or without an ellipsis: %q", got[len(got)-8:])
+	}
+	if len(got) < EventNoteLimit-4 {
+		t.Errorf("Clean cut more than needed: %d bytes", len(got))
+	}
+	// The redaction happens before the cut: a credential straddling the limit is not half kept.
+	msg := strings.Repeat("x", 1000) + " https://user:verylongpassword@h/"
+	if got := Clean(msg, EventNoteLimit); strings.Contains(got, "verylong") || strings.Contains(got, "user") {
+		t.Errorf("Clean kept part of a credential: %q", got[990:])
+	}
+}
+
+func TestCap(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		limit int
+		want  string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"eleven char", 10, "eleven …"},
+		{"no limit", 0, "no limit"},
+	} {
+		if got := Cap(tc.in, tc.limit); got != tc.want || (tc.limit > 0 && len(got) > tc.limit) {
+			t.Errorf("Cap(%q, %d) = %q (%d bytes), want %q", tc.in, tc.limit, got, len(got), tc.want)
+		}
+	}
+}
