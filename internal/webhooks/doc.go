@@ -1,6 +1,8 @@
-// Package webhooks holds the admission webhooks of the metal3.io API, served by the
-// baremetal-operator binary: validation of BareMetalHost, BMCEventSubscription,
-// HostFirmwareComponents and the cluster-scoped Provisioning.
+// Package webhooks holds the admission webhooks of the metal3.io API: validation of BareMetalHost,
+// BMCEventSubscription and HostFirmwareComponents, served by the baremetal-operator binary, and of
+// the cluster-scoped Provisioning, which the cluster-baremetal-operator serves with its platform's
+// rules (the baremetal-operator registers a Provisioning handler too, without those rules; the
+// webhook configuration the cluster-baremetal-operator renders points at its own).
 //
 // Each kind has a pure validation function returning a field.ErrorList (ValidateBareMetalHost,
 // ValidateProvisioning, ...) that table tests exercise directly and that controllers may call
