@@ -9,9 +9,12 @@ package provisioner
 import (
 	"context"
 	"errors"
+	"regexp"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 )
@@ -107,6 +110,52 @@ type HostConfig struct {
 	NetworkData string
 	MetaData    string
 }
+
+// ParseConfigData parses network data or meta data: a YAML or JSON object, as metal3 accepts.
+// Empty data (or a null document) is no data: nil, nil. The host controller calls it when it
+// reads the Secrets, so that bad data is an input error before provisioning starts, and a
+// provisioner calls it to build what it sends. The error never quotes the data (it may hold
+// secrets); callers put the field in front.
+func ParseConfigData(data string) (map[string]any, error) {
+	if strings.TrimSpace(data) == "" {
+		return nil, nil
+	}
+	var v any
+	if err := yaml.Unmarshal([]byte(data), &v); err != nil {
+		return nil, errors.New("not valid YAML or JSON" + parserDetail(err))
+	}
+	switch v := v.(type) {
+	case nil:
+		return nil, nil
+	case map[string]any:
+		return v, nil
+	case []any:
+		return nil, errors.New("a list, not a YAML or JSON object (key: value pairs)")
+	case string:
+		return nil, errors.New("a string, not a YAML or JSON object (key: value pairs)")
+	default:
+		return nil, errors.New("a single value, not a YAML or JSON object (key: value pairs)")
+	}
+}
+
+// parserDetail is where and why the YAML parser stopped ("yaml: line 2: mapping values are not
+// allowed in this context"), for the status message. A few of its messages quote the data (a
+// tagged value, an anchor, a map key), so those keep only the line. Not wrapped for that reason.
+func parserDetail(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "yaml: "); i >= 0 {
+		msg = msg[i:] // without sigs.k8s.io/yaml's "error converting YAML to JSON: "
+	}
+	if strings.ContainsAny(msg, "`'\"{[") {
+		msg = yamlLine.FindString(msg)
+	}
+	if msg == "" {
+		return ""
+	}
+	return ": " + msg
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line \d+`)
 
 // RegisterOptions tune Register.
 type RegisterOptions struct {

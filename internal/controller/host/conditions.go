@@ -137,7 +137,7 @@ func (s *hostScope) setLiveUpdatesCondition() {
 		return
 	}
 	msg := "The host has live updates its HostUpdatePolicy allows, but the provisioner cannot service provisioned hosts " +
-		"(an Ironic API older than 1.87); the changes wait, and the host reboots without them"
+		"(it reports no servicing support); the changes wait, and the host reboots without them"
 	if prev := conditions.Get(host.Status.Conditions, metal3.LiveUpdatesCondition); prev == nil || prev.Status != metav1.ConditionFalse {
 		s.event(eventWarning, reasonLiveUpdatesUnsupported, "Servicing", msg)
 	}

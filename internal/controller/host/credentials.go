@@ -193,13 +193,25 @@ func (r *Reconciler) loadHostConfig(ctx context.Context, s *hostScope) error {
 		}
 		*into = v
 	}
-	read("spec.userData", h.Spec.UserData, "userData", &cfg.UserData, false)
-	read("spec.networkData", h.Spec.NetworkData, "networkData", &cfg.NetworkData, true)
-	read("spec.metaData", h.Spec.MetaData, "metaData", &cfg.MetaData, false)
-	if h.Spec.NetworkData == nil && h.Spec.PreprovisioningNetworkDataName != "" {
+	network := h.Spec.NetworkData
+	networkField := "spec.networkData"
+	if network == nil && h.Spec.PreprovisioningNetworkDataName != "" {
 		// A Secret made for an image builder holds nmstate (key "nmstate"), not network data.
-		read("spec.preprovisioningNetworkDataName", &corev1.SecretReference{Name: h.Spec.PreprovisioningNetworkDataName}, "networkData", &cfg.NetworkData, true)
+		network = &corev1.SecretReference{Name: h.Spec.PreprovisioningNetworkDataName}
+		networkField = "spec.preprovisioningNetworkDataName"
 	}
+	read("spec.userData", h.Spec.UserData, "userData", &cfg.UserData, false)
+	read(networkField, network, "networkData", &cfg.NetworkData, true)
+	read("spec.metaData", h.Spec.MetaData, "metaData", &cfg.MetaData, false)
+	// The provisioner parses these too; parsed here, bad data is the user's input error, found
+	// before provisioning, instead of a failed attempt that counts towards the retry cap.
+	parse := func(field string, ref *corev1.SecretReference, data string) {
+		if _, err := provisioner.ParseConfigData(data); err != nil {
+			errs = append(errs, inputError{fmt.Sprintf("%s: secret %q: %v", field, ref.Name, err)})
+		}
+	}
+	parse(networkField, network, cfg.NetworkData)
+	parse("spec.metaData", h.Spec.MetaData, cfg.MetaData)
 	for _, err := range errs {
 		if !isInputError(err) {
 			return err

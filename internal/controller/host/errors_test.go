@@ -73,6 +73,77 @@ func TestProvisioningRetryCap(t *testing.T) {
 	}
 }
 
+// TestRetryCapResetByAnyImageChange: a host at the retry cap provisions again when any field of
+// spec.image changes, here the checksum of the same URL.
+func TestRetryCapResetByAnyImageChange(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	fix.FailNext(fixture.OpProvision, 100)
+	op := startOperator(t, ns, fix, func(c *Config) { c.MaxProvisioningRetries = 1 })
+	createHost(t, newHost(ns, "h").Build())
+	h := waitHost(t, ns, "h", "retry cap reached", func(h *metal3.BareMetalHost) bool {
+		return h.Status.Provisioning.State == metal3.StateAvailable && h.Status.ProvisioningFailCount == 1 &&
+			strings.Contains(h.Status.ErrorMessage, "--max-provisioning-retries=1")
+	})
+	op.waitSeen(t, ns, "h", h.ResourceVersion, 2) // capped: it looked again and did not provision
+	if n := fix.Count(ns, "h", fixture.OpProvision); n != 1 {
+		t.Fatalf("provisioned %d times with a cap of 1", n)
+	}
+	fix.FailNext(fixture.OpProvision, 0)
+	const sha = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+	update(t, h, func(h *metal3.BareMetalHost) {
+		h.Spec.Image.Checksum, h.Spec.Image.ChecksumType = sha, metal3.SHA256 // the URL stays
+	})
+	h = waitState(t, ns, "h", metal3.StateProvisioned)
+	if h.Status.ProvisioningFailCount != 0 || h.Status.ErrorType != "" || fix.Count(ns, "h", fixture.OpProvision) != 2 {
+		t.Fatalf("after a new checksum: %s, failCount %d, provisioned %d times", describe(h), h.Status.ProvisioningFailCount,
+			fix.Count(ns, "h", fixture.OpProvision))
+	}
+	if last := h.Status.LastAttemptedImage; last == nil || last.URL != testImage || last.Checksum != sha {
+		t.Fatalf("last attempted image %+v, want the new checksum", last)
+	}
+}
+
+// TestBadConfigDataIsAnInputError: network data or meta data that is not a YAML or JSON object
+// keeps the host available with an error naming the field, before any provisioning attempt (so it
+// does not count towards the retry cap); fixing the Secret wakes the host, which provisions.
+func TestBadConfigDataIsAnInputError(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	// Bad input is looked at again only after an hour: what wakes the host is the Secret's change.
+	startOperator(t, ns, fix, func(c *Config) { c.InputRetryDelay = time.Hour })
+	create(t,
+		builder.DataSecret(ns, "net-n", "networkData", "links:\n\t- id: eno1\n"), // a tab: not YAML
+		builder.DataSecret(ns, "meta-m", "metaData", "- a list\n"),
+		builder.DataSecret(ns, "preprov-p", "networkData", "links: [eno1\n"))
+	createHost(t, newHost(ns, "n").WithNetworkData("net-n").Build())
+	createHost(t, newHost(ns, "m").WithMetaData("meta-m").Build())
+	createHost(t, newHost(ns, "p").WithPreprovisioningNetworkData("preprov-p").Build())
+	for name, want := range map[string]string{
+		"n": `spec.networkData: secret "net-n": not valid YAML or JSON: yaml: line 2: found character that cannot start any token`,
+		"m": `spec.metaData: secret "meta-m": a list, not a YAML or JSON object (key: value pairs)`,
+		"p": `spec.preprovisioningNetworkDataName: secret "preprov-p": not valid YAML or JSON: `,
+	} {
+		h := waitHost(t, ns, name, "an error naming the field", func(h *metal3.BareMetalHost) bool {
+			return strings.HasPrefix(h.Status.ErrorMessage, want)
+		})
+		if h.Status.ErrorType != metal3.ProvisioningError || h.Status.Provisioning.State != metal3.StateAvailable ||
+			h.Status.ProvisioningFailCount != 0 || fix.Count(ns, name, fixture.OpProvision) != 0 {
+			t.Fatalf("host %s: %s, failCount %d, provisioned %d times", name, describe(h), h.Status.ProvisioningFailCount,
+				fix.Count(ns, name, fixture.OpProvision))
+		}
+	}
+	update(t, getSecret(t, ns, "net-n"), func(s *corev1.Secret) {
+		s.Data["networkData"] = []byte("links:\n- id: eno1\n  type: phy\n")
+	})
+	h := waitState(t, ns, "n", metal3.StateProvisioned)
+	if h.Status.ProvisioningFailCount != 0 || h.Status.ErrorType != "" || fix.Count(ns, "n", fixture.OpProvision) != 1 {
+		t.Fatalf("after fixing the Secret: %s, failCount %d", describe(h), h.Status.ProvisioningFailCount)
+	}
+}
+
 // TestBadBMCAddressRecovers: the message names the field; fixing the spec recovers.
 func TestBadBMCAddressRecovers(t *testing.T) {
 	t.Parallel()

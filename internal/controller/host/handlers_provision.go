@@ -3,6 +3,8 @@ package host
 import (
 	"fmt"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
@@ -54,8 +56,11 @@ func (s *hostScope) checkProvisioning() (outcome, bool) {
 		s.clearErrorOf(metal3.ProvisioningError)
 		return outcome{}, false
 	}
-	if img := s.host.Spec.Image; img != nil && (st.LastAttemptedImage == nil || st.LastAttemptedImage.URL != img.URL) {
-		st.ProvisioningFailCount = 0 // a new image resets the retry cap
+	if !apiequality.Semantic.DeepEqual(st.LastAttemptedImage, s.host.Spec.Image) {
+		// A changed image resets the retry cap: any field (a fixed checksum or format of the
+		// same URL is a new attempt), as the cap's message promises. (customDeploy has no
+		// last-attempted record in status; only removing it, or moving to an image, resets.)
+		st.ProvisioningFailCount = 0
 	}
 	if limit := s.cfg.MaxProvisioningRetries; limit > 0 && st.ProvisioningFailCount >= limit {
 		return s.inputFailure(metal3.ProvisioningError, fmt.Errorf(

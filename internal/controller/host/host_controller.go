@@ -63,6 +63,9 @@ type Config struct {
 	// resourceVersion of the copy it started from. A test seam: a test waits until the controller
 	// has looked at a change, then asserts what it did (or did not do), instead of sleeping.
 	Reconciled func(key types.NamespacedName, resourceVersion string)
+	// SecretReconciled is Reconciled for the Secrets the hosts use (secretReleaser): called at
+	// the end of every look at a cached Secret, with its resourceVersion.
+	SecretReconciled func(key types.NamespacedName, resourceVersion string)
 }
 
 // DefaultConfig returns metal3's delays.
@@ -116,7 +119,8 @@ const secretNamesField = ".metalforge.secretNames"
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
-// SetupWithManager registers the controller: hosts, plus the (labelled) Secrets they use.
+// SetupWithManager registers the controller: hosts, plus the (labelled) Secrets they use; and
+// beside it the secretReleaser, which lets deleted Secrets go once no host names them.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -137,6 +141,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		return fmt.Errorf("indexing hosts by secret: %w", err)
 	}
 	hostsPerState.use(mgr.GetCache())
+	releaser := &secretReleaser{client: r.Client, reconciled: r.Config.SecretReconciled}
+	if err := releaser.setup(mgr, r.skipNameValidation); err != nil {
+		return fmt.Errorf("setting up the release of deleted secrets: %w", err)
+	}
 	b := ctrl.NewControllerManagedBy(mgr)
 	if w, ok := r.Provisioner.(provisioner.Watcher); ok {
 		if err := mgr.Add(manager.RunnableFunc(w.Watch)); err != nil {

@@ -53,19 +53,29 @@ type operator struct {
 	done   chan error
 	once   sync.Once
 
-	// seen counts, per host, the reconciles that ended, by the resourceVersion they started from.
-	mu   sync.Mutex
-	seen map[types.NamespacedName][]uint64
+	// seen counts, per host, the reconciles that ended, by the resourceVersion they started from;
+	// secretsSeen the same for the Secrets (the secretReleaser's).
+	mu          sync.Mutex
+	seen        map[types.NamespacedName][]uint64
+	secretsSeen map[types.NamespacedName][]uint64
 }
 
 func (o *operator) reconciled(key types.NamespacedName, resourceVersion string) {
+	o.record(o.seen, key, resourceVersion)
+}
+
+func (o *operator) secretReconciled(key types.NamespacedName, resourceVersion string) {
+	o.record(o.secretsSeen, key, resourceVersion)
+}
+
+func (o *operator) record(seen map[types.NamespacedName][]uint64, key types.NamespacedName, resourceVersion string) {
 	v, err := strconv.ParseUint(resourceVersion, 10, 64)
 	if err != nil {
 		return
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.seen[key] = append(o.seen[key], v)
+	seen[key] = append(seen[key], v)
 }
 
 // waitSeen waits until the operator has finished n reconciles of the host that started from a
@@ -73,15 +83,26 @@ func (o *operator) reconciled(key types.NamespacedName, resourceVersion string) 
 // host is then written. Tests use it to assert that something did NOT happen without sleeping.
 func (o *operator) waitSeen(t *testing.T, ns, name, resourceVersion string, n int) {
 	t.Helper()
+	o.waitIn(t, o.seen, "host", ns, name, resourceVersion, n)
+}
+
+// waitSecretSeen is waitSeen for a Secret and the controller that releases deleted Secrets.
+func (o *operator) waitSecretSeen(t *testing.T, ns, name, resourceVersion string, n int) {
+	t.Helper()
+	o.waitIn(t, o.secretsSeen, "secret", ns, name, resourceVersion, n)
+}
+
+func (o *operator) waitIn(t *testing.T, seen map[types.NamespacedName][]uint64, kind, ns, name, resourceVersion string, n int) {
+	t.Helper()
 	min, err := strconv.ParseUint(resourceVersion, 10, 64)
 	if err != nil {
 		t.Fatalf("resourceVersion %q: %v", resourceVersion, err)
 	}
-	eventually(t, fmt.Sprintf("%d reconciles of %s at resourceVersion %s or later", n, name, resourceVersion), func() (bool, string) {
+	eventually(t, fmt.Sprintf("%d reconciles of %s %s at resourceVersion %s or later", n, kind, name, resourceVersion), func() (bool, string) {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		count := 0
-		for _, v := range o.seen[types.NamespacedName{Namespace: ns, Name: name}] {
+		for _, v := range seen[types.NamespacedName{Namespace: ns, Name: name}] {
 			if v >= min {
 				count++
 			}
@@ -125,8 +146,10 @@ func startManager(t *testing.T, restCfg *rest.Config, ns string, fix *fixture.Fi
 		t.Fatalf("creating manager: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	op := &operator{t: t, cancel: cancel, done: make(chan error, 1), seen: map[types.NamespacedName][]uint64{}}
+	op := &operator{t: t, cancel: cancel, done: make(chan error, 1), seen: map[types.NamespacedName][]uint64{},
+		secretsSeen: map[types.NamespacedName][]uint64{}}
 	cfg.Reconciled = op.reconciled
+	cfg.SecretReconciled = op.secretReconciled
 	r := &Reconciler{Provisioner: fix, Config: cfg, skipNameValidation: true}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		cancel()

@@ -13,7 +13,6 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
-	"sigs.k8s.io/yaml"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/bmc"
@@ -380,9 +379,9 @@ func preprovisioningNetworkData(cfg Config, host provisioner.Host) (map[string]a
 	if cfg.PreprovisioningImageBuilder || host.PreprovisioningNetworkData == "" {
 		return nil, nil
 	}
-	var data map[string]any
-	if err := yaml.Unmarshal([]byte(host.PreprovisioningNetworkData), &data); err != nil {
-		return nil, fmt.Errorf("spec.preprovisioningNetworkDataName: the network data is not valid YAML or JSON: %w", err)
+	data, err := provisioner.ParseConfigData(host.PreprovisioningNetworkData)
+	if err != nil {
+		return nil, fmt.Errorf("spec.preprovisioningNetworkDataName: %w", err)
 	}
 	return data, nil
 }
