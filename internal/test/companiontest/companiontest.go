@@ -118,8 +118,9 @@ func StartStoppableManager(t *testing.T, env *testenv.Env, restCfg *rest.Config,
 	return mgr.GetCache(), stop
 }
 
-// WaitTimeout bounds every wait.
-const WaitTimeout = 30 * time.Second
+// WaitTimeout bounds every wait: a bound, not a sleep, so generous (a reconcile waits seconds for
+// the CPU on a loaded 2-core machine; a CI run with other suites beside it timed out at 30 s).
+const WaitTimeout = 60 * time.Second
 
 // Eventually polls cond until it holds; the message of the last failed check is reported.
 func Eventually(t *testing.T, what string, cond func() (bool, string)) {
