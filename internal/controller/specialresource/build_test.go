@@ -308,24 +308,27 @@ func conditionMessage(sr *sro.SpecialResource, t string) string {
 }
 
 // waitEvent waits for an event about the SpecialResource with the reason and a note containing
-// text.
-func (h *harness) waitEvent(srName, reason, text string) {
+// text, and returns it.
+func (h *harness) waitEvent(srName, reason, text string) *corev1.Event {
 	h.t.Helper()
+	var found *corev1.Event
 	eventually(h.t, "event "+reason+" on "+srName, func() (bool, string) {
 		var list corev1.EventList
 		if err := env.Client.List(context.Background(), &list); err != nil {
 			return false, err.Error()
 		}
 		var seen []string
-		for _, e := range list.Items {
+		for i, e := range list.Items {
 			if e.InvolvedObject.Name != srName || e.InvolvedObject.Kind != "SpecialResource" {
 				continue
 			}
-			seen = append(seen, e.Reason)
+			seen = append(seen, e.Reason+": "+e.Message)
 			if e.Reason == reason && strings.Contains(e.Message, text) {
+				found = &list.Items[i]
 				return true, ""
 			}
 		}
 		return false, fmt.Sprint(seen)
 	})
+	return found
 }

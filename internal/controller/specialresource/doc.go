@@ -6,7 +6,8 @@
 // finalizer, then run the phases of phases.go in order until one has to stop:
 //
 //	validate      the spec (internal/sro/validation: the webhook's checks) and dependency cycles
-//	recipe        the built-in recipe or the ConfigMap's
+//	recipe        the built-in recipe or the ConfigMap's (read from the API server; a change of
+//	              the ConfigMap wakes the SpecialResources that use it: recipewatch.go)
 //	namespace     spec.namespace, created (and then owned) when absent
 //	nodes         the selected nodes, grouped by kernel (status.nodeInfo.kernelVersion)
 //	dependencies  dependsOn SpecialResources: created when missing, Ready before we go on

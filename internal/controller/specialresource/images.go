@@ -1,9 +1,13 @@
 package specialresource
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -94,14 +98,23 @@ func (r *Reconciler) images(s *scope) (outcome, bool, error) {
 			secretRead = true
 			var stop bool
 			if secret, stop, err = r.pullSecret(s); err != nil || stop {
-				out := errored(sro.ReasonInvalidSpec, fmt.Sprintf("spec.driverContainer.pullSecret: Secret %s/%s not found", s.in.namespace, s.sr.Spec.DriverContainer.PullSecret), r.Config.RetryDelay)
+				out := errored(sro.ReasonInvalidSpec, fmt.Sprintf("%s: Secret %s/%s not found", pullSecretField, s.in.namespace, s.sr.Spec.DriverContainer.PullSecret), r.Config.RetryDelay)
 				return out, stop, err
+			}
+			if _, err := image.Keychain(secret); err != nil {
+				// The user's input, to be fixed by the user: not a registry to wait for. The
+				// error names the Secret, never its content.
+				return errored(sro.ReasonInvalidSpec, message.Sanitize(pullSecretField+": "+err.Error()), r.Config.RetryDelay), true, nil
 			}
 		}
 		in.PullSecret = secret
-		ki, err := r.imageState(s, in)
+		ki, refused, err := r.imageState(s, in)
 		if err != nil {
 			return outcome{}, false, err
+		}
+		if refused != nil {
+			return errored(sro.ReasonInvalidSpec, message.Sanitize(fmt.Sprintf("%s: the registry refused the credentials of Secret %s/%s for image %s: %s",
+				pullSecretField, secret.Namespace, secret.Name, img, pullorbuild.RegistryError(refused))), r.Config.RetryDelay), true, nil
 		}
 		s.in.images[g.kernel] = ki
 	}
@@ -124,12 +137,18 @@ func (r *Reconciler) pullSecret(s *scope) (*corev1.Secret, bool, error) {
 }
 
 // imageState asks the registry for the image and, when it is missing, follows or starts its
-// build. A build no longer needed is deleted by the builds phase (builds.go), not here.
-func (r *Reconciler) imageState(s *scope, in pullorbuild.Input) (kernelImage, error) {
+// build. A build no longer needed is deleted by the builds phase (builds.go), not here. refused is
+// the registry's error when it refused the pull Secret's credentials (HTTP 401 or 403); nothing
+// else is decided then. Without a pull Secret a refusal stays the Unknown image state.
+func (r *Reconciler) imageState(s *scope, in pullorbuild.Input) (ki kernelImage, refused error, err error) {
 	k, img := in.Kernel, in.Image
-	res, err := pullorbuild.Check(s.ctx, r.Registry, r.Builder, in)
+	reg := &refusals{Registry: r.Registry}
+	res, err := pullorbuild.Check(s.ctx, reg, r.Builder, in)
 	if err != nil {
-		return kernelImage{}, err
+		return kernelImage{}, nil, err
+	}
+	if reg.refused != nil && in.PullSecret != nil {
+		return kernelImage{}, reg.refused, nil
 	}
 	if res.Start != nil {
 		s.fx.startBuilds = append(s.fx.startBuilds, *res.Start)
@@ -141,7 +160,32 @@ func (r *Reconciler) imageState(s *scope, in pullorbuild.Input) (kernelImage, er
 			s.fx.buildsFailed++
 		}
 	}
-	return kernelImage{image: img, state: res.State, message: message.Sanitize(res.Message), build: pullorbuild.BuildName(in)}, nil
+	return kernelImage{image: img, state: res.State, message: message.Sanitize(res.Message), build: pullorbuild.BuildName(in)}, nil, nil
+}
+
+// pullSecretField is the spec field of the pull Secret, named by the messages about it.
+const pullSecretField = "spec.driverContainer.pullSecret"
+
+// refusals is the registry, remembering an error that refused the credentials (pullorbuild.Check
+// reports any registry error as the Unknown image state, to be asked again: a refusal does not
+// go away by waiting, the pull Secret must change).
+type refusals struct {
+	image.Registry
+	refused error
+}
+
+func (r *refusals) Exists(ctx context.Context, ref string, pullSecret *corev1.Secret) (bool, error) {
+	ok, err := r.Registry.Exists(ctx, ref, pullSecret)
+	if refusedCredentials(err) {
+		r.refused = err
+	}
+	return ok, err
+}
+
+// refusedCredentials: the registry answered 401 Unauthorized or 403 Forbidden.
+func refusedCredentials(err error) bool {
+	var terr *transport.Error
+	return errors.As(err, &terr) && (terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden)
 }
 
 // kernelStatus is the status entry of kernel k, or nil.

@@ -78,8 +78,10 @@ func (r *Reconciler) validate(s *scope) (outcome, bool, error) {
 	return outcome{}, false, nil
 }
 
-// loadRecipe reads the built-in recipe or the ConfigMap's (directly from the API server: recipe
-// ConfigMaps are not cached, so that the operator does not cache every ConfigMap).
+// loadRecipe reads the built-in recipe or the ConfigMap's (directly from the API server: the
+// manager caches only the operator's own ConfigMaps). Editing or creating the ConfigMap wakes the
+// SpecialResource (recipewatch.go), so a broken recipe waits for that (or Resync); a missing one
+// is also looked for again after RetryDelay.
 func (r *Reconciler) loadRecipe(s *scope) (outcome, bool, error) {
 	ref := s.sr.RecipeOrDefault()
 	if ref.ConfigMap == nil {
@@ -191,18 +193,25 @@ func (r *Reconciler) observeNodes(s *scope) (outcome, bool, error) {
 	return outcome{}, false, nil
 }
 
-// dependencies creates missing dependsOn SpecialResources and waits until each is Ready.
+// dependencies creates missing dependsOn SpecialResources and waits until each is Ready. A
+// missing dependency whose recipe ConfigMap is missing or broken is Errored (the user's to fix,
+// naming the field): the ConfigMap watch wakes the SpecialResource when it is created or fixed,
+// and it looks again after RetryDelay anyway.
 func (r *Reconciler) dependencies(s *scope) (outcome, bool, error) {
 	s.in.deps, s.in.depImages = map[string]recipe.Dependency{}, map[string]map[string]string{}
-	var waiting []string
-	for _, d := range s.sr.Spec.DependsOn {
+	var waiting, problems []string
+	for i, d := range s.sr.Spec.DependsOn {
 		dep := &sro.SpecialResource{}
 		err := r.Client.Get(s.ctx, client.ObjectKey{Name: d.Name}, dep)
 		switch {
 		case apierrors.IsNotFound(err):
-			created, why, err := r.newDependency(s, d)
+			created, why, problem, err := r.newDependency(s, i, d)
 			if err != nil {
 				return outcome{}, false, err
+			}
+			if problem != "" {
+				problems = append(problems, problem)
+				continue
 			}
 			if created != nil {
 				s.fx.createDeps = append(s.fx.createDeps, created)
@@ -222,35 +231,40 @@ func (r *Reconciler) dependencies(s *scope) (outcome, bool, error) {
 			waiting = append(waiting, d.Name)
 		}
 	}
-	if len(waiting) > 0 {
+	if len(waiting) > 0 || len(problems) > 0 {
 		// Nothing new until the dependencies are Ready, but what no longer holds is undone.
 		if err := r.hold(s); err != nil {
 			return outcome{}, false, err
+		}
+		if len(problems) > 0 {
+			return errored(sro.ReasonRecipeFailure, message.Sanitize(strings.Join(problems, "; ")), r.Config.RetryDelay), true, nil
 		}
 		return progressing(sro.ReasonWaitingForDependency, "waiting for dependencies to be Ready: "+strings.Join(waiting, ", "), "", 0), true, nil
 	}
 	return outcome{}, false, nil
 }
 
-// newDependency is the SpecialResource to create for a missing dependency: the recipe's
-// default (its specialresource.yaml) when it has one, else the recipe with the defaults. It
-// returns nil, with the reason, when there is no recipe to create it from.
-func (r *Reconciler) newDependency(s *scope, d sro.SpecialResourceDependency) (*sro.SpecialResource, string, error) {
+// newDependency is the SpecialResource to create for missing dependency i: the recipe's default
+// (its specialresource.yaml) when it has one, else the recipe with the defaults. It returns nil,
+// with the reason, when there is no recipe to create it from; and a problem (the status message,
+// naming the field) when its recipe ConfigMap is missing or cannot be parsed.
+func (r *Reconciler) newDependency(s *scope, i int, d sro.SpecialResourceDependency) (dep *sro.SpecialResource, why, problem string, err error) {
 	if d.Recipe == nil {
-		return nil, recipe.MissingDependency(d), nil
+		return nil, recipe.MissingDependency(d), "", nil
 	}
-	dep := &sro.SpecialResource{}
+	dep = &sro.SpecialResource{}
 	if d.Recipe.ConfigMap != nil {
+		field := fmt.Sprintf("spec.dependsOn[%d].recipe.configMap", i)
 		cm := &corev1.ConfigMap{}
 		key := client.ObjectKey{Namespace: d.Recipe.ConfigMap.Namespace, Name: d.Recipe.ConfigMap.Name}
 		if err := r.APIReader.Get(s.ctx, key, cm); apierrors.IsNotFound(err) {
-			return nil, "its recipe ConfigMap " + key.String() + " does not exist", nil
+			return nil, "", fmt.Sprintf("%s: ConfigMap %s not found", field, key), nil
 		} else if err != nil {
-			return nil, "", fmt.Errorf("reading recipe ConfigMap %s: %w", key, err)
+			return nil, "", "", fmt.Errorf("reading recipe ConfigMap %s: %w", key, err)
 		}
 		rec, err := recipe.FromConfigMap("ConfigMap "+key.String(), cm.Data)
 		if err != nil {
-			return nil, message.Sanitize(err.Error()), nil
+			return nil, "", message.Sanitize(field + ": " + err.Error()), nil
 		}
 		if rec.Default != nil {
 			dep.Spec = rec.Default.Spec
@@ -261,5 +275,5 @@ func (r *Reconciler) newDependency(s *scope, d sro.SpecialResourceDependency) (*
 	if dep.Spec.Recipe.Name == "" && dep.Spec.Recipe.ConfigMap == nil {
 		dep.Spec.Recipe = *d.Recipe
 	}
-	return dep, "created", nil
+	return dep, "created", "", nil
 }

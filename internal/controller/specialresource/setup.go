@@ -35,7 +35,8 @@ import (
 )
 
 // SetupWithManager registers the controller: SpecialResources, the nodes they select, the
-// dependencies they wait for, and the workloads and builds they own.
+// dependencies they wait for, the recipe ConfigMaps they read (recipewatch.go), and the workloads
+// and builds they own.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -77,12 +78,17 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.Config.LogTailLines == 0 {
 		r.Config.LogTailLines = def.LogTailLines
 	}
+	recipes, err := r.recipeConfigMapSource(ctx, mgr)
+	if err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("specialresource").
 		For(&sro.SpecialResource{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
 			predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionPredicate()))).
 		Watches(&sro.SpecialResource{}, handler.EnqueueRequestsFromMapFunc(r.dependants), builder.WithPredicates(readyChanged())).
 		Watches(&corev1.Node{}, nodeHandler{r: r}).
+		WatchesRawSource(recipes).
 		Owns(&appsv1.DaemonSet{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&batchv1.Job{}).

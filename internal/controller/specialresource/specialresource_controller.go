@@ -28,11 +28,12 @@ type Config struct {
 	// WaitPoll is how often a SpecialResource waiting for something no watch reports (pod
 	// logs, objects of kinds the controller does not watch) looks again.
 	WaitPoll time.Duration
-	// RetryDelay is how often a SpecialResource whose registry could not be asked, or whose
-	// input (pull Secret, recipe ConfigMap) is missing, looks again.
+	// RetryDelay is how often a SpecialResource whose registry could not be asked, whose input
+	// (pull Secret, recipe ConfigMap) is missing, or whose pull Secret is malformed or refused by
+	// the registry, looks again.
 	RetryDelay time.Duration
-	// Resync is how often a Ready or Errored SpecialResource looks again anyway (a recipe
-	// ConfigMap is read, not watched).
+	// Resync is how often a Ready or Errored SpecialResource looks again anyway (a change of
+	// its recipe ConfigMap wakes it at once: recipewatch.go).
 	Resync time.Duration
 	// LogTailLines is how much of a driver pod's log is matched by wait-for-logs.
 	LogTailLines int64

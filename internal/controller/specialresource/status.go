@@ -14,11 +14,13 @@ var conditionTypes = []string{sro.ConditionReady, sro.ConditionProgressing, sro.
 
 // setStatus writes the outcome and what the phases saw into the status (in memory; the driver
 // writes it once). It returns the outcome's condition when that condition was not True before
-// (a transition worth an event), else "".
+// with the same reason, or is Errored with another message (a new problem: "ConfigMap not found",
+// then a template error in it, are both RecipeFailure), else "": a transition worth an event.
 func setStatus(sr *sro.SpecialResource, s *scope, out outcome, now metav1.Time) string {
 	st := &sr.Status
 	transition := ""
-	if !conditions.IsTrue(st.Conditions, out.condition) || conditions.Get(st.Conditions, out.condition).Reason != out.reason {
+	if prev := conditions.Get(st.Conditions, out.condition); !conditions.IsTrue(st.Conditions, out.condition) || prev.Reason != out.reason ||
+		(out.condition == sro.ConditionErrored && prev.Message != out.message) {
 		transition = out.condition
 	}
 	for _, t := range conditionTypes {

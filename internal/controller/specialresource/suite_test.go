@@ -59,6 +59,8 @@ type harness struct {
 // options tune the operator a test starts.
 type options struct {
 	openShiftBuilds bool
+	// resync replaces the suite's Resync (a minute).
+	resync time.Duration
 }
 
 func start(t *testing.T, opts ...func(*options)) *harness {
@@ -84,6 +86,9 @@ func start(t *testing.T, opts ...func(*options)) *harness {
 	}
 	cfg := DefaultConfig()
 	cfg.WaitPoll, cfg.RetryDelay, cfg.Resync = 100*time.Millisecond, 200*time.Millisecond, time.Minute
+	if o.resync != 0 {
+		cfg.Resync = o.resync
+	}
 	r := &Reconciler{Config: cfg, skipNameValidation: true,
 		Logs: func(_ context.Context, _, pod, _ string, _ int64) (string, error) {
 			h.mu.Lock()
@@ -121,6 +126,10 @@ func start(t *testing.T, opts ...func(*options)) *harness {
 }
 
 func withOpenShiftBuilds(o *options) { o.openShiftBuilds = true }
+
+// withResync sets Resync: an hour makes anything that would only be seen at the resync fail the
+// test instead.
+func withResync(d time.Duration) func(*options) { return func(o *options) { o.resync = d } }
 
 // name is a cluster-unique name for this test.
 func (h *harness) name(s string) string { return h.id + "-" + s }

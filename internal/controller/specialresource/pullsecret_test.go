@@ -1,0 +1,174 @@
+package specialresource
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+)
+
+// TestRefusedCredentials: only 401 and 403 answers, however wrapped, refuse the credentials.
+func TestRefusedCredentials(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err  error
+		want bool
+	}{
+		"none":            {err: nil, want: false},
+		"401, wrapped":    {err: fmt.Errorf("looking up image r/x:1: %w", &transport.Error{StatusCode: http.StatusUnauthorized}), want: true},
+		"403":             {err: &transport.Error{StatusCode: http.StatusForbidden}, want: true},
+		"404":             {err: &transport.Error{StatusCode: http.StatusNotFound}, want: false},
+		"503":             {err: &transport.Error{StatusCode: http.StatusServiceUnavailable}, want: false},
+		"network failure": {err: errors.New("dial tcp 10.0.0.1:443: connect: connection refused"), want: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := refusedCredentials(tc.err); got != tc.want {
+				t.Errorf("refusedCredentials(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+// secretData is a value a test puts into pull Secrets: it must never reach status or events.
+const secretData = "s3cr3t-Zq81"
+
+// TestMalformedPullSecret: a pull Secret whose .dockerconfigjson is not a docker config is the
+// user's input to fix: Errored/InvalidSpec naming spec.driverContainer.pullSecret (not waiting
+// for the registry), a Warning, nothing of the Secret's content; fixed, the image is found.
+func TestMalformedPullSecret(t *testing.T) {
+	h := start(t)
+	h.node("x", kernelX, true)
+	h.push("vendor/kmod:" + kernelX)
+	ns := h.recipeNamespace()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull"},
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte("{" + secretData)}}
+	if err := env.Client.Create(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	sr := h.specialResource("kmod")
+	sr.Spec.Namespace = ns
+	sr.Spec.DriverContainer.PullSecret = "pull"
+	h.create(sr)
+
+	want := fmt.Sprintf("spec.driverContainer.pullSecret: pull Secret %s/pull: not a valid docker config", ns)
+	got := h.waitSR(sr.Name, "Errored InvalidSpec", isTrue(sro.ConditionErrored, sro.ReasonInvalidSpec))
+	if msg := conditionMessage(got, sro.ConditionErrored); msg != want {
+		t.Fatalf("message %q, want %q", msg, want)
+	}
+	e := h.waitWarning(sr.Name, sro.ReasonInvalidSpec, want)
+	h.noSecretData(e)
+
+	h.updateSecret(ns, "pull", dockerConfig(h.registry, "user", "password"))
+	h.waitDaemonSets(sr.Name, kernelX)
+}
+
+// TestRegistryRefusesPullSecret: a registry that answers 401 to the pull Secret's credentials
+// makes the SpecialResource Errored/InvalidSpec naming spec.driverContainer.pullSecret, the
+// Secret and the HTTP status (never the password), with a Warning; with the right password in the
+// Secret, the image is found after RetryDelay.
+func TestRegistryRefusesPullSecret(t *testing.T) {
+	h := start(t)
+	h.node("x", kernelX, true)
+	const user, password = "vendor", "right-password"
+	reg := basicAuthRegistry(t, user, password)
+	ref := reg + "/vendor/kmod:" + kernelX
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := random.Image(128, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(r, img, remote.WithAuth(&authn.Basic{Username: user, Password: password})); err != nil {
+		t.Fatal(err)
+	}
+	ns := h.recipeNamespace()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull"}, Type: corev1.SecretTypeDockerConfigJson,
+		Data: dockerConfig(reg, user, secretData)}
+	if err := env.Client.Create(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	sr := h.specialResource("kmod")
+	sr.Spec.Namespace = ns
+	sr.Spec.DriverContainer.Image = reg + "/vendor/kmod:{{.KernelFullVersion}}"
+	sr.Spec.DriverContainer.PullSecret = "pull"
+	h.create(sr)
+
+	want := fmt.Sprintf("spec.driverContainer.pullSecret: the registry refused the credentials of Secret %s/pull for image %s: HTTP 401 Unauthorized", ns, ref)
+	got := h.waitSR(sr.Name, "Errored InvalidSpec", isTrue(sro.ConditionErrored, sro.ReasonInvalidSpec))
+	if msg := conditionMessage(got, sro.ConditionErrored); !strings.HasPrefix(msg, want) || strings.Contains(msg, secretData) {
+		t.Fatalf("message %q, want %q… without the password", msg, want)
+	}
+	e := h.waitWarning(sr.Name, sro.ReasonInvalidSpec, want)
+	h.noSecretData(e)
+
+	h.updateSecret(ns, "pull", dockerConfig(reg, user, password))
+	h.waitDaemonSets(sr.Name, kernelX)
+}
+
+// basicAuthRegistry is an OCI registry that wants HTTP basic auth for every request; it returns
+// its host:port.
+func basicAuthRegistry(t *testing.T, user, password string) string {
+	t.Helper()
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if u, p, ok := req.BasicAuth(); !ok || u != user || p != password {
+			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`)
+			return
+		}
+		inner.ServeHTTP(w, req)
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// dockerConfig is the data of a kubernetes.io/dockerconfigjson Secret for one registry.
+func dockerConfig(reg, user, password string) map[string][]byte {
+	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
+	return map[string][]byte{corev1.DockerConfigJsonKey: fmt.Appendf(nil, `{"auths":{%q:{"auth":%q}}}`, reg, auth)}
+}
+
+func (h *harness) updateSecret(ns, name string, data map[string][]byte) {
+	h.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s := &corev1.Secret{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+			return err
+		}
+		s.Data = data
+		return env.Client.Update(context.Background(), s)
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// noSecretData fails the test when an event carries the test's secret value.
+func (h *harness) noSecretData(e *corev1.Event) {
+	h.t.Helper()
+	if strings.Contains(e.Message, secretData) {
+		h.t.Fatalf("event %s carries the Secret's data: %q", e.Reason, e.Message)
+	}
+}
