@@ -239,7 +239,7 @@ func describeHost(r hostRec) string {
 		parts = append(parts, fmt.Sprintf("%s (%d): %s", r.errType, r.errCount, r.errMsg))
 	}
 	if r.progressing != "" {
-		parts = append(parts, "waiting for "+r.progressing)
+		parts = append(parts, "progressing: "+r.progressing) // the condition's message ("Waiting for …")
 	}
 	return strings.Join(parts, "; ")
 }
