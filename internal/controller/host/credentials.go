@@ -290,18 +290,11 @@ func secretNames(h *metal3.BareMetalHost) []string {
 // releaseSecrets removes the secret finalizer from the named Secrets that no other host uses.
 func (r *Reconciler) releaseSecrets(ctx context.Context, h *metal3.BareMetalHost, names []string) error {
 	for _, name := range names {
-		var users metal3.BareMetalHostList
-		// Only their UIDs are read: the cache's objects, uncopied.
-		if err := r.Client.List(ctx, &users, client.InNamespace(h.Namespace), client.MatchingFields{secretNamesField: name}, cacheview.ReadOnly); err != nil {
-			return fmt.Errorf("listing hosts using secret %s: %w", name, err)
+		used, err := namedByAnotherHost(ctx, r.Client, h.Namespace, name, h.UID)
+		if err != nil {
+			return err
 		}
-		inUse := false
-		for i := range users.Items {
-			if users.Items[i].UID != h.UID {
-				inUse = true
-			}
-		}
-		if inUse {
+		if used {
 			continue
 		}
 		secret := &corev1.Secret{}
@@ -310,14 +303,39 @@ func (r *Reconciler) releaseSecrets(ctx context.Context, h *metal3.BareMetalHost
 		} else if err != nil {
 			return fmt.Errorf("reading secret %s: %w", name, err)
 		}
-		if !controllerutil.ContainsFinalizer(secret, metal3.SecretsFinalizer) {
-			continue
+		if err := dropSecretFinalizer(ctx, r.Client, secret); err != nil {
+			return err
 		}
-		patch := client.MergeFromWithOptions(secret.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.RemoveFinalizer(secret, metal3.SecretsFinalizer)
-		if err := r.Client.Patch(ctx, secret, patch); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("releasing secret %s: %w", name, err)
+	}
+	return nil
+}
+
+// namedByAnotherHost reports whether a host of the namespace other than except names the Secret
+// (secretNamesField; except "" counts every host).
+func namedByAnotherHost(ctx context.Context, c client.Client, namespace, name string, except types.UID) (bool, error) {
+	var users metal3.BareMetalHostList
+	// Only their UIDs are read: the cache's objects, uncopied.
+	if err := c.List(ctx, &users, client.InNamespace(namespace), client.MatchingFields{secretNamesField: name}, cacheview.ReadOnly); err != nil {
+		return false, fmt.Errorf("listing hosts using secret %s/%s: %w", namespace, name, err)
+	}
+	for i := range users.Items {
+		if users.Items[i].UID != except {
+			return true, nil
 		}
+	}
+	return false, nil
+}
+
+// dropSecretFinalizer removes the secret finalizer, and only it, from secret. The optimistic lock
+// makes a patch from a stale copy (another finalizer changed since) fail, to be retried.
+func dropSecretFinalizer(ctx context.Context, c client.Client, secret *corev1.Secret) error {
+	if !controllerutil.ContainsFinalizer(secret, metal3.SecretsFinalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(secret.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(secret, metal3.SecretsFinalizer)
+	if err := c.Patch(ctx, secret, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("releasing secret %s/%s: %w", secret.Namespace, secret.Name, err)
 	}
 	return nil
 }

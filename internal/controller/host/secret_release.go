@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
-	"github.com/metalforge/metalforge/internal/controller/cacheview"
 )
 
 // secretReleaser removes the secret finalizer from a Secret being deleted that no host names.
@@ -82,8 +81,8 @@ func secretsLetGo() handler.Funcs {
 }
 
 // Reconcile releases a deleted Secret once no host in its namespace names it. Only our finalizer
-// is removed, by index behind a JSON patch test: should the list have changed since the cached
-// copy (another finalizer removed), the patch fails and the next try reads it again.
+// is removed (dropSecretFinalizer), behind an optimistic lock: should the Secret have changed since
+// the cached copy, the patch fails and the next try reads it again.
 func (r *secretReleaser) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
 	secret := &corev1.Secret{}
 	if err := r.client.Get(ctx, req.NamespacedName, secret); apierrors.IsNotFound(err) {
@@ -94,24 +93,14 @@ func (r *secretReleaser) Reconcile(ctx context.Context, req reconcile.Request) (
 	if r.reconciled != nil {
 		defer r.reconciled(req.NamespacedName, secret.ResourceVersion)
 	}
-	i := slices.Index(secret.Finalizers, metal3.SecretsFinalizer)
-	if secret.DeletionTimestamp.IsZero() || i < 0 {
+	if !deletingAndHeld(secret) {
 		return ctrl.Result{}, nil
 	}
-	var hosts metal3.BareMetalHostList
-	// Only counted: the cache's objects, uncopied.
-	if err := r.client.List(ctx, &hosts, client.InNamespace(req.Namespace), client.MatchingFields{secretNamesField: req.Name}, cacheview.ReadOnly); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing hosts using secret %s: %w", req.NamespacedName, err)
+	if used, err := namedByAnotherHost(ctx, r.client, req.Namespace, req.Name, ""); err != nil || used {
+		return ctrl.Result{}, err // a host that stops naming it brings it back (secretsLetGo)
 	}
-	if len(hosts.Items) > 0 {
-		return ctrl.Result{}, nil // the host that stops naming it brings it back (secretsLetGo)
-	}
-	release := fmt.Appendf(nil, `[{"op":"test","path":"/metadata/finalizers/%d","value":%q},{"op":"remove","path":"/metadata/finalizers/%d"}]`,
-		i, metal3.SecretsFinalizer, i)
-	if err := r.client.Patch(ctx, secret, client.RawPatch(types.JSONPatchType, release)); apierrors.IsNotFound(err) {
-		return ctrl.Result{}, nil
-	} else if err != nil {
-		return ctrl.Result{}, fmt.Errorf("releasing deleted secret %s: %w", req.NamespacedName, err)
+	if err := dropSecretFinalizer(ctx, r.client, secret); err != nil {
+		return ctrl.Result{}, err
 	}
 	ctrl.LoggerFrom(ctx).Info("Released a deleted Secret that no host names", "secret", klog.KObj(secret))
 	return ctrl.Result{}, nil
