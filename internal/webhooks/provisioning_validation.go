@@ -252,20 +252,21 @@ func validateOSDownloadURL(raw string, path *field.Path) field.ErrorList {
 	if raw == "" {
 		return nil
 	}
+	shown := statustext.Redact(raw) // the ClusterOperator quotes these messages
 	u, err := parseURL(raw, "http", "https")
 	if err != nil {
-		return field.ErrorList{field.Invalid(path, statustext.Redact(raw), statustext.Redact(fmt.Sprintf("must be %s: %v", osDownloadURLForm, err)))}
+		return field.ErrorList{field.Invalid(path, shown, statustext.Redact(fmt.Sprintf("must be %s: %v", osDownloadURLForm, err)))}
 	}
 	var errs field.ErrorList
 	sum := u.Query().Get("sha256")
 	switch {
 	case sum == "":
-		errs = append(errs, field.Invalid(path, statustext.Redact(raw), "the sha256 query parameter is missing: it must be "+osDownloadURLForm))
+		errs = append(errs, field.Invalid(path, shown, "the sha256 query parameter is missing: it must be "+osDownloadURLForm))
 	case len(sum) != sha256HexLen || !isHex(sum): // hex: ours, the operator checks the length only
-		errs = append(errs, field.Invalid(path, statustext.Redact(raw), fmt.Sprintf("the sha256 query parameter must be %d hexadecimal digits", sha256HexLen)))
+		errs = append(errs, field.Invalid(path, shown, fmt.Sprintf("the sha256 query parameter must be %d hexadecimal digits", sha256HexLen)))
 	}
 	if !strings.HasSuffix(u.Path, ".qcow2.gz") && !strings.HasSuffix(u.Path, ".qcow2.xz") {
-		errs = append(errs, field.Invalid(path, statustext.Redact(raw), "is an OS image and its path must end in .qcow2.gz or .qcow2.xz"))
+		errs = append(errs, field.Invalid(path, shown, "is an OS image and its path must end in .qcow2.gz or .qcow2.xz"))
 	}
 	return errs
 }
