@@ -68,11 +68,12 @@ func ProvisionerHost(h *metal3.BareMetalHost) provisioner.Host {
 // host change (the other state moves, power polls, spec edits) waits for the periodic re-read: at
 // a thousand hosts each wake costs every companion a provisioner read, and Ironic's own copy of
 // the settings and versions only changes at those steps. Waking on every state change cost about
-// 12 Ironic requests per host per lifecycle in `make bench-ironic` (README).
+// 12 Ironic requests per host per lifecycle in `make bench-ironic` (README). The host's removal
+// passes too (it costs no provisioner read): a user's companion left under its name is marked.
 func HostChanges() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(ctrlevent.CreateEvent) bool { return true },
-		DeleteFunc:  func(ctrlevent.DeleteEvent) bool { return false },
+		DeleteFunc:  func(ctrlevent.DeleteEvent) bool { return true },
 		GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
 		UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
 			o, okO := e.ObjectOld.(*metal3.BareMetalHost)
@@ -138,12 +139,12 @@ func Jitter(d time.Duration) time.Duration {
 // EditedOrDeleted passes a companion's spec edits and its deletion. A companion deleted by hand
 // while its host is registered is created again at once, not at the next periodic re-read (its
 // spec is lost with it; status is read again from the provisioner); when the host itself is deleted the reconcile
-// finds the host gone or going and does nothing. Its creation (ours, or the user's before the host
-// registered) is followed through the host's events and the resync, and the controller's own status
-// writes must not wake it.
+// finds the host gone or going and does nothing. Its creation by a controller is followed through
+// the host's events and the resync, and the controller's own status writes must not wake it; a
+// user's creation (no owner) is passed, so that a name matching no host is said at once.
 func EditedOrDeleted() predicate.Funcs {
 	return predicate.Funcs{
-		CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
+		CreateFunc:  func(e ctrlevent.CreateEvent) bool { return !OwnedByHost(e.Object) },
 		DeleteFunc:  func(ctrlevent.DeleteEvent) bool { return true },
 		GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
 		UpdateFunc: func(e ctrlevent.UpdateEvent) bool {

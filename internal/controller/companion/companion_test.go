@@ -2,6 +2,7 @@ package companion
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -69,6 +70,50 @@ func TestSettled(t *testing.T) {
 	} {
 		if got := Settled(c.lastUpdated, c.conds, "ChangeDetected", 2); got != c.want {
 			t.Errorf("%s: Settled %v, want %v", name, got, c.want)
+		}
+	}
+}
+
+// TestNoHost: a companion without a host gets Valid False naming metadata.name and one Warning;
+// looking again at the same object emits nothing more; only an owner reference to a
+// BareMetalHost marks a companion as the controllers' own.
+func TestNoHost(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	obj := &metal3.HostFirmwareSettings{ObjectMeta: metav1.ObjectMeta{Name: "w1", Namespace: "ns", Generation: 3}}
+	var conds []metav1.Condition
+	list := NoHost(&conds, "HostFirmwareSettings", "Valid", "ConfigurationError", obj, now)
+	want := `metadata.name: no BareMetalHost named "w1" in namespace "ns"; a HostFirmwareSettings applies to the host of the same name`
+	if len(list) != 1 || list[0].Reason != ReasonNoHost || list[0].Note != want {
+		t.Errorf("events %+v, want one %s: %s", list, ReasonNoHost, want)
+	}
+	if len(conds) != 1 || conds[0].Type != "Valid" || conds[0].Status != metav1.ConditionFalse ||
+		conds[0].Reason != "ConfigurationError" || conds[0].Message != want || conds[0].ObservedGeneration != 3 {
+		t.Errorf("conditions %+v", conds)
+	}
+	obj.Generation = 4
+	if list := NoHost(&conds, "HostFirmwareSettings", "Valid", "ConfigurationError", obj, now.Add(time.Minute)); len(list) != 0 {
+		t.Errorf("a second look emitted %+v", list)
+	}
+	if conds[0].ObservedGeneration != 4 || !conds[0].LastTransitionTime.Time.Equal(now) {
+		t.Errorf("after a second look %+v, want generation 4 and the first transition time", conds[0])
+	}
+	conds[0].Status = metav1.ConditionTrue // the host existed meanwhile
+	if list := NoHost(&conds, "HostFirmwareSettings", "Valid", "ConfigurationError", obj, now); len(list) != 1 {
+		t.Errorf("Valid True → no host emitted %+v, want a Warning", list)
+	}
+
+	for name, c := range map[string]struct {
+		refs []metav1.OwnerReference
+		want bool
+	}{
+		"none":                 {nil, false},
+		"a host":               {[]metav1.OwnerReference{{APIVersion: "metal3.io/v1alpha1", Kind: "BareMetalHost", Name: "w1"}}, true},
+		"another kind":         {[]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "w1"}}, false},
+		"another group's host": {[]metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "BareMetalHost", Name: "w1"}}, false},
+	} {
+		obj.OwnerReferences = c.refs
+		if got := OwnedByHost(obj); got != c.want {
+			t.Errorf("%s: OwnedByHost = %v, want %v", name, got, c.want)
 		}
 	}
 }

@@ -35,6 +35,9 @@ type Driver struct {
 	// no change (nil: never); Resync is the controller's periodic re-read. See Run.
 	Settled func(obj client.Object) bool
 	Resync  time.Duration
+	// NoHost marks a companion a user created whose name matches no host (nil: nothing is done);
+	// see NoHost.
+	NoHost func(ctx context.Context, obj client.Object) error
 
 	// seen holds the hosts this process has reconciled.
 	seen sync.Map
@@ -56,9 +59,8 @@ func (d *Driver) Run(ctx context.Context, key types.NamespacedName, obj client.O
 	host := &metal3.BareMetalHost{}
 	// The host is only read (work must not change it): no copy of the cache's.
 	if err := d.Client.Get(ctx, key, host, cacheview.ReadOnly); apierrors.IsNotFound(err) {
-		d.Written.Forget(key)
 		d.seen.Delete(key)
-		return ctrl.Result{}, nil
+		return d.noHost(ctx, key, obj, &stale)
 	} else if err != nil {
 		return ctrl.Result{}, fmt.Errorf("reading host %s: %w", key, err)
 	}
@@ -85,6 +87,28 @@ func (d *Driver) Run(ctx context.Context, key types.NamespacedName, obj client.O
 		return ctrl.Result{RequeueAfter: Spread(d.Resync)}, nil
 	}
 	return work(host, exists)
+}
+
+// noHost handles a key with no host: a companion the controllers created goes with its host (the
+// garbage collector deletes it); one a user created is marked by d.NoHost, so that a name that
+// matches no host does not go unnoticed.
+func (d *Driver) noHost(ctx context.Context, key types.NamespacedName, obj client.Object, stale *bool) (ctrl.Result, error) {
+	if err := d.Client.Get(ctx, key, obj); apierrors.IsNotFound(err) {
+		d.Written.Forget(key)
+		return ctrl.Result{}, nil
+	} else if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading %T %s: %w", obj, key, err)
+	}
+	if d.NoHost == nil || OwnedByHost(obj) || !obj.GetDeletionTimestamp().IsZero() {
+		d.Written.Forget(key)
+		return ctrl.Result{}, nil
+	}
+	if d.Written.Stale(obj) {
+		*stale = true
+		return ctrl.Result{RequeueAfter: StaleRetry}, nil
+	}
+	// The host's creation wakes the controller (HostChanges): no periodic look is needed.
+	return ctrl.Result{}, d.NoHost(ctx, obj)
 }
 
 // Spread returns a random delay up to d (at least a millisecond: a zero RequeueAfter would not

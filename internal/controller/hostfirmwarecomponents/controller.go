@@ -85,7 +85,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Settled: func(o client.Object) bool {
 			hfc := o.(*metal3.HostFirmwareComponents)
 			return companion.Settled(hfc.Status.LastUpdated, hfc.Status.Conditions, string(metal3.HostFirmwareComponentsChangeDetected), hfc.Generation)
-		}}
+		},
+		NoHost: r.noHost}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("hostfirmwarecomponents").
 		For(&metal3.HostFirmwareComponents{}, builder.WithPredicates(predicate.Or[client.Object](companion.EditedOrDeleted(), updatesRecorded()))).
@@ -148,6 +149,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		}
 		return ctrl.Result{RequeueAfter: companion.Jitter(after)}, nil
 	})
+}
+
+// noHost marks HostFirmwareComponents a user created under a name no host has: Valid False
+// (InvalidComponent) naming metadata.name, and a Warning.
+func (r *Reconciler) noHost(ctx context.Context, obj client.Object) error {
+	hfc := obj.(*metal3.HostFirmwareComponents)
+	p := patch.NewHelper(r.Client, hfc, &r.written)
+	list := companion.NoHost(&hfc.Status.Conditions, "HostFirmwareComponents", string(metal3.HostFirmwareComponentsValid),
+		metal3.FirmwareComponentsInvalidReason, hfc, r.now())
+	if hfc.Status.Updates == nil {
+		hfc.Status.Updates = []metal3.FirmwareUpdate{} // required: the first write carries the whole status
+	}
+	if _, err := p.PatchStatus(ctx, hfc, patch.Replacing(hfc.Status.LastUpdated == nil)); err != nil {
+		return err
+	}
+	list.Emit(r.Recorder, hfc)
+	return nil
 }
 
 func (r *Reconciler) now() time.Time {

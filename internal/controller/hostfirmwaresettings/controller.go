@@ -100,7 +100,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Settled: func(o client.Object) bool {
 			hfs := o.(*metal3.HostFirmwareSettings)
 			return companion.Settled(hfs.Status.LastUpdated, hfs.Status.Conditions, string(metal3.FirmwareSettingsChangeDetected), hfs.Generation)
-		}}
+		},
+		NoHost: r.noHost}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &metal3.HostFirmwareSettings{}, schemaRefField, schemaRefOf); err != nil {
 		return fmt.Errorf("indexing host firmware settings by schema: %w", err)
 	}
@@ -157,6 +158,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		}
 		return ctrl.Result{RequeueAfter: companion.Jitter(after)}, nil
 	})
+}
+
+// noHost marks HostFirmwareSettings a user created under a name no host has: Valid False
+// (ConfigurationError) naming metadata.name, and a Warning.
+func (r *Reconciler) noHost(ctx context.Context, obj client.Object) error {
+	hfs := obj.(*metal3.HostFirmwareSettings)
+	p := patch.NewHelper(r.Client, hfs, &r.written)
+	list := companion.NoHost(&hfs.Status.Conditions, "HostFirmwareSettings", string(metal3.FirmwareSettingsValid),
+		metal3.FirmwareConfigurationErrorReason, hfs, r.now())
+	if hfs.Status.Settings == nil {
+		hfs.Status.Settings = metal3.SettingsMap{} // required: the first write carries the whole status
+	}
+	if _, err := p.PatchStatus(ctx, hfs, patch.Replacing(hfs.Status.LastUpdated == nil)); err != nil {
+		return err
+	}
+	list.Emit(r.Recorder, hfs)
+	return nil
 }
 
 // hardware returns the host's inspected hardware for the vendor and model of a new schema, or nil

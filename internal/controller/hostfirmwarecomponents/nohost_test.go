@@ -1,0 +1,51 @@
+package hostfirmwarecomponents
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner/fixture"
+	"github.com/metalforge/metalforge/internal/test/companiontest"
+)
+
+// TestComponentsWithoutHost: HostFirmwareComponents a user creates under a name no host has say
+// so (Valid False, InvalidComponent, naming metadata.name; one HostNotFound Event) until the host
+// exists and registers, when its components are read and the spec judged as usual.
+func TestComponentsWithoutHost(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, env.Config, ns, fix)
+	const name = "worker-typo"
+	want := `metadata.name: no BareMetalHost named "worker-typo" in namespace "` + ns +
+		`"; a HostFirmwareComponents applies to the host of the same name`
+	hfc := &metal3.HostFirmwareComponents{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: metal3.HostFirmwareComponentsSpec{Updates: []metal3.FirmwareUpdate{update("bios", "https://firmware.example/bios-2.20.bin")}}}
+	if err := env.Client.Create(context.Background(), hfc); err != nil {
+		t.Fatal(err)
+	}
+	got := waitHFC(t, ns, name, "marked as having no host", func(hfc *metal3.HostFirmwareComponents) bool {
+		return condition(hfc, metal3.HostFirmwareComponentsValid).Message == want
+	})
+	if c := condition(got, metal3.HostFirmwareComponentsValid); c.Status != metav1.ConditionFalse || c.Reason != "InvalidComponent" {
+		t.Errorf("Valid %+v, want False InvalidComponent", c)
+	}
+	if len(got.Status.Components) != 0 || got.Status.LastUpdated != nil {
+		t.Errorf("status %+v claims components were read", got.Status)
+	}
+	companiontest.WaitEvent(t, env.Client, ns, "HostFirmwareComponents", name, "HostNotFound: "+want)
+
+	companiontest.NewHost(t, env.Client, fix, ns, name)
+	got = waitHFC(t, ns, name, "the host's components read", func(hfc *metal3.HostFirmwareComponents) bool {
+		return current(hfc) && len(hfc.Status.Components) > 0
+	})
+	if c := condition(got, metal3.HostFirmwareComponentsValid); c.Status != metav1.ConditionTrue {
+		t.Errorf("Valid %+v once the host exists", c)
+	}
+	if c := condition(got, metal3.HostFirmwareComponentsChangeDetected); c.Status != metav1.ConditionTrue {
+		t.Errorf("ChangeDetected %+v once the host exists, want True (a BIOS update is pending)", c)
+	}
+}

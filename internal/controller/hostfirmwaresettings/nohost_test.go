@@ -1,0 +1,90 @@
+package hostfirmwaresettings
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner/fixture"
+	"github.com/metalforge/metalforge/internal/test/companiontest"
+)
+
+// TestSettingsWithoutHost: HostFirmwareSettings a user creates under a name no host has say so
+// (Valid False naming metadata.name, one HostNotFound Event); once the host exists and registers,
+// they are the host's like any others; when that host goes, they say so again. Settings the
+// controller created (owned by their host) are left to the garbage collector when it goes.
+func TestSettingsWithoutHost(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	op := startOperator(t, env.Config, ns, fix)
+	const name = "worker-typo"
+	want := `metadata.name: no BareMetalHost named "worker-typo" in namespace "` + ns +
+		`"; a HostFirmwareSettings applies to the host of the same name`
+	noHost := func(hfs *metal3.HostFirmwareSettings) bool {
+		c := condition(hfs, metal3.FirmwareSettingsValid)
+		return c.Status == metav1.ConditionFalse && c.Message == want && c.ObservedGeneration == hfs.Generation
+	}
+
+	hfs := &metal3.HostFirmwareSettings{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: metal3.HostFirmwareSettingsSpec{Settings: metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Enabled")}}}
+	if err := env.Client.Create(context.Background(), hfs); err != nil {
+		t.Fatal(err)
+	}
+	got := waitHFS(t, ns, name, "marked as having no host", noHost)
+	if c := condition(got, metal3.FirmwareSettingsValid); c.Reason != "ConfigurationError" {
+		t.Errorf("Valid reason %q, want ConfigurationError", c.Reason)
+	}
+	if got.Status.LastUpdated != nil || got.Status.FirmwareSchema != nil {
+		t.Errorf("status %+v claims settings were read", got.Status)
+	}
+	companiontest.WaitEvent(t, env.Client, ns, "HostFirmwareSettings", name, "HostNotFound: "+want)
+	// A spec edit is judged again (observedGeneration moves) without a second Event.
+	gen := setSpec(t, ns, name, metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")})
+	waitHFS(t, ns, name, "edit judged", func(hfs *metal3.HostFirmwareSettings) bool { return hfs.Generation == gen && noHost(hfs) })
+	if n := companiontest.Count(companiontest.Events(t, env.Client, ns, "HostFirmwareSettings", name), "HostNotFound"); n != 1 {
+		t.Errorf("%d HostNotFound events after an edit, want 1", n)
+	}
+
+	h := newHost(t, fix, ns, name)
+	got = waitHFS(t, ns, name, "the host's settings read", func(hfs *metal3.HostFirmwareSettings) bool {
+		return current(hfs) && hfs.Status.LastUpdated != nil
+	})
+	if c := condition(got, metal3.FirmwareSettingsValid); c.Status != metav1.ConditionTrue || strings.Contains(c.Message, "BareMetalHost") {
+		t.Errorf("Valid %+v once the host exists", c)
+	}
+	if c := condition(got, metal3.FirmwareSettingsChangeDetected); c.Status != metav1.ConditionTrue {
+		t.Errorf("ChangeDetected %+v once the host exists, want True (ProcTurboMode differs)", c)
+	}
+	if len(got.Status.Settings) == 0 || got.Status.FirmwareSchema == nil {
+		t.Errorf("status %+v, want the host's settings and schema", got.Status)
+	}
+
+	if err := env.Client.Delete(context.Background(), h); err != nil {
+		t.Fatal(err)
+	}
+	waitHFS(t, ns, name, "marked again once the host is gone", noHost)
+
+	// A host's own settings: envtest runs no garbage collector, so they stay after the host is
+	// deleted, and must not be marked.
+	owned := newHost(t, fix, ns, "owned")
+	waitHFS(t, ns, "owned", "created", current)
+	key := types.NamespacedName{Namespace: ns, Name: "owned"}
+	mark := op.Mark(key)
+	if err := env.Client.Delete(context.Background(), owned); err != nil {
+		t.Fatal(err)
+	}
+	op.WaitAfter(t, key, mark, 1)
+	got, _ = getHFS(t, ns, "owned")
+	if c := condition(got, metal3.FirmwareSettingsValid); c.Status != metav1.ConditionTrue {
+		t.Errorf("the deleted host's own settings were marked: Valid %+v", c)
+	}
+	if n := companiontest.Count(companiontest.Events(t, env.Client, ns, "HostFirmwareSettings", "owned"), "HostNotFound"); n != 0 {
+		t.Errorf("%d HostNotFound events for a deleted host's own settings", n)
+	}
+}
