@@ -113,8 +113,7 @@ func (r *Reconciler) images(s *scope) (outcome, bool, error) {
 			return outcome{}, false, err
 		}
 		if refused != nil {
-			return errored(sro.ReasonInvalidSpec, message.Sanitize(fmt.Sprintf("%s: the registry refused the credentials of Secret %s/%s for image %s: %s",
-				pullSecretField, secret.Namespace, secret.Name, img, pullorbuild.RegistryError(refused))), r.Config.RetryDelay), true, nil
+			return errored(sro.ReasonInvalidSpec, message.Sanitize(refusalMessage(secret, img, refused)), r.Config.RetryDelay), true, nil
 		}
 		s.in.images[g.kernel] = ki
 	}
@@ -136,10 +135,23 @@ func (r *Reconciler) pullSecret(s *scope) (*corev1.Secret, bool, error) {
 	return secret, false, nil
 }
 
+// refusalMessage says what the registry refused: the pull Secret's credentials, or (none set)
+// anonymous access, which needs one. Registries that hide which repositories exist (Docker Hub,
+// say) also answer 401 to an anonymous request for an image that does not exist.
+func refusalMessage(secret *corev1.Secret, img string, refused error) string {
+	if secret == nil {
+		return fmt.Sprintf("%s: not set, and the registry refused anonymous access to image %s: %s (a private image needs a pull Secret, or the image does not exist)",
+			pullSecretField, img, pullorbuild.RegistryError(refused))
+	}
+	return fmt.Sprintf("%s: the registry refused the credentials of Secret %s/%s for image %s: %s",
+		pullSecretField, secret.Namespace, secret.Name, img, pullorbuild.RegistryError(refused))
+}
+
 // imageState asks the registry for the image and, when it is missing, follows or starts its
 // build. A build no longer needed is deleted by the builds phase (builds.go), not here. refused is
-// the registry's error when it refused the pull Secret's credentials (HTTP 401 or 403); nothing
-// else is decided then. Without a pull Secret a refusal stays the Unknown image state.
+// the registry's error when it refused the pull Secret's credentials, or anonymous access when
+// there is none (HTTP 401 or 403): waiting does not change that, the spec or the Secret must;
+// nothing else is decided then.
 func (r *Reconciler) imageState(s *scope, in pullorbuild.Input) (ki kernelImage, refused error, err error) {
 	k, img := in.Kernel, in.Image
 	reg := &refusals{Registry: r.Registry}
@@ -147,7 +159,7 @@ func (r *Reconciler) imageState(s *scope, in pullorbuild.Input) (ki kernelImage,
 	if err != nil {
 		return kernelImage{}, nil, err
 	}
-	if reg.refused != nil && in.PullSecret != nil {
+	if reg.refused != nil {
 		return kernelImage{}, reg.refused, nil
 	}
 	if res.Start != nil {

@@ -88,19 +88,7 @@ func TestRegistryRefusesPullSecret(t *testing.T) {
 	h := start(t)
 	h.node("x", kernelX, true)
 	const user, password = "vendor", "right-password"
-	reg := basicAuthRegistry(t, user, password)
-	ref := reg + "/vendor/kmod:" + kernelX
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := random.Image(128, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(r, img, remote.WithAuth(&authn.Basic{Username: user, Password: password})); err != nil {
-		t.Fatal(err)
-	}
+	reg, ref := privateImage(t, user, password)
 	ns := h.recipeNamespace()
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull"}, Type: corev1.SecretTypeDockerConfigJson,
 		Data: dockerConfig(reg, user, secretData)}
@@ -123,6 +111,57 @@ func TestRegistryRefusesPullSecret(t *testing.T) {
 
 	h.updateSecret(ns, "pull", dockerConfig(reg, user, password))
 	h.waitDaemonSets(sr.Name, kernelX)
+}
+
+// TestRegistryRefusesAnonymous: a registry that answers 401 to a SpecialResource with no pull
+// Secret makes it Errored/InvalidSpec naming spec.driverContainer.pullSecret (not Progressing for
+// ever, waiting for an image it is not allowed to see), with a Warning; once the spec names a
+// Secret with the right credentials, the image is found.
+func TestRegistryRefusesAnonymous(t *testing.T) {
+	h := start(t)
+	h.node("x", kernelX, true)
+	const user, password = "vendor", "right-password"
+	reg, ref := privateImage(t, user, password)
+	ns := h.recipeNamespace()
+	sr := h.specialResource("kmod")
+	sr.Spec.Namespace = ns
+	sr.Spec.DriverContainer.Image = reg + "/vendor/kmod:{{.KernelFullVersion}}"
+	h.create(sr)
+
+	want := "spec.driverContainer.pullSecret: not set, and the registry refused anonymous access to image " + ref + ": HTTP 401 Unauthorized"
+	got := h.waitSR(sr.Name, "Errored InvalidSpec", isTrue(sro.ConditionErrored, sro.ReasonInvalidSpec))
+	if msg := conditionMessage(got, sro.ConditionErrored); !strings.HasPrefix(msg, want) {
+		t.Fatalf("message %q, want %q…", msg, want)
+	}
+	h.waitWarning(sr.Name, sro.ReasonInvalidSpec, want)
+
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull"}, Type: corev1.SecretTypeDockerConfigJson,
+		Data: dockerConfig(reg, user, password)}
+	if err := env.Client.Create(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	h.update(sr.Name, func(sr *sro.SpecialResource) { sr.Spec.DriverContainer.PullSecret = "pull" })
+	h.waitDaemonSets(sr.Name, kernelX)
+}
+
+// privateImage starts a registry that wants user and password (basicAuthRegistry) and pushes an
+// image for kernelX to it; it returns the registry's host:port and the image's reference.
+func privateImage(t *testing.T, user, password string) (reg, ref string) {
+	t.Helper()
+	reg = basicAuthRegistry(t, user, password)
+	ref = reg + "/vendor/kmod:" + kernelX
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := random.Image(128, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(r, img, remote.WithAuth(&authn.Basic{Username: user, Password: password})); err != nil {
+		t.Fatal(err)
+	}
+	return reg, ref
 }
 
 // basicAuthRegistry is an OCI registry that wants HTTP basic auth for every request; it returns
