@@ -146,6 +146,11 @@ type BareMetalHostStatus struct {
 	// +optional
 	LastAttemptedImage *Image `json:"lastAttemptedImage,omitempty"`
 
+	// LastAttemptedCustomDeploy is the custom deploy of the last provisioning attempt: a change
+	// of spec.customDeploy resets provisioningFailCount as an image change does.
+	// +optional
+	LastAttemptedCustomDeploy *CustomDeploy `json:"lastAttemptedCustomDeploy,omitempty"`
+
 	// Conditions are recomputed from the host's state on every reconcile.
 	// +optional
 	// +listType=map

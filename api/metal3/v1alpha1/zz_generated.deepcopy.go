@@ -297,6 +297,11 @@ func (in *BareMetalHostStatus) DeepCopyInto(out *BareMetalHostStatus) {
 		*out = new(Image)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.LastAttemptedCustomDeploy != nil {
+		in, out := &in.LastAttemptedCustomDeploy, &out.LastAttemptedCustomDeploy
+		*out = new(CustomDeploy)
+		**out = **in
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

@@ -105,6 +105,45 @@ func TestRetryCapResetByAnyImageChange(t *testing.T) {
 	}
 }
 
+// TestRetryCapResetByCustomDeployChange: a host with a custom deploy (no image) at the retry cap
+// names spec.customDeploy, and provisions again once its method changes; a method changed while
+// provisioning cancels that attempt, and the new method is what ends on the host and in status.
+func TestRetryCapResetByCustomDeployChange(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	fix.FailNext(fixture.OpProvision, 100)
+	startOperator(t, ns, fix, func(c *Config) { c.MaxProvisioningRetries = 1 })
+	host := newHost(ns, "h").WithCustomDeploy("install-a").Build()
+	host.Spec.Image = nil
+	createHost(t, host)
+	want := "spec.customDeploy: provisioning failed 1 times (limit --max-provisioning-retries=1); change or remove the custom deploy to try again"
+	h := waitHost(t, ns, "h", "retry cap reached", func(h *metal3.BareMetalHost) bool {
+		return h.Status.Provisioning.State == metal3.StateAvailable && h.Status.ErrorMessage == want
+	})
+	if last := h.Status.LastAttemptedCustomDeploy; last == nil || last.Method != "install-a" || h.Status.LastAttemptedImage != nil {
+		t.Fatalf("last attempted custom deploy %+v, image %+v", last, h.Status.LastAttemptedImage)
+	}
+
+	// The next attempt hangs: a method changed meanwhile cancels it.
+	fix.FailNext(fixture.OpProvision, 0)
+	fix.SetLatency(fixture.OpProvision, time.Hour)
+	update(t, h, func(h *metal3.BareMetalHost) { h.Spec.CustomDeploy.Method = "install-b" })
+	h = waitState(t, ns, "h", metal3.StateProvisioning)
+	if last := h.Status.LastAttemptedCustomDeploy; last == nil || last.Method != "install-b" || h.Status.ProvisioningFailCount != 0 {
+		t.Fatalf("provisioning: last attempted %+v, failCount %d", last, h.Status.ProvisioningFailCount)
+	}
+	fix.SetLatency(fixture.OpProvision, 0)
+	update(t, h, func(h *metal3.BareMetalHost) { h.Spec.CustomDeploy.Method = "install-c" })
+	h = waitState(t, ns, "h", metal3.StateProvisioned)
+	if cd := h.Status.Provisioning.CustomDeploy; cd == nil || cd.Method != "install-c" {
+		t.Fatalf("provisioned with custom deploy %+v, want install-c", cd)
+	}
+	if n, ok := fix.Node(ns, "h"); !ok || n.Image != "custom-deploy:install-c" {
+		t.Fatalf("the node runs %q, want custom-deploy:install-c", n.Image)
+	}
+}
+
 // TestBadConfigDataIsAnInputError: network data or meta data that is not a YAML or JSON object
 // keeps the host available with an error naming the field, before any provisioning attempt (so it
 // does not count towards the retry cap); fixing the Secret wakes the host, which provisions.

@@ -49,28 +49,34 @@ func (s *hostScope) needsProvisioning() bool {
 // missing; both are errors the user fixes, shown in status without leaving available.
 func (s *hostScope) checkProvisioning() (outcome, bool) {
 	st := &s.host.Status
-	if s.host.Spec.Image == nil && s.host.Spec.CustomDeploy == nil {
-		st.ProvisioningFailCount, st.LastAttemptedImage = 0, nil // image removed: a fresh start
+	spec := s.host.Spec
+	if spec.Image == nil && spec.CustomDeploy == nil {
+		// Image and custom deploy removed: a fresh start.
+		st.ProvisioningFailCount, st.LastAttemptedImage, st.LastAttemptedCustomDeploy = 0, nil, nil
 	}
 	if !s.needsProvisioning() {
 		s.clearErrorOf(metal3.ProvisioningError)
 		return outcome{}, false
 	}
-	if !apiequality.Semantic.DeepEqual(st.LastAttemptedImage, s.host.Spec.Image) {
-		// A changed image resets the retry cap: any field (a fixed checksum or format of the
-		// same URL is a new attempt), as the cap's message promises. (customDeploy has no
-		// last-attempted record in status; only removing it, or moving to an image, resets.)
+	if !apiequality.Semantic.DeepEqual(st.LastAttemptedImage, spec.Image) ||
+		!apiequality.Semantic.DeepEqual(st.LastAttemptedCustomDeploy, spec.CustomDeploy) {
+		// A changed image or custom deploy resets the retry cap: any field (a fixed checksum or
+		// format of the same URL is a new attempt), as the cap's message promises.
 		st.ProvisioningFailCount = 0
 	}
 	if limit := s.cfg.MaxProvisioningRetries; limit > 0 && st.ProvisioningFailCount >= limit {
+		field, what := "spec.image", "the image"
+		if spec.Image == nil {
+			field, what = "spec.customDeploy", "the custom deploy"
+		}
 		return s.inputFailure(metal3.ProvisioningError, fmt.Errorf(
-			"spec.image: provisioning failed %d times (limit --max-provisioning-retries=%d); change or remove the image to try again",
-			st.ProvisioningFailCount, limit)), true
+			"%s: provisioning failed %d times (limit --max-provisioning-retries=%d); change or remove %s to try again",
+			field, st.ProvisioningFailCount, limit, what)), true
 	}
 	if s.in.hostConfigErr != nil {
 		return s.inputFailure(metal3.ProvisioningError, s.in.hostConfigErr), true
 	}
-	st.LastAttemptedImage = s.host.Spec.Image.DeepCopy()
+	st.LastAttemptedImage, st.LastAttemptedCustomDeploy = spec.Image.DeepCopy(), spec.CustomDeploy.DeepCopy()
 	return advance(metal3.StateProvisioning), true
 }
 
@@ -97,13 +103,16 @@ func handleProvisioning(s *hostScope) outcome {
 	return advance(metal3.StateProvisioned)
 }
 
-// provisioningCancelled: the image (or custom deploy) was removed or changed while provisioning.
+// provisioningCancelled: the image (or custom deploy) was removed or changed while provisioning:
+// a new URL, or a new custom deploy method (what would be recorded as provisioned otherwise is
+// not what runs on the host).
 func (s *hostScope) provisioningCancelled() bool {
 	spec, st := s.host.Spec, s.host.Status
 	if spec.Image == nil && spec.CustomDeploy == nil {
 		return true
 	}
-	return spec.Image != nil && st.LastAttemptedImage != nil && spec.Image.URL != st.LastAttemptedImage.URL
+	return (spec.Image != nil && st.LastAttemptedImage != nil && spec.Image.URL != st.LastAttemptedImage.URL) ||
+		(spec.CustomDeploy != nil && st.LastAttemptedCustomDeploy != nil && spec.CustomDeploy.Method != st.LastAttemptedCustomDeploy.Method)
 }
 
 // recordProvisioned copies what is now on the host from spec to status.
