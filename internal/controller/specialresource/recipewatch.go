@@ -65,6 +65,9 @@ func (r *Reconciler) recipeConfigMapSource(ctx context.Context, mgr ctrl.Manager
 	if err := mgr.Add(c); err != nil {
 		return nil, fmt.Errorf("adding the recipe ConfigMap cache: %w", err)
 	}
+	// Beside the manager's cache views (cacheview.Describe logs those): what else is cached.
+	mgr.GetLogger().Info("A cache of its own", "view",
+		"ConfigMap (special-resource-operator recipe watch): metadata only, every namespace, namespace/name/uid/resourceVersion kept")
 	cm := &metav1.PartialObjectMetadata{}
 	cm.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
 	return source.Kind(c, cm, handler.TypedEnqueueRequestsFromMapFunc(r.recipeReaders), contentChanged()), nil
