@@ -145,9 +145,10 @@ func fullBareMetalHost(ns string) *metal3.BareMetalHost {
 				Provision:   metal3.OperationMetric{Start: stamp(6), End: stamp(7)},
 				Deprovision: metal3.OperationMetric{Start: stamp(8), End: stamp(9)},
 			},
-			ErrorCount:            3,
-			ProvisioningFailCount: 2,
-			LastAttemptedImage:    &image,
+			ErrorCount:                3,
+			ProvisioningFailCount:     2,
+			LastAttemptedImage:        &image,
+			LastAttemptedCustomDeploy: &metal3.CustomDeploy{Method: "install_coreos"},
 			Conditions: []metav1.Condition{
 				condition(metal3.ManageableCondition, metal3.ManageableReason, 10),
 				condition(metal3.ReadyCondition, metal3.ErrorReason, 11),
