@@ -120,7 +120,7 @@ var setups = map[Transition]func(t *testing.T, s *hostScope, fix *fixture.Fixtur
 		s.host.Spec.Image = &metal3.Image{URL: "http://images/a.qcow2"}
 		s.host.Status.LastAttemptedImage = s.host.Spec.Image.DeepCopy()
 	},
-	{metal3.StateProvisioning, metal3.StateDeprovisioning, "provisioning failed (provisioningFailCount+1), or image removed or changed"}: func(t *testing.T, s *hostScope, fix *fixture.Fixture) {
+	{metal3.StateProvisioning, metal3.StateDeprovisioning, "provisioning failed (provisioningFailCount+1), or image or custom deploy removed or changed"}: func(t *testing.T, s *hostScope, fix *fixture.Fixture) {
 		t.Helper()
 		registerIn(t, s, fix)
 		s.host.Spec.Image = &metal3.Image{URL: "http://images/a.qcow2"}

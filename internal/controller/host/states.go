@@ -41,7 +41,7 @@ var Transitions = []Transition{
 	{metal3.StateAvailable, metal3.StatePreparing, "spec.raid or spec.rootDeviceHints differ from status, or a firmware change made since the host became available"},
 	{metal3.StateAvailable, metal3.StateProvisioning, "online, image or custom deploy not yet provisioned, retry cap not reached"},
 	{metal3.StateProvisioning, metal3.StateProvisioned, "image written"},
-	{metal3.StateProvisioning, metal3.StateDeprovisioning, "provisioning failed (provisioningFailCount+1), or image removed or changed"},
+	{metal3.StateProvisioning, metal3.StateDeprovisioning, "provisioning failed (provisioningFailCount+1), or image or custom deploy removed or changed"},
 	{metal3.StateProvisioned, metal3.StateDeprovisioning, "image or custom deploy changed or removed"},
 	{metal3.StateExternallyProvisioned, metal3.StateProvisioned, "spec.externallyProvisioned cleared"},
 	{metal3.StateDeprovisioning, metal3.StateAvailable, "image removed (cleaning done)"},
