@@ -27,6 +27,13 @@ func OwnedByHost(obj client.Object) bool {
 // ReasonNoHost is the Event reason for a companion whose name matches no host.
 const ReasonNoHost = "HostNotFound"
 
+// NoHostMessage says that obj, of kind, names no host: the message of NoHost's condition and
+// Warning, and of the host controller's Warning for a HostUpdatePolicy.
+func NoHostMessage(kind string, obj client.Object) string {
+	return fmt.Sprintf("metadata.name: no BareMetalHost named %q in namespace %q; a %s applies to the host of the same name",
+		obj.GetName(), obj.GetNamespace(), kind)
+}
+
 // NoHost is how a controller marks its companion when no BareMetalHost of that name exists in its
 // namespace (a typo, or the host not created yet): validType is the kind's Valid condition, set
 // False with reason and a message naming metadata.name, since the spec cannot take effect. It
@@ -34,8 +41,7 @@ const ReasonNoHost = "HostNotFound"
 // at the same companion emits nothing. Once the host exists and registers, the controller's first
 // status write replaces the whole status (lastUpdated is still empty) and the condition goes.
 func NoHost(conds *[]metav1.Condition, kind, validType, reason string, obj client.Object, now time.Time) events.List {
-	msg := fmt.Sprintf("metadata.name: no BareMetalHost named %q in namespace %q; a %s applies to the host of the same name",
-		obj.GetName(), obj.GetNamespace(), kind)
+	msg := NoHostMessage(kind, obj)
 	prev := conditions.Get(*conds, validType)
 	var list events.List
 	if prev == nil || prev.Status != metav1.ConditionFalse || prev.Message != msg {

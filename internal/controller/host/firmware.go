@@ -19,7 +19,9 @@ import (
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/cacheview"
+	"github.com/metalforge/metalforge/internal/controller/companion"
 	"github.com/metalforge/metalforge/internal/controller/conditions"
+	"github.com/metalforge/metalforge/internal/controller/events"
 )
 
 // firmwareInputs are the host's pending firmware changes, as its HostFirmwareSettings and
@@ -134,6 +136,29 @@ func (r *Reconciler) adoptPolicy(ctx context.Context, host *metal3.BareMetalHost
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("owning host update policy %s/%s: %w", policy.Namespace, policy.Name, err)
 	}
+	return nil
+}
+
+// reasonPolicyWithoutHost is the Warning for a HostUpdatePolicy whose name matches no host.
+const reasonPolicyWithoutHost = companion.ReasonNoHost
+
+// policyWithoutHost warns about a HostUpdatePolicy a user created under a name no host has (a
+// typo would otherwise leave the live updates it means to allow silently off; its status has no
+// fields to say so). The reconcile of a missing host runs when such a policy is created or edited
+// (hostOfPolicy) and when a host is deleted; a policy its host owns goes with that host.
+func (r *Reconciler) policyWithoutHost(ctx context.Context, key types.NamespacedName) error {
+	policy := &metal3.HostUpdatePolicy{}
+	if err := r.Client.Get(ctx, key, policy); apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("reading host update policy %s: %w", key, err)
+	}
+	if !policy.DeletionTimestamp.IsZero() || companion.OwnedByHost(policy) {
+		return nil
+	}
+	var list events.List
+	list.Warning(reasonPolicyWithoutHost, "Validate", companion.NoHostMessage("HostUpdatePolicy", policy))
+	list.Emit(r.Recorder, policy)
 	return nil
 }
 

@@ -216,7 +216,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	if err := r.Client.Get(ctx, req.NamespacedName, host); apierrors.IsNotFound(err) {
 		r.written.Forget(req.NamespacedName)
 		r.images.forget(req.NamespacedName)
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.policyWithoutHost(ctx, req.NamespacedName)
 	} else if err != nil {
 		metricReconcileErrors.Inc()
 		return ctrl.Result{}, fmt.Errorf("reading host %s: %w", req.NamespacedName, err)
