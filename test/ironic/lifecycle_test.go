@@ -303,17 +303,20 @@ func crashMidDeploy(t *testing.T, client *gophercloud.ServiceClient, sim *bmcsim
 			t.Fatal(err)
 		}
 		if n.ProvisionState == "deploy failed" {
-			if n.LastError == "" {
-				t.Errorf("deploy failed without last_error")
+			// Read again while the failure handler is still at work (it holds the node's lock).
+			if reason := failureReason(t, client, n); reason != "" || n.Reservation == "" {
+				if reason == "" {
+					t.Errorf("deploy failed with no reason in last_error or in the node's history")
+				}
+				t.Logf("deploy failed after %s: %s", time.Since(start).Round(time.Second), reason)
+				break
 			}
-			t.Logf("deploy failed after %s: %s", time.Since(start).Round(time.Second), n.LastError)
-			break
 		}
 		if n.ProvisionState == "active" {
 			t.Fatalf("node became active although its agent crashed")
 		}
 		if time.Since(start) > 4*time.Minute {
-			t.Fatalf("node still %q after %s, want deploy failed", n.ProvisionState, time.Since(start))
+			t.Fatalf("node %q (locked by %q) after %s, want deploy failed with a reason", n.ProvisionState, n.Reservation, time.Since(start))
 		}
 		time.Sleep(2 * time.Second)
 	}
@@ -340,3 +343,31 @@ func countVolumes(t *testing.T, rf redfish, system string) int {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// failureReason is why Ironic failed node n. last_error says it, but not at every moment: Ironic
+// saves the failed state before it powers the node off, and the power action erases last_error
+// until the failure handler writes it back after it; later the power state sync erases it again
+// ("Clearing last_error … after confirmed power state match", node history being on). The newest
+// ERROR event of the node's history (API 1.78) keeps it.
+func failureReason(t *testing.T, client *gophercloud.ServiceClient, n *nodes.Node) string {
+	t.Helper()
+	if n.LastError != "" {
+		return n.LastError
+	}
+	var body struct {
+		History []struct {
+			Severity string `json:"severity"`
+			Event    string `json:"event"`
+		} `json:"history"`
+	}
+	url := client.ServiceURL("nodes", n.UUID, "history") + "?detail=true&sort_key=created_at&sort_dir=desc&limit=20"
+	if _, err := client.Get(context.Background(), url, &body, &gophercloud.RequestOpts{OkCodes: []int{200}}); err != nil {
+		t.Fatalf("reading the history of node %s: %v", n.UUID, err)
+	}
+	for _, e := range body.History {
+		if strings.EqualFold(e.Severity, "ERROR") && e.Event != "" {
+			return e.Event
+		}
+	}
+	return ""
+}
