@@ -86,8 +86,9 @@ func state(n *nodes.Node) nodes.ProvisionState { return nodes.ProvisionState(n.P
 
 // tearingDown reports whether a conductor still holds a node that is already in a failed state:
 // an abort moves the node to clean/deploy/service failed first and sets last_error only when its
-// tear-down (power off, ejecting media) ends, so until then the failure cannot be told from an
-// abort, and a manage or retry would be refused (409) anyway.
+// tear-down (power off, ejecting media) ends, and a timeout's failure handler records the reason
+// only after the state change, so until then the failure cannot be told from an abort nor said
+// why, and a manage or retry would be refused (409) anyway.
 func tearingDown(n *nodes.Node) bool { return n.Reservation != "" }
 
 // decideRegistration: after enrollment and updates, move enroll → manageable (Ironic verifies the
@@ -123,6 +124,9 @@ func decideInspection(n *nodes.Node, opts provisioner.InspectOptions) decision {
 		// registration saw it end (3 of 500 hosts in a bench-ironic run). Wait; it is no error.
 		return do(actWaitShort)
 	case nodes.InspectFail:
+		if tearingDown(n) {
+			return do(actWaitShort)
+		}
 		if !opts.RestartOnFailure && !opts.Refresh {
 			return fail("Inspection failed", n)
 		}
@@ -225,6 +229,9 @@ func decideDeprovisioning(n *nodes.Node, restartOnFailure bool) decision {
 		}
 		return do(actWaitLong)
 	case nodes.Error:
+		if tearingDown(n) {
+			return do(actWaitShort)
+		}
 		if !restartOnFailure {
 			return fail("Deprovisioning failed", n)
 		}
@@ -271,6 +278,9 @@ func decideAdoption(n *nodes.Node, hostState metal3.ProvisioningState, hasImage,
 	case nodes.Adopting, nodes.Verifying:
 		return do(actWaitShort)
 	case nodes.AdoptFail:
+		if tearingDown(n) {
+			return do(actWaitShort)
+		}
 		if !restartOnFailure {
 			return fail("Host adoption failed", n)
 		}

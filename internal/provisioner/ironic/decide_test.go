@@ -76,6 +76,7 @@ func TestDecideInspection(t *testing.T) {
 		"still verifying":           {got: decideInspection(node(nodes.Verifying), none), want: actWaitShort},
 		"failed":                    {got: decideInspection(node(nodes.InspectFail, lastError("boom")), none), want: actFail, wantMsg: "Inspection failed: boom"},
 		"failed, restart":           {got: decideInspection(node(nodes.InspectFail), restart), want: actInspect},
+		"failed, still held":        {got: decideInspection(node(nodes.InspectFail, reserved), none), want: actWaitShort},
 		"active with data":          {got: decideInspection(node(nodes.Active, inspected), none), want: actDone},
 		"active without data":       {got: decideInspection(node(nodes.Active), none), want: actUnexpected},
 		"active, refresh requested": {got: decideInspection(node(nodes.Active, inspected), refresh), want: actUnexpected},
@@ -138,6 +139,7 @@ func TestDecideDeprovisioning(t *testing.T) {
 		"manual clean wait":       {got: decideDeprovisioning(node(nodes.CleanWait, target("manageable")), false), want: actAbort},
 		"error":                   {got: decideDeprovisioning(node(nodes.Error, lastError("x")), false), want: actFail, wantMsg: "Deprovisioning failed: x"},
 		"error, restart":          {got: decideDeprovisioning(node(nodes.Error), true), want: actUndeploy},
+		"error, still held":       {got: decideDeprovisioning(node(nodes.Error, reserved), false), want: actWaitShort},
 		"clean failed":            {got: decideDeprovisioning(node(nodes.CleanFail, lastError("disk")), false), want: actFail, wantMsg: "Cleaning failed: disk"},
 		"clean failed, restart":   {got: decideDeprovisioning(node(nodes.CleanFail), true), want: actManage},
 		"clean aborted by us":     {got: decideDeprovisioning(node(nodes.CleanFail, lastError("Clean operation aborted")), false), want: actManage},
@@ -164,6 +166,7 @@ func TestDecideAdoption(t *testing.T) {
 		"adopting":                         {got: decideAdoption(node(nodes.Adopting), metal3.StateProvisioned, true, false), want: actWaitShort},
 		"adopt failed":                     {got: decideAdoption(node(nodes.AdoptFail, lastError("x")), metal3.StateProvisioned, true, false), want: actFail, wantMsg: "Host adoption failed: x"},
 		"adopt failed, restart":            {got: decideAdoption(node(nodes.AdoptFail), metal3.StateProvisioned, true, true), want: actAdopt},
+		"adopt failed, still held":         {got: decideAdoption(node(nodes.AdoptFail, reserved), metal3.StateProvisioned, true, false), want: actWaitShort},
 		"enroll":                           {got: decideAdoption(node(nodes.Enroll), metal3.StateProvisioned, true, false), want: actUnexpected},
 		"servicing":                        {got: decideAdoption(node(nodes.ServiceWait), metal3.StateProvisioned, true, false), want: actDone},
 	})

@@ -39,9 +39,12 @@ type historyEvent struct {
 
 // recallLastError returns n, or, when n is in a failed state whose last_error Ironic erased, a
 // copy with the reason from the node's history. The history is read once per failure (remembered
-// with the time of the state change); a history that cannot be read leaves n as it is.
+// with the time of the state change); a history that cannot be read leaves n as it is. It is not
+// read while a conductor still holds the node (the decisions wait for that anyway): Ironic saves
+// some failed states before the failure handler records the reason (a deploy timeout's clean-up
+// runs after the state change), and read then, the history's newest error is an earlier failure's.
 func (p *Provisioner) recallLastError(ctx context.Context, s *session, n *nodes.Node) *nodes.Node {
-	if !failedStates[state(n)] || n.LastError != "" || n.ProvisionUpdatedAt.IsZero() {
+	if !failedStates[state(n)] || n.LastError != "" || n.ProvisionUpdatedAt.IsZero() || tearingDown(n) {
 		return n
 	}
 	text, known := p.memory.recalledError(n.UUID, n.ProvisionUpdatedAt)

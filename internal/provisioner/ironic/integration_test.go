@@ -703,27 +703,39 @@ func TestServicingInterruptedByARestart(t *testing.T) {
 	srv := e.host(t)
 	host := testHost(t, srv)
 	registerActive(t, p, &host)
-	// stepFailed: a step failure also puts the node in maintenance (fault "service failure").
-	failedAs := func(data provisioner.ServiceData, event string, stepFailed bool) {
+	exec := func(what, sql string) {
+		t.Helper()
+		if n, err := e.ironic.ExecSQL(sql); err != nil || n != 1 {
+			t.Fatalf("%s: %d rows, %v", what, n, err)
+		}
+	}
+	// recordFailure adds the error event Ironic's failure handler records to the node's history.
+	recordFailure := func(event string) {
+		t.Helper()
+		// version: the object version of Ironic 39's NodeHistory, without which it cannot load the row.
+		exec("recording the failure in the node's history", fmt.Sprintf(`INSERT INTO node_history (uuid, version, created_at, conductor, event_type, severity, event, node_id)
+			SELECT '%s', '1.3', datetime('now', '-2 seconds'), 'c-1', 'servicing', 'ERROR', '%s', id
+			FROM nodes WHERE uuid = '%s'`, uuid.NewString(), strings.ReplaceAll(event, "'", "''"), host.NodeID))
+	}
+	// failedAs puts the node in service failed for data, with event in its history ("": not yet
+	// recorded) and heldBy holding it ("": nobody). stepFailed: a step failure also puts the node in
+	// maintenance (fault "service failure").
+	failedAs := func(data provisioner.ServiceData, event string, stepFailed bool, heldBy string) {
 		t.Helper()
 		step, _ := biosStep(data.FirmwareSettings)
 		fp := fingerprint([]nodes.ServiceStep{step})
-		maintenance, fault := "0", "NULL"
+		maintenance, fault, reservation := "0", "NULL", "NULL"
 		if stepFailed {
 			maintenance, fault = "1", "'"+faultServiceFailure+"'"
 		}
-		for _, sql := range []string{
-			fmt.Sprintf(`UPDATE nodes SET provision_state = 'service failed', target_provision_state = 'active', last_error = NULL,
-				reservation = NULL, maintenance = %s, fault = %s, provision_updated_at = datetime('now'),
-				extra = json_set(COALESCE(extra, '{}'), '$.%s', '%s') WHERE uuid = '%s'`, maintenance, fault, extraServiced, fp, host.NodeID),
-			// version: the object version of Ironic 39's NodeHistory, without which it cannot load the row.
-			fmt.Sprintf(`INSERT INTO node_history (uuid, version, created_at, conductor, event_type, severity, event, node_id)
-				SELECT '%s', '1.3', datetime('now', '-2 seconds'), 'c-1', 'servicing', 'ERROR', '%s', id
-				FROM nodes WHERE uuid = '%s'`, uuid.NewString(), strings.ReplaceAll(event, "'", "''"), host.NodeID),
-		} {
-			if n, err := e.ironic.ExecSQL(sql); err != nil || n != 1 {
-				t.Fatalf("putting node %s in service failed: %d rows, %v", host.NodeID, n, err)
-			}
+		if heldBy != "" {
+			reservation = "'" + heldBy + "'"
+		}
+		exec("putting node "+host.NodeID+" in service failed", fmt.Sprintf(`UPDATE nodes SET provision_state = 'service failed', target_provision_state = 'active', last_error = NULL,
+			reservation = %s, maintenance = %s, fault = %s, provision_updated_at = datetime('now'),
+			extra = json_set(COALESCE(extra, '{}'), '$.%s', '%s') WHERE uuid = '%s'`, reservation, maintenance, fault, extraServiced, fp, host.NodeID))
+		if event != "" {
+			recordFailure(event)
 		}
 		p.watch.Forget(host.NodeID)
 	}
@@ -731,7 +743,7 @@ func TestServicingInterruptedByARestart(t *testing.T) {
 
 	// Interrupted by a restart: serviced again at once.
 	turbo := provisioner.ServiceData{FirmwareSettings: metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")}}
-	failedAs(turbo, "The servicing state can't be resumed by conductor c-1. Moving to fail state.", false)
+	failedAs(turbo, "The servicing state can't be resumed by conductor c-1. Moving to fail state.", false, "")
 	mustDone(t, "service after the interruption", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		return p.Service(ctx, host, turbo)
 	})
@@ -743,7 +755,7 @@ func TestServicingInterruptedByARestart(t *testing.T) {
 	// (which takes the node out of the maintenance the failure put it in).
 	logical := provisioner.ServiceData{FirmwareSettings: metal3.DesiredSettingsMap{"LogicalProc": intstr.FromString("Disabled")}}
 	reason := "Node " + host.NodeID + " failed step bios.apply_configuration: Redfish exception occurred (injected)"
-	failedAs(logical, reason, true)
+	failedAs(logical, reason, true, "")
 	res, err := p.Service(context.Background(), host, logical)
 	if err != nil || !res.Failed() || res.ErrorMessage != "Servicing failed: "+reason {
 		t.Fatalf("servicing a request whose step failed: %s, %v; want the failure with its reason from the history", describe(res), err)
@@ -754,6 +766,22 @@ func TestServicingInterruptedByARestart(t *testing.T) {
 	})
 	if v := bios("LogicalProc"); v != "Disabled" {
 		t.Errorf("bmcsim LogicalProc %v after the retry, want Disabled", v)
+	}
+
+	// Failed, but its conductor still holds the node and has not recorded why (Ironic saves some
+	// failed states before the failure handler runs): a wait, and once the handler has recorded
+	// the reason and let the node go, the failure is reported with it, not as a failure without one.
+	hyper := provisioner.ServiceData{FirmwareSettings: metal3.DesiredSettingsMap{"ProcCStates": intstr.FromString("Disabled")}}
+	failedAs(hyper, "", true, "c-1")
+	if res, err := p.Service(context.Background(), host, hyper); err != nil || res.Failed() || !res.Busy {
+		t.Fatalf("servicing while the failure handler holds the node: %s, %v; want a wait", describe(res), err)
+	}
+	reason = "Node " + host.NodeID + " failed step bios.apply_configuration: the BMC rejected ProcCStates (injected)"
+	recordFailure(reason)
+	exec("letting the node go", fmt.Sprintf(`UPDATE nodes SET reservation = NULL WHERE uuid = '%s'`, host.NodeID))
+	p.watch.Forget(host.NodeID)
+	if res, err := p.Service(context.Background(), host, hyper); err != nil || !res.Failed() || res.ErrorMessage != "Servicing failed: "+reason {
+		t.Errorf("servicing once the failure handler let the node go: %s, %v; want the failure with its reason from the history", describe(res), err)
 	}
 }
 
