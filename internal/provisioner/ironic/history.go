@@ -43,16 +43,35 @@ type historyEvent struct {
 // read while a conductor still holds the node (the decisions wait for that anyway): Ironic saves
 // some failed states before the failure handler records the reason (a deploy timeout's clean-up
 // runs after the state change), and read then, the history's newest error is an earlier failure's.
+// An abort records nothing in the history: a failed state that follows an abort this provisioner
+// asked for, with no error recorded since the aborted operation began, is the abort, and gets
+// Ironic's words for it (so the decisions retry it rather than report it).
 func (p *Provisioner) recallLastError(ctx context.Context, s *session, n *nodes.Node) *nodes.Node {
-	if !failedStates[state(n)] || n.LastError != "" || n.ProvisionUpdatedAt.IsZero() || tearingDown(n) {
+	if !failedStates[state(n)] || n.ProvisionUpdatedAt.IsZero() || tearingDown(n) {
+		return n
+	}
+	abort, aborted := p.memory.abortRequested(n.UUID, n.ProvisionUpdatedAt, p.now().Add(-failureEventWindow))
+	if aborted {
+		defer p.memory.clearAbortRequested(n.UUID) // this is the failed state the abort led to
+	}
+	if n.LastError != "" {
 		return n
 	}
 	text, known := p.memory.recalledError(n.UUID, n.ProvisionUpdatedAt)
 	if !known {
+		oldest := n.ProvisionUpdatedAt.Add(-failureEventWindow)
+		if aborted {
+			oldest = abort.stateSince // only what the aborted operation recorded
+		}
 		var err error
-		if text, err = p.failureEvent(ctx, s, n); err != nil {
+		if text, err = p.failureEvent(ctx, s, n, oldest); err != nil {
 			p.logger(ctx).Info("Cannot read why the node failed from its history", "node", n.UUID, "provisionState", n.ProvisionState, "reason", err.Error())
 			return n
+		}
+		if text == "" && aborted {
+			text = abortedMessage(n)
+			p.logger(ctx).Info("Ironic erased the last_error of a node this provisioner aborted: the failure is the abort",
+				"node", n.UUID, "provisionState", n.ProvisionState)
 		}
 		p.memory.setRecalledError(n.UUID, n.ProvisionUpdatedAt, text)
 	}
@@ -64,14 +83,20 @@ func (p *Provisioner) recallLastError(ctx context.Context, s *session, n *nodes.
 	return &c
 }
 
-// failureEvent is the newest error event of the node's history recorded for its current failure
+// abortedMessage is Ironic's last_error for an abort of the operation that left n in its failed
+// state (conductor/deployments.py, cleaning.py, servicing.py).
+func abortedMessage(n *nodes.Node) string {
+	op := map[nodes.ProvisionState]string{nodes.DeployFail: "deploy ", nodes.CleanFail: "clean ", nodes.ServiceFail: "service "}[state(n)]
+	return "By request, the " + op + "operation was aborted"
+}
+
+// failureEvent is the newest error event of the node's history recorded no earlier than oldest
 // ("" when there is none).
-func (p *Provisioner) failureEvent(ctx context.Context, s *session, n *nodes.Node) (string, error) {
+func (p *Provisioner) failureEvent(ctx context.Context, s *session, n *nodes.Node, oldest time.Time) (string, error) {
 	history, err := nodeHistory(ctx, s, n.UUID, 20)
 	if err != nil {
 		return "", err
 	}
-	oldest := n.ProvisionUpdatedAt.Add(-failureEventWindow)
 	for _, e := range history {
 		at, err := parseIronicTime(e.CreatedAt)
 		if err != nil || at.Before(oldest) {

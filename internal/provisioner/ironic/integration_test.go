@@ -783,6 +783,22 @@ func TestServicingInterruptedByARestart(t *testing.T) {
 	if res, err := p.Service(context.Background(), host, hyper); err != nil || !res.Failed() || res.ErrorMessage != "Servicing failed: "+reason {
 		t.Errorf("servicing once the failure handler let the node go: %s, %v; want the failure with its reason from the history", describe(res), err)
 	}
+
+	// Aborted by this provisioner, and Ironic's power sync has erased "By request, the service
+	// operation was aborted" (an abort records nothing in the history): the history's newest error
+	// is the step failure above, older than the aborted operation, so the failure is the abort, and
+	// the same request is serviced again, not reported with that older reason.
+	before := waitNode(t, p, host, "the failed node", func(*nodes.Node) bool { return true })
+	p.memory.setAbortRequested(host.NodeID, time.Now(), before.ProvisionUpdatedAt) // as abort does
+	time.Sleep(1100 * time.Millisecond)                                            // Ironic's clock counts seconds here
+	sriov := provisioner.ServiceData{FirmwareSettings: metal3.DesiredSettingsMap{"SriovGlobalEnable": intstr.FromString("Enabled")}}
+	failedAs(sriov, "", false, "")
+	mustDone(t, "service after an abort whose last_error Ironic erased", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Service(ctx, host, sriov)
+	})
+	if v := bios("SriovGlobalEnable"); v != "Enabled" {
+		t.Errorf("bmcsim SriovGlobalEnable %v after the aborted servicing was serviced again, want Enabled", v)
+	}
 }
 
 // TestServicingRetryAfterAFailedReboot: bios.apply_configuration whose reboot fails (the BMC

@@ -41,6 +41,10 @@ type nodeFacts struct {
 	// an earlier attempt left (failedOnStaleStep), so that failing so again is reported rather than
 	// started again in a loop. Cleared by any other start.
 	staleServiceRestart bool
+	// abort is the last abort this provisioner asked of the node, until the failed state it leads
+	// to is read (history.go: Ironic records no history event for an abort, and its power sync
+	// erases the "By request, … was aborted" last_error within a minute).
+	abort abortRequest
 	// recalled is the reason of the node's failure read from its history after Ironic erased
 	// last_error (history.go), for the failure that put it in its failed state at failedAt, so
 	// that the history is read once per failure.
@@ -51,6 +55,13 @@ type nodeFacts struct {
 type recalledError struct {
 	failedAt time.Time
 	text     string
+}
+
+// abortRequest is an abort asked of a node: at (this process's clock) and the node's
+// provision_updated_at then (Ironic's clock), which the failed state it leads to comes after.
+type abortRequest struct {
+	at         time.Time
+	stateSince time.Time
 }
 
 // read calls f with the node's facts (zero when none) under the lock.
@@ -190,4 +201,24 @@ func (m *nodeMemory) recalledError(id string, failedAt time.Time) (text string, 
 
 func (m *nodeMemory) setRecalledError(id string, failedAt time.Time, text string) {
 	m.update(id, func(f *nodeFacts) { f.recalled = recalledError{failedAt: failedAt, text: text} })
+}
+
+// setAbortRequested records an abort asked of the node at at, while its state dated from since.
+func (m *nodeMemory) setAbortRequested(id string, at, since time.Time) {
+	m.update(id, func(f *nodeFacts) { f.abort = abortRequest{at: at, stateSince: since} })
+}
+
+// abortRequested returns the abort asked of the node that a failed state dated failedAt may have
+// come from: asked no earlier than notBefore, with the node's state then older than failedAt.
+func (m *nodeMemory) abortRequested(id string, failedAt, notBefore time.Time) (a abortRequest, ok bool) {
+	m.read(id, func(f nodeFacts) {
+		a = f.abort
+		ok = !a.at.IsZero() && !a.at.Before(notBefore) && a.stateSince.Before(failedAt)
+	})
+	return a, ok
+}
+
+// clearAbortRequested drops the remembered abort (its failed state was read).
+func (m *nodeMemory) clearAbortRequested(id string) {
+	m.update(id, func(f *nodeFacts) { f.abort = abortRequest{} })
 }

@@ -28,6 +28,7 @@ func remember(m *nodeMemory, id string) {
 	m.setLostAgentAbort(id, time.Unix(100, 0))
 	m.setRecalledError(id, time.Unix(200, 0), "The servicing state can't be resumed")
 	m.setStaleServiceRestart(id, true)
+	m.setAbortRequested(id, time.Unix(300, 0), time.Unix(250, 0))
 }
 
 // remembered reports whether the provisioner keeps anything about node id.
@@ -73,6 +74,15 @@ func TestNodeMemory(t *testing.T) {
 	if _, known := m.recalledError("a", time.Unix(201, 0)); known {
 		t.Error("recalledError: a reason remembered for one failure is given for a later one")
 	}
+	if _, ok := m.abortRequested("a", time.Unix(260, 0), time.Unix(300, 0)); !ok {
+		t.Error("abortRequested: the abort asked at 300 s of a state dated 250 s not given for a failure dated 260 s")
+	}
+	if _, ok := m.abortRequested("a", time.Unix(250, 0), time.Unix(300, 0)); ok {
+		t.Error("abortRequested: given for the state the abort was asked in (a failure no later than it)")
+	}
+	if _, ok := m.abortRequested("a", time.Unix(260, 0), time.Unix(301, 0)); ok {
+		t.Error("abortRequested: given although asked before notBefore")
+	}
 	if !m.staleServiceRestarted("a") || m.staleServiceRestarted("c") {
 		t.Error("staleServiceRestarted: want the mark for a, none for an unknown node")
 	}
@@ -86,6 +96,9 @@ func TestNodeMemory(t *testing.T) {
 	}
 	if _, known := m.recalledError("a", time.Unix(200, 0)); m.powerRequest("a") != "" || m.bootPort("a") != "" || m.takeRestartedManage("a") || m.staleServiceRestarted("a") || known {
 		t.Error("power request, boot port, restart marks or recalled error kept after forget")
+	}
+	if _, ok := m.abortRequested("a", time.Unix(260, 0), time.Time{}); ok {
+		t.Error("abort request kept after forget")
 	}
 	if _, failed := m.failedStart("a", extraPrepared); failed {
 		t.Error("failed start kept after forget")
@@ -105,6 +118,7 @@ func TestNodeMemory(t *testing.T) {
 	m.setLostAgentAbort("b", time.Time{})
 	m.setRecalledError("b", time.Time{}, "")
 	m.setStaleServiceRestart("b", false)
+	m.clearAbortRequested("b")
 	if m.nodes["b"] == nil {
 		t.Fatal("b dropped while a failed start is still remembered")
 	}

@@ -113,5 +113,11 @@ func (p *Provisioner) startServicing(ctx context.Context, s *session, n *nodes.N
 // deploy wait).
 func (p *Provisioner) abort(ctx context.Context, s *session, n *nodes.Node, what string) (provisioner.Result, error) {
 	p.logger(ctx).Info("Aborting", "node", n.UUID, "operation", what, "provisionState", n.ProvisionState)
-	return p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetAbort}, p.short())
+	res, err := p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetAbort}, p.short())
+	if err == nil && !res.Failed() {
+		// Remembered so that the failed state it leads to is known for the abort even once
+		// Ironic has erased its last_error (history.go).
+		p.memory.setAbortRequested(n.UUID, p.now(), n.ProvisionUpdatedAt)
+	}
+	return res, err
 }
