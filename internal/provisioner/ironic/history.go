@@ -51,10 +51,10 @@ func (p *Provisioner) recallLastError(ctx context.Context, s *session, n *nodes.
 		return n
 	}
 	abort, aborted := p.memory.abortRequested(n.UUID, n.ProvisionUpdatedAt, p.now().Add(-failureEventWindow))
-	if aborted {
-		defer p.memory.clearAbortRequested(n.UUID) // this is the failed state the abort led to
-	}
 	if n.LastError != "" {
+		if aborted {
+			p.memory.clearAbortRequested(n.UUID) // this is the failed state the abort led to
+		}
 		return n
 	}
 	text, known := p.memory.recalledError(n.UUID, n.ProvisionUpdatedAt)
@@ -74,6 +74,9 @@ func (p *Provisioner) recallLastError(ctx context.Context, s *session, n *nodes.
 				"node", n.UUID, "provisionState", n.ProvisionState)
 		}
 		p.memory.setRecalledError(n.UUID, n.ProvisionUpdatedAt, text)
+		if aborted {
+			p.memory.clearAbortRequested(n.UUID)
+		}
 	}
 	if text == "" {
 		return n
