@@ -139,9 +139,6 @@ func (r *Reconciler) adoptPolicy(ctx context.Context, host *metal3.BareMetalHost
 	return nil
 }
 
-// reasonPolicyWithoutHost is the Warning for a HostUpdatePolicy whose name matches no host.
-const reasonPolicyWithoutHost = companion.ReasonNoHost
-
 // policyWithoutHost warns about a HostUpdatePolicy a user created under a name no host has (a
 // typo would otherwise leave the live updates it means to allow silently off; its status has no
 // fields to say so). The reconcile of a missing host runs when such a policy is created or edited
@@ -157,7 +154,7 @@ func (r *Reconciler) policyWithoutHost(ctx context.Context, key types.Namespaced
 		return nil
 	}
 	var list events.List
-	list.Warning(reasonPolicyWithoutHost, "Validate", companion.NoHostMessage("HostUpdatePolicy", policy))
+	list.Warning(companion.ReasonNoHost, "Validate", companion.NoHostMessage("HostUpdatePolicy", policy))
 	list.Emit(r.Recorder, policy)
 	return nil
 }
