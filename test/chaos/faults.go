@@ -22,8 +22,8 @@ type restart struct {
 	down     time.Duration // dead on purpose before the restart
 	attempts int           // starts until one became ready (the API server may be down)
 	ready    time.Duration // start → /readyz answered
-	// caughtUp is start → every host that existed reconciled once by the new process; -1 when
-	// the next kill or the end of the campaign came first.
+	// caughtUp is the start that succeeded → every host that existed reconciled once by the new
+	// process; -1 when the next kill or the end of the campaign came first.
 	caughtUp time.Duration
 	hosts    int
 }
@@ -65,9 +65,14 @@ func (cp *campaign) killOperator(ctx context.Context) {
 		// The dead time is not cut short by the end of the campaign: endFaults starts it again.
 		time.Sleep(k.down)
 		started := time.Now()
+		// up is when the start that succeeded began: the catch-up is measured from it, not from
+		// the first attempt (while the API server is down, the failed attempts can take longer
+		// than the whole window).
+		var up time.Time
 		// A killed operator is always started again, even when the campaign ends meanwhile.
 		for {
 			r.attempts++
+			up = time.Now()
 			err := cp.op.Start(context.Background())
 			if err == nil {
 				break
@@ -80,10 +85,10 @@ func (cp *campaign) killOperator(ctx context.Context) {
 		// Every host the new process knows is reconciled once (controller-runtime lists them all
 		// at start): until then some host may still wait for a decision the killed process had
 		// not written.
-		for time.Since(started) < cp.sched.killMin {
+		for time.Since(up) < cp.sched.killMin {
 			got, err := cp.op.Scrape(context.Background(), "controller_runtime_reconcile_total", "controller")
 			if err == nil && int(got["baremetalhost"]) >= r.hosts {
-				r.caughtUp = time.Since(started)
+				r.caughtUp = time.Since(up)
 				break
 			}
 			time.Sleep(250 * time.Millisecond)
