@@ -44,6 +44,10 @@ type Result struct {
 	// Waiting, when set on a busy result, replaces what the caller would say the host waits for:
 	// the provisioner knows something the caller cannot (its backend stopped working on the host).
 	Waiting string
+	// StagedSettings, on a finished abort of a live update (Service with empty data), names the
+	// firmware settings the engine had already sent to the BMC without seeing them applied: a BMC
+	// applies staged settings at the server's next boot, which the abort does not undo.
+	StagedSettings []string
 }
 
 // Done is a finished operation.

@@ -122,7 +122,7 @@ func (s *hostScope) continueServicing() outcome {
 	if errors.Is(err, provisioner.ErrServicingUnsupported) {
 		supported := false
 		s.fx.servicingSupported = &supported
-		s.endServicing(reasonServicingAborted, "Live update not started: the provisioner cannot service provisioned hosts")
+		s.endServicing(eventNormal, reasonServicingAborted, "Live update not started: the provisioner cannot service provisioned hosts")
 		return repeat()
 	}
 	if err != nil {
@@ -154,7 +154,11 @@ func (s *hostScope) continueServicing() outcome {
 		return waitOn(res, "the provisioner to apply the live update (servicing)")
 	}
 	if data.Empty() {
-		s.endServicing(reasonServicingAborted, "Live update aborted: its changes were removed")
+		if len(res.StagedSettings) > 0 {
+			s.endServicing(eventWarning, reasonServicingAborted, abortedWithStagedSettings(res.StagedSettings))
+		} else {
+			s.endServicing(eventNormal, reasonServicingAborted, "Live update aborted: its changes were removed")
+		}
 		return repeat()
 	}
 	if !data.Since.IsZero() {
@@ -164,7 +168,7 @@ func (s *hostScope) continueServicing() outcome {
 	if len(data.FirmwareUpdates) > 0 {
 		s.recordAppliedUpdates()
 	}
-	s.endServicing(reasonServicingComplete, "Live update complete: "+describeServiceData(data))
+	s.endServicing(eventNormal, reasonServicingComplete, "Live update complete: "+describeServiceData(data))
 	// Power as spec.online says (the provisioner left the host on). The changes' controllers have
 	// not read the host again yet, so the same changes still look pending: no new live update may
 	// start from them in this reconcile.
@@ -193,11 +197,20 @@ func (s *hostScope) restartedServicing(data provisioner.ServiceData) {
 }
 
 // endServicing returns the host to OK with an event.
-func (s *hostScope) endServicing(reason, note string) {
+func (s *hostScope) endServicing(eventType, reason, note string) {
 	st := &s.host.Status
 	st.ErrorType, st.ErrorMessage, st.ErrorCount = "", "", 0
 	st.OperationalStatus = metal3.OperationalStatusOK
-	s.event(eventNormal, reason, "Servicing", note)
+	s.event(eventType, reason, "Servicing", note)
+}
+
+// abortedWithStagedSettings is the note of an abort that could not take back the BIOS settings the
+// provisioner had already sent to the BMC: the server's next boot applies them, and nothing shows
+// them until the provisioner reads the BIOS again.
+func abortedWithStagedSettings(names []string) string {
+	return sanitizeMessage("Live update aborted: its changes were removed, but the BMC had already been sent BIOS settings " +
+		strings.Join(names, ", ") + " and applies them at the server's next boot; HostFirmwareSettings shows them " +
+		"only once the provisioner reads the BIOS again (the next live update or cleaning)")
 }
 
 // recordAppliedUpdates asks the driver to record HostFirmwareComponents' spec.updates (as read) in

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,8 +9,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
@@ -180,11 +183,69 @@ func TestServicingFailureRetryAndAbort(t *testing.T) {
 		t.Fatalf("after the abort: %s, serviced %d times", describe(h), fix.Count(ns, "h", fixture.OpService))
 	}
 	waitEvent(t, ns, "h", reasonServicingAborted)
+	if aborted := hostEvents(t, ns, "h", reasonServicingAborted); len(aborted) != 1 || aborted[0].Type != corev1.EventTypeNormal {
+		t.Errorf("the abort's events: %+v; want one Normal (nothing was staged)", aborted)
+	}
 	for _, e := range eventsFor(t, ns, "h", true) {
 		if strings.Contains(e, "started again: nothing") {
 			t.Errorf("the abort was reported as a live update started again: %q", e)
 		}
 	}
+}
+
+// TestServicingAbortWarnsOfStagedSettings: a live update failed after its BIOS settings were sent
+// to the BMC (a reboot the BMC refused); the user takes the change back. The abort cannot take the
+// settings back off the BMC, whose next boot applies them: the host says so in a Warning naming
+// them, instead of the usual Normal "aborted".
+func TestServicingAbortWarnsOfStagedSettings(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	fix.SetServicingFailuresStage(true)
+	startWithFirmware(t, ns, fix, func(c *Config) { c.ServicingRetries = 0 })
+	provisionedWithFirmware(t, ns, "h", &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot})
+
+	fix.FailNextFor(ns, "h", fixture.OpService, 1)
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
+	reboot(t, ns, "h")
+	waitHost(t, ns, "h", "servicing error", func(h *metal3.BareMetalHost) bool {
+		return h.Status.ErrorType == metal3.ServicingError
+	})
+	setSettings(t, ns, "h", map[string]string{})
+	h := waitHost(t, ns, "h", "aborted and OK", func(h *metal3.BareMetalHost) bool {
+		return h.Status.OperationalStatus == metal3.OperationalStatusOK && h.Status.ErrorType == ""
+	})
+	if h.Status.Provisioning.State != metal3.StateProvisioned || h.Status.ErrorMessage != "" {
+		t.Fatalf("after the abort: %s", describe(h))
+	}
+	var aborted []corev1.Event
+	eventually(t, "the abort's event", func() (bool, string) {
+		aborted = hostEvents(t, ns, "h", reasonServicingAborted)
+		return len(aborted) > 0, fmt.Sprint(eventsFor(t, ns, "h", true))
+	})
+	if e := aborted[0]; len(aborted) != 1 || e.Type != corev1.EventTypeWarning ||
+		!strings.Contains(e.Message, "BIOS settings ProcTurboMode and applies them at the server's next boot") {
+		t.Fatalf("the abort's events: %+v; want one Warning naming ProcTurboMode, staged for the next boot", aborted)
+	}
+	if v := biosValue(t, fix, ns, "h", "ProcTurboMode"); v != "Enabled" {
+		t.Fatalf("ProcTurboMode %q after the abort, want Enabled (the fixture applies nothing of a failed live update)", v)
+	}
+}
+
+// hostEvents returns the host's Events with reason.
+func hostEvents(t *testing.T, ns, name, reason string) []corev1.Event {
+	t.Helper()
+	var list corev1.EventList
+	if err := env.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatalf("listing events: %v", err)
+	}
+	var out []corev1.Event
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == "BareMetalHost" && e.InvolvedObject.Name == name && e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // TestServicingWaitsForDetachedAndPausedHosts: a detached or paused host is not serviced until it

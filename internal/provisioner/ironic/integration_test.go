@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/bmcsim"
 	"github.com/metalforge/metalforge/internal/bmcsim/fault"
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
@@ -811,24 +812,7 @@ func TestServicingRetryAfterAFailedReboot(t *testing.T) {
 	e := integration(t)
 	t.Parallel()
 	p := e.provisioner(t)
-	srv := e.host(t)
-	host := testHost(t, srv)
-	registerActive(t, p, &host)
-	if err := e.control.SetFaults(srv.Name, fault.Set{FailPowerOn: true}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.control.SetFaults(srv.Name, fault.Set{}) })
-
-	turbo := provisioner.ServiceData{FirmwareSettings: metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")}}
-	res := drive(t, "service while the BMC fails to power on", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
-		return p.Service(ctx, host, turbo)
-	})
-	if !res.Failed() || !strings.Contains(res.ErrorMessage, "power on") {
-		t.Fatalf("servicing while power-on fails: %s; want a failure at the reboot's power on", describe(res))
-	}
-	if err := e.control.SetFaults(srv.Name, fault.Set{}); err != nil {
-		t.Fatal(err)
-	}
+	srv, host, turbo := failedAtTheReboot(t, e, p)
 
 	turbo.RetryFailed = true
 	retried := false
@@ -846,6 +830,58 @@ func TestServicingRetryAfterAFailedReboot(t *testing.T) {
 	// node's history, between the failed reboot and the success.
 	if events := historyOf(t, p, host.NodeID); !slices.ContainsFunc(events, failedOnStaleStepText) {
 		t.Errorf("no stale-step failure in the node's history (has Ironic's bug been fixed? then this rule can go): %q", events)
+	}
+}
+
+// failedAtTheReboot registers an active node and drives a live update of a BIOS setting
+// (ProcTurboMode: Disabled) to its failure at the reboot: Ironic PATCHes the setting, then the BMC
+// answers the power-on with a 500 (bmcsim's failPowerOn, cleared once the failure is reported).
+func failedAtTheReboot(t *testing.T, e *testEnv, p *Provisioner) (bmcsim.Host, provisioner.Host, provisioner.ServiceData) {
+	t.Helper()
+	srv := e.host(t)
+	host := testHost(t, srv)
+	registerActive(t, p, &host)
+	if err := e.control.SetFaults(srv.Name, fault.Set{FailPowerOn: true}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.control.SetFaults(srv.Name, fault.Set{}) })
+	turbo := provisioner.ServiceData{FirmwareSettings: metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")}}
+	res := drive(t, "service while the BMC fails to power on", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Service(ctx, host, turbo)
+	})
+	if !res.Failed() || !strings.Contains(res.ErrorMessage, "power on") {
+		t.Fatalf("servicing while power-on fails: %s; want a failure at the reboot's power on", describe(res))
+	}
+	if err := e.control.SetFaults(srv.Name, fault.Set{}); err != nil {
+		t.Fatal(err)
+	}
+	return srv, host, turbo
+}
+
+// TestServicingAbortLeavesBIOSStaged: the BIOS step sent the setting to the BMC and the reboot
+// that applies it failed (the BMC answered the power-on with a 500); the user takes the change
+// back. Ironic aborts, but the setting stays staged on the BMC, which nothing in Ironic can undo:
+// the finished abort names it, so that the host can say so.
+func TestServicingAbortLeavesBIOSStaged(t *testing.T) {
+	e := integration(t)
+	t.Parallel()
+	p := e.provisioner(t)
+	srv, host, _ := failedAtTheReboot(t, e, p)
+	res := drive(t, "abort: the change taken back", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Service(ctx, host, provisioner.ServiceData{})
+	})
+	if res.Failed() || !slices.Equal(res.StagedSettings, []string{"ProcTurboMode"}) {
+		t.Fatalf("the finished abort: %s, staged %q; want done, naming ProcTurboMode", describe(res), res.StagedSettings)
+	}
+	// What the host will say is so: still pending on the BMC, and the next boot applies it.
+	if st := e.server(t, srv.Name).State; st.BIOS["ProcTurboMode"] != nil || st.PendingBIOS["ProcTurboMode"] != "Disabled" {
+		t.Fatalf("bmcsim after the abort: ProcTurboMode %v, pending %v; want it still pending", st.BIOS["ProcTurboMode"], st.PendingBIOS)
+	}
+	mustDone(t, "power on", 2*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.PowerOn(ctx, host, false)
+	})
+	if v := e.server(t, srv.Name).State.BIOS["ProcTurboMode"]; v != "Disabled" {
+		t.Errorf("bmcsim ProcTurboMode %v after the next boot, want Disabled (applied from the BMC's pending settings)", v)
 	}
 }
 

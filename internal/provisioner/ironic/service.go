@@ -75,6 +75,10 @@ func (p *Provisioner) Service(ctx context.Context, host provisioner.Host, data p
 			host.Namespace, host.Name, n.UUID, n.ProvisionState)
 	}
 	res, _ := p.result(d, n, host)
+	if d.act == actDone && len(steps) == 0 {
+		// The changes were taken back and Ironic is done: say what the abort could not undo.
+		res.StagedSettings = p.settingsLeftStaged(ctx, s, n)
+	}
 	return res, nil
 }
 
