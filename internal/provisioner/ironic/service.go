@@ -16,7 +16,8 @@ import (
 // (done at once, however often asked: an operator restart never services twice) and the request
 // that failed (reported until the request changes or the host retries it). Empty data while servicing waits or has failed
 // aborts it (the user took the changes back), and forgets the fingerprint so that the same changes
-// asked again later are applied again.
+// asked again later are applied again; the finished abort names the BIOS settings Ironic had
+// already sent to the BMC (staged.go).
 func (p *Provisioner) Service(ctx context.Context, host provisioner.Host, data provisioner.ServiceData) (provisioner.Result, error) {
 	ctx = withOp(ctx, "service")
 	s, n, err := p.getNode(ctx, host)
