@@ -1,7 +1,6 @@
 package host
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
@@ -230,22 +228,6 @@ func TestServicingAbortWarnsOfStagedSettings(t *testing.T) {
 	if v := biosValue(t, fix, ns, "h", "ProcTurboMode"); v != "Enabled" {
 		t.Fatalf("ProcTurboMode %q after the abort, want Enabled (the fixture applies nothing of a failed live update)", v)
 	}
-}
-
-// hostEvents returns the host's Events with reason.
-func hostEvents(t *testing.T, ns, name, reason string) []corev1.Event {
-	t.Helper()
-	var list corev1.EventList
-	if err := env.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
-		t.Fatalf("listing events: %v", err)
-	}
-	var out []corev1.Event
-	for _, e := range list.Items {
-		if e.InvolvedObject.Kind == "BareMetalHost" && e.InvolvedObject.Name == name && e.Reason == reason {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // TestServicingWaitsForDetachedAndPausedHosts: a detached or paused host is not serviced until it

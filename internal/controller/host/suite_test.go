@@ -320,21 +320,31 @@ func deleteHost(t *testing.T, ns, name string) {
 // eventsFor lists the reasons (and with notes, "reason: note") of the events about a host.
 func eventsFor(t *testing.T, ns, name string, notes ...bool) []string {
 	t.Helper()
+	var reasons []string
+	for _, e := range hostEvents(t, ns, name, "") {
+		if len(notes) > 0 {
+			reasons = append(reasons, e.Reason+": "+e.Message)
+		} else {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return reasons
+}
+
+// hostEvents returns the host's Events with reason ("": all of them).
+func hostEvents(t *testing.T, ns, name, reason string) []corev1.Event {
+	t.Helper()
 	var list corev1.EventList
 	if err := env.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 		t.Fatalf("listing events: %v", err)
 	}
-	var reasons []string
+	var out []corev1.Event
 	for _, e := range list.Items {
-		if e.InvolvedObject.Name == name && e.InvolvedObject.Kind == "BareMetalHost" {
-			if len(notes) > 0 {
-				reasons = append(reasons, e.Reason+": "+e.Message)
-			} else {
-				reasons = append(reasons, e.Reason)
-			}
+		if e.InvolvedObject.Kind == "BareMetalHost" && e.InvolvedObject.Name == name && (reason == "" || e.Reason == reason) {
+			out = append(out, e)
 		}
 	}
-	return reasons
+	return out
 }
 
 func waitEvent(t *testing.T, ns, name, reason string) {

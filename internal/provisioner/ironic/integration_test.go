@@ -740,17 +740,21 @@ func TestServicingInterruptedByARestart(t *testing.T) {
 		}
 		p.watch.Forget(host.NodeID)
 	}
-	bios := func(name string) any { t.Helper(); return e.server(t, srv.Name).State.BIOS[name] }
+	// servicedTo drives data to done (the step named what) and checks bmcsim's BIOS then has want.
+	servicedTo := func(what string, data provisioner.ServiceData, setting, want string) {
+		t.Helper()
+		mustDone(t, what, 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+			return p.Service(ctx, host, data)
+		})
+		if v := e.server(t, srv.Name).State.BIOS[setting]; v != want {
+			t.Errorf("bmcsim %s %v after %s, want %s", setting, v, what, want)
+		}
+	}
 
 	// Interrupted by a restart: serviced again at once.
 	turbo := provisioner.ServiceData{FirmwareSettings: metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")}}
 	failedAs(turbo, "The servicing state can't be resumed by conductor c-1. Moving to fail state.", false, "")
-	mustDone(t, "service after the interruption", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
-		return p.Service(ctx, host, turbo)
-	})
-	if v := bios("ProcTurboMode"); v != "Disabled" {
-		t.Errorf("bmcsim ProcTurboMode %v after the interrupted servicing was serviced again, want Disabled", v)
-	}
+	servicedTo("servicing the interrupted request again", turbo, "ProcTurboMode", "Disabled")
 
 	// A step the BMC failed: reported with the reason from the history, serviced again on a retry
 	// (which takes the node out of the maintenance the failure put it in).
@@ -762,12 +766,7 @@ func TestServicingInterruptedByARestart(t *testing.T) {
 		t.Fatalf("servicing a request whose step failed: %s, %v; want the failure with its reason from the history", describe(res), err)
 	}
 	logical.RetryFailed = true
-	mustDone(t, "service on the host's retry", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
-		return p.Service(ctx, host, logical)
-	})
-	if v := bios("LogicalProc"); v != "Disabled" {
-		t.Errorf("bmcsim LogicalProc %v after the retry, want Disabled", v)
-	}
+	servicedTo("the host's retry", logical, "LogicalProc", "Disabled")
 
 	// Failed, but its conductor still holds the node and has not recorded why (Ironic saves some
 	// failed states before the failure handler runs): a wait, and once the handler has recorded
@@ -794,12 +793,7 @@ func TestServicingInterruptedByARestart(t *testing.T) {
 	time.Sleep(1100 * time.Millisecond)                                            // Ironic's clock counts seconds here
 	sriov := provisioner.ServiceData{FirmwareSettings: metal3.DesiredSettingsMap{"SriovGlobalEnable": intstr.FromString("Enabled")}}
 	failedAs(sriov, "", false, "")
-	mustDone(t, "service after an abort whose last_error Ironic erased", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
-		return p.Service(ctx, host, sriov)
-	})
-	if v := bios("SriovGlobalEnable"); v != "Enabled" {
-		t.Errorf("bmcsim SriovGlobalEnable %v after the aborted servicing was serviced again, want Enabled", v)
-	}
+	servicedTo("servicing after an abort whose last_error Ironic erased", sriov, "SriovGlobalEnable", "Enabled")
 }
 
 // TestServicingRetryAfterAFailedReboot: bios.apply_configuration whose reboot fails (the BMC
