@@ -855,7 +855,8 @@ func failedAtTheReboot(t *testing.T, e *testEnv, p *Provisioner) (bmcsim.Host, p
 // TestServicingAbortLeavesBIOSStaged: the BIOS step sent the setting to the BMC and the reboot
 // that applies it failed (the BMC answered the power-on with a 500); the user takes the change
 // back. Ironic aborts, but the setting stays staged on the BMC, which nothing in Ironic can undo:
-// the finished abort names it, so that the host can say so.
+// the finished abort names it, so that the host can say so, and a later abort, once a boot has
+// applied it, does not.
 func TestServicingAbortLeavesBIOSStaged(t *testing.T) {
 	e := integration(t)
 	t.Parallel()
@@ -875,7 +876,27 @@ func TestServicingAbortLeavesBIOSStaged(t *testing.T) {
 		return p.PowerOn(ctx, host, false)
 	})
 	if v := e.server(t, srv.Name).State.BIOS["ProcTurboMode"]; v != "Disabled" {
-		t.Errorf("bmcsim ProcTurboMode %v after the next boot, want Disabled (applied from the BMC's pending settings)", v)
+		t.Fatalf("bmcsim ProcTurboMode %v after the next boot, want Disabled (applied from the BMC's pending settings)", v)
+	}
+
+	// Ironic keeps its record until its next BIOS step. A later live update without BIOS settings
+	// (a firmware update the BMC fails) reads the BIOS when it starts; its abort must not name the
+	// setting the boot applied.
+	if err := e.control.SetFaults(srv.Name, fault.Set{FailFirmwareUpdate: true}); err != nil {
+		t.Fatal(err)
+	}
+	update := provisioner.ServiceData{FirmwareUpdates: []metal3.FirmwareUpdate{{Component: "bios", URL: e.images.URL + "/bios-2.1.0.bin"}}}
+	res = drive(t, "a firmware update the BMC fails", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Service(ctx, host, update)
+	})
+	if !res.Failed() {
+		t.Fatalf("servicing with a failing firmware update: %s; want a failure", describe(res))
+	}
+	res = drive(t, "abort: the update taken back", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Service(ctx, host, provisioner.ServiceData{})
+	})
+	if res.Failed() || len(res.StagedSettings) > 0 {
+		t.Errorf("the second abort: %s, staged %q; want done, naming nothing (the boot applied ProcTurboMode)", describe(res), res.StagedSettings)
 	}
 }
 

@@ -6,24 +6,38 @@ import (
 )
 
 func TestStagedBIOSSettings(t *testing.T) {
+	turboOff := map[string]any{"redfish_bios_state": map[string]any{
+		"reboot_requested": true, "requested_bios_attrs": map[string]any{"ProcTurboMode": "Disabled", "LogicalProc": "Disabled"}}}
+	// Values of every JSON type, as the step sends them in their attribute's type.
+	typed := map[string]any{"redfish_bios_state": map[string]any{"reboot_requested": true, "requested_bios_attrs": map[string]any{
+		"PowerOnDelaySeconds": float64(30), "SerialConsole": true, "AssetTag": "1234"}}}
 	for _, tc := range []struct {
-		name string
-		info map[string]any
-		want []string
+		name   string
+		info   map[string]any
+		cached map[string]string
+		want   []string
 	}{
-		{"no record", map[string]any{"agent_url": "http://agent"}, nil},
-		{"sent, reboot pending", map[string]any{"redfish_bios_state": map[string]any{
-			"reboot_requested": true, "requested_bios_attrs": map[string]any{"ProcTurboMode": "Disabled", "LogicalProc": "Disabled"}}},
-			[]string{"LogicalProc", "ProcTurboMode"}},
+		{"no record", map[string]any{"agent_url": "http://agent"}, nil, nil},
+		{"sent, reboot pending, Ironic shows the old values", turboOff,
+			map[string]string{"ProcTurboMode": "Enabled", "LogicalProc": "Enabled"}, []string{"LogicalProc", "ProcTurboMode"}},
+		{"the BIOS could not be read: every setting named", turboOff, nil, []string{"LogicalProc", "ProcTurboMode"}},
+		{"a boot applied one since, and Ironic read it", turboOff,
+			map[string]string{"ProcTurboMode": "Disabled", "LogicalProc": "Enabled"}, []string{"LogicalProc"}},
+		{"a boot applied all of them: the record is stale", turboOff,
+			map[string]string{"ProcTurboMode": "Disabled", "LogicalProc": "Disabled"}, nil},
+		{"numbers and booleans as Ironic stores them (Python str)", typed,
+			map[string]string{"PowerOnDelaySeconds": "30", "SerialConsole": "True", "AssetTag": "1234"}, nil},
+		{"numbers and booleans not applied", typed,
+			map[string]string{"PowerOnDelaySeconds": "0", "SerialConsole": "False", "AssetTag": "1234"}, []string{"PowerOnDelaySeconds", "SerialConsole"}},
 		{"names at the top level (an older Ironic)", map[string]any{"redfish_bios_state": map[string]any{"reboot_requested": true},
-			"requested_bios_attrs": map[string]any{"AssetTag": "rack-7"}}, []string{"AssetTag"}},
+			"requested_bios_attrs": map[string]any{"AssetTag": "rack-7"}}, map[string]string{"AssetTag": ""}, []string{"AssetTag"}},
 		{"no reboot asked: nothing sent", map[string]any{"redfish_bios_state": map[string]any{
-			"reboot_requested": false, "requested_bios_attrs": map[string]any{"ProcTurboMode": "Disabled"}}}, nil},
-		{"a factory reset (no settings)", map[string]any{"redfish_bios_state": map[string]any{"reboot_requested": true}}, nil},
-		{"not the shape Ironic writes", map[string]any{"redfish_bios_state": "reboot_requested"}, nil},
+			"reboot_requested": false, "requested_bios_attrs": map[string]any{"ProcTurboMode": "Disabled"}}}, nil, nil},
+		{"a factory reset (no settings)", map[string]any{"redfish_bios_state": map[string]any{"reboot_requested": true}}, nil, nil},
+		{"not the shape Ironic writes", map[string]any{"redfish_bios_state": "reboot_requested"}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := stagedBIOSSettings(tc.info); !slices.Equal(got, tc.want) {
+			if got := stagedBIOSSettings(tc.info, tc.cached); !slices.Equal(got, tc.want) {
 				t.Errorf("stagedBIOSSettings = %q, want %q", got, tc.want)
 			}
 		})
