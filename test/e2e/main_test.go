@@ -10,13 +10,10 @@ package e2e
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +24,7 @@ import (
 	"github.com/metalforge/metalforge/internal/bmcsim"
 	"github.com/metalforge/metalforge/internal/test/ironicenv"
 	"github.com/metalforge/metalforge/internal/test/operatorproc"
+	"github.com/metalforge/metalforge/internal/test/sharedsuite"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
@@ -70,37 +68,16 @@ type suite struct {
 	wrongPasswords []string
 }
 
-var (
-	suiteOnce  sync.Once
-	theSuite   *suite
-	suiteErr   error
-	skipReason string
-	started    time.Time
-)
+// theSuite starts on first use; TestMain stops it.
+var theSuite = &sharedsuite.Suite[*suite]{
+	Name: "end-to-end", Unavailable: ironicenv.Unavailable, Start: startSuite, Stop: (*suite).stop,
+}
 
 func TestMain(m *testing.M) {
-	flag.Parse()
 	// The scenarios wait on Ironic, not on the CPU: run them all at once unless told otherwise.
-	parallelSet := false
-	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
-	if !parallelSet {
-		_ = flag.Set("test.parallel", "64")
-	}
-	// An interrupted run (Ctrl-C, a CI runner stopping it) still stops the API server, Ironic and
-	// the operator.
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-sig
-		if theSuite != nil {
-			theSuite.stop()
-		}
-		os.Exit(2)
-	}()
-	code := m.Run()
-	if theSuite != nil {
-		theSuite.stop()
-		fmt.Fprintf(os.Stderr, "e2e: suite ran %s from the first start\n", time.Since(started).Round(time.Second))
+	code, _, ran, took := theSuite.Main(m, "64")
+	if ran {
+		fmt.Fprintf(os.Stderr, "e2e: suite ran %s from the first start\n", took.Round(time.Second))
 	}
 	os.Exit(code)
 }
@@ -108,24 +85,7 @@ func TestMain(m *testing.M) {
 // e2e returns the running suite, or skips the test when it cannot run here.
 func e2e(t *testing.T) *suite {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end: skipped with -short")
-	}
-	suiteOnce.Do(func() {
-		if why := ironicenv.Unavailable(); why != "" {
-			skipReason = "end-to-end: " + why
-			return
-		}
-		started = time.Now()
-		theSuite, suiteErr = startSuite()
-	})
-	if skipReason != "" {
-		t.Skip(skipReason)
-	}
-	if suiteErr != nil {
-		t.Fatalf("starting the end-to-end environment: %v", suiteErr)
-	}
-	return theSuite
+	return theSuite.Get(t)
 }
 
 func lifecycleHosts() int {

@@ -9,14 +9,11 @@ package images
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,6 +23,7 @@ import (
 	"github.com/metalforge/metalforge/internal/bmcsim/agent/deployimage"
 	"github.com/metalforge/metalforge/internal/test/ironicenv"
 	"github.com/metalforge/metalforge/internal/test/loopback"
+	"github.com/metalforge/metalforge/internal/test/sharedsuite"
 	"github.com/metalforge/metalforge/internal/test/subprocess"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
@@ -60,64 +58,37 @@ type suite struct {
 	free chan bmcsim.Host
 }
 
-var (
-	suiteOnce  sync.Once
-	theSuite   *suite
-	suiteErr   error
-	skipReason string
-)
+// theSuite starts on first use; TestMain stops it.
+var theSuite = &sharedsuite.Suite[*suite]{
+	Name: "end-to-end", Unavailable: unavailable, Start: startSuite, Stop: (*suite).stop,
+}
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	parallelSet := false
-	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
-	if !parallelSet {
-		_ = flag.Set("test.parallel", "16")
-	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-sig
-		if theSuite != nil {
-			theSuite.stop()
-		}
-		os.Exit(2)
-	}()
-	code := m.Run()
-	if theSuite != nil {
-		theSuite.stop()
+	code, s, ran, _ := theSuite.Main(m, "16")
+	if ran {
 		if code == 0 {
-			_ = os.RemoveAll(theSuite.dir)
+			_ = os.RemoveAll(s.dir)
 		} else {
-			fmt.Fprintln(os.Stderr, "e2e images: logs kept in", theSuite.dir)
+			fmt.Fprintln(os.Stderr, "e2e images: logs kept in", s.dir)
 		}
 	}
 	os.Exit(code)
 }
 
+// unavailable adds nmcli, which checks each host's network data, to Ironic's needs.
+func unavailable() string {
+	if why := ironicenv.Unavailable(); why != "" {
+		return why
+	}
+	if _, err := exec.LookPath("nmcli"); err != nil {
+		return "nmcli is not installed; `make test` installs it (hack/host-packages.sh, Debian network-manager)"
+	}
+	return ""
+}
+
 func e2e(t *testing.T) *suite {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end: skipped with -short")
-	}
-	suiteOnce.Do(func() {
-		if why := ironicenv.Unavailable(); why != "" {
-			skipReason = "end-to-end: " + why
-			return
-		}
-		if _, err := exec.LookPath("nmcli"); err != nil {
-			skipReason = "end-to-end: nmcli is not installed; `make test` installs it (hack/host-packages.sh, Debian network-manager)"
-			return
-		}
-		theSuite, suiteErr = startSuite()
-	})
-	if skipReason != "" {
-		t.Skip(skipReason)
-	}
-	if suiteErr != nil {
-		t.Fatalf("starting the end-to-end environment: %v", suiteErr)
-	}
-	return theSuite
+	return theSuite.Get(t)
 }
 
 func startSuite() (s *suite, err error) {
