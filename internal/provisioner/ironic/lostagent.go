@@ -125,7 +125,8 @@ func interruptedByRestart(n *nodes.Node) bool {
 // the check after the reboot and fails without PATCHing anything, and its worker then fails with
 // "InvalidState: Can not transition from state 'service failed' on event 'done'"
 // (docs/ironic-notes.md). That failure clears the flags, so one more start applies the settings.
-// Found by the fault campaign: two of a hundred hosts used all their retries.
+// Found by the fault campaign: two of a hundred hosts used all their retries. Servicing now drops
+// such flags first when it sees them (staleRecordCheck); this rule stays for flags it did not see.
 func failedOnStaleStep(n *nodes.Node) bool {
 	return containsFold(n.LastError, "can not transition from state 'service failed' on event 'done'")
 }

@@ -3,6 +3,8 @@ package ironic
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
@@ -93,9 +95,21 @@ func (p *Provisioner) ServicingSupported(ctx context.Context) (bool, error) {
 }
 
 // startServicing starts the steps; staleRestart says the start follows a failure on a stale step
-// (remembered once Ironic accepted it, forgotten by any other start).
+// (remembered once Ironic accepted it, forgotten by any other start). A node that holds the stale
+// record of a BIOS step is serviced first with the step that drops it (staged.go), under a
+// fingerprint of its own: once that servicing is over, whatever its outcome, the request is not
+// the one that ran, and starts.
 func (p *Provisioner) startServicing(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access,
 	steps []nodes.ServiceStep, fp string, staleRestart bool) (provisioner.Result, error) {
+	full, err := p.fetchNode(ctx, s, n.UUID) // the watcher's node has no driver_internal_info
+	if err != nil {
+		return provisioner.Result{}, err
+	}
+	if check, ok := staleRecordCheck(full.DriverInternalInfo); ok {
+		p.logger(ctx).Info("Ironic still holds the record of a BIOS step that did not finish: a servicing of its own drops it first",
+			"node", n.UUID, "settings", slices.Sorted(maps.Keys(recordedBIOSSettings(full.DriverInternalInfo))))
+		steps, fp, staleRestart = []nodes.ServiceStep{check}, fingerprint("stale BIOS record", check), false
+	}
 	var pt patch
 	if err := p.setDeployImage(&pt, n, host, access); err != nil {
 		return provisioner.Result{}, err

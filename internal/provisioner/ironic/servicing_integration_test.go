@@ -132,8 +132,10 @@ func TestServicingInterruptedByARestart(t *testing.T) {
 // answers the power-on with a 500; fault campaign) leaves flags in the node's driver_internal_info
 // that make Ironic 39 fail the next attempt without applying anything ("InvalidState: Can not
 // transition from state 'service failed' on event 'done'"). When the host retries, the provisioner
-// starts that aftermath again at once, unreported, and the retry applies the setting. Without the
-// rule the retry is reported as failed, costing the host one of its --servicing-retries.
+// first services the node with the check that meets that failure and drops the flags (staged.go),
+// then with the request, unreported, and the retry applies the setting. Without it the retry is
+// reported as failed, costing the host one of its --servicing-retries (and with the rule for stale
+// failures alone, a boot between the failure and the retry made the retry apply nothing).
 func TestServicingRetryAfterAFailedReboot(t *testing.T) {
 	e := integration(t)
 	t.Parallel()
@@ -187,8 +189,8 @@ func failedAtTheReboot(t *testing.T, e *testEnv, p *Provisioner) (bmcsim.Host, p
 // TestServicingAbortLeavesBIOSStaged: the BIOS step sent the setting to the BMC and the reboot
 // that applies it failed (the BMC answered the power-on with a 500); the user takes the change
 // back. Ironic aborts, but the setting stays staged on the BMC, which nothing in Ironic can undo:
-// the finished abort names it, so that the host can say so, and a later abort, once a boot has
-// applied it, does not.
+// the finished abort names it, so that the host can say so. A later live update is not misled by
+// the record Ironic keeps.
 func TestServicingAbortLeavesBIOSStaged(t *testing.T) {
 	e := integration(t)
 	t.Parallel()
@@ -211,24 +213,35 @@ func TestServicingAbortLeavesBIOSStaged(t *testing.T) {
 		t.Fatalf("bmcsim ProcTurboMode %v after the next boot, want Disabled (applied from the BMC's pending settings)", v)
 	}
 
-	// Ironic keeps its record until its next BIOS step. A later live update without BIOS settings
-	// (a firmware update the BMC fails) reads the BIOS when it starts; its abort must not name the
-	// setting the boot applied.
+	// Ironic keeps its record until its next BIOS step, and takes it for its own: the next BIOS
+	// step would check the recorded setting and send nothing, and the BIOS periodic would end a
+	// firmware update's wait as soon as the recorded setting shows applied. A later live update of
+	// another setting and a firmware update the BMC fails: the setting applied, the failure
+	// reported, and the abort names nothing.
+	if v := e.server(t, srv.Name).State.BIOS["ProcCStates"]; v == "Disabled" {
+		t.Fatalf("bmcsim ProcCStates already %v", v)
+	}
 	if err := e.control.SetFaults(srv.Name, fault.Set{FailFirmwareUpdate: true}); err != nil {
 		t.Fatal(err)
 	}
-	update := provisioner.ServiceData{FirmwareUpdates: []metal3.FirmwareUpdate{{Component: "bios", URL: e.images.URL + "/bios-2.1.0.bin"}}}
-	res = drive(t, "a firmware update the BMC fails", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+	update := provisioner.ServiceData{
+		FirmwareSettings: metal3.DesiredSettingsMap{"ProcCStates": intstr.FromString("Disabled")},
+		FirmwareUpdates:  []metal3.FirmwareUpdate{{Component: "bios", URL: e.images.URL + "/bios-2.1.0.bin"}},
+	}
+	res = drive(t, "a setting and a firmware update the BMC fails", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		return p.Service(ctx, host, update)
 	})
-	if !res.Failed() {
-		t.Fatalf("servicing with a failing firmware update: %s; want a failure", describe(res))
+	if !res.Failed() || !strings.Contains(res.ErrorMessage, "Firmware update failed") {
+		t.Fatalf("servicing with a failing firmware update: %s; want the firmware update's failure", describe(res))
+	}
+	if v := e.server(t, srv.Name).State.BIOS["ProcCStates"]; v != "Disabled" {
+		t.Errorf("bmcsim ProcCStates %v after the later live update, want Disabled (the request's BIOS step applied)", v)
 	}
 	res = drive(t, "abort: the update taken back", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		return p.Service(ctx, host, provisioner.ServiceData{})
 	})
 	if res.Failed() || len(res.StagedSettings) > 0 {
-		t.Errorf("the second abort: %s, staged %q; want done, naming nothing (the boot applied ProcTurboMode)", describe(res), res.StagedSettings)
+		t.Errorf("the second abort: %s, staged %q; want done, naming nothing", describe(res), res.StagedSettings)
 	}
 }
 

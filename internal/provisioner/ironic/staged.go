@@ -2,6 +2,7 @@ package ironic
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +32,20 @@ const (
 // starts by reading it). Nil when nothing is left. Ironic reads the names from the record or, left
 // by an older Ironic, from the top level of driver_internal_info.
 func stagedBIOSSettings(info map[string]any, cached map[string]string) []string {
+	var staged []string
+	for name, value := range recordedBIOSSettings(info) {
+		if current, ok := cached[name]; !ok || !sameBIOSValue(value, current) {
+			staged = append(staged, name)
+		}
+	}
+	slices.Sort(staged)
+	return staged
+}
+
+// recordedBIOSSettings returns the settings, by name, that the record in info says were sent to
+// the BMC and not yet checked after a reboot (nil when there is no such record, or it names no
+// settings: a factory reset's).
+func recordedBIOSSettings(info map[string]any) map[string]any {
 	state, _ := info[infoRedfishBIOSState].(map[string]any)
 	if requested, _ := state[infoRebootRequested].(bool); !requested {
 		return nil
@@ -39,14 +54,34 @@ func stagedBIOSSettings(info map[string]any, cached map[string]string) []string 
 	if len(attrs) == 0 {
 		attrs, _ = info[infoRequestedBIOSAttr].(map[string]any)
 	}
-	var staged []string
-	for name, value := range attrs {
-		if current, ok := cached[name]; !ok || !sameBIOSValue(value, current) {
-			staged = append(staged, name)
-		}
+	return attrs
+}
+
+// A record on a node that is not in the middle of that BIOS step is stale, and Ironic takes it for
+// its own: the next BIOS step of any request runs as the check after the reboot (it compares the
+// recorded settings, sends nothing, and drops the record: the request's settings are not applied,
+// and the step fails or, when a boot has applied the recorded ones since, succeeds), and the BIOS
+// periodic task, which visits every waiting node with a record, ends any step that waits on the
+// node as soon as the recorded settings show applied (a firmware update's wait included: a
+// servicing whose firmware update failed ended active, reported done; found in `make test`). So a
+// node with a stale record is first serviced with that check alone (staleRecordCheck: a
+// bios.apply_configuration of the recorded settings, which sends nothing and drops the record;
+// when they are not applied yet it fails, as a retry after a failed reboot does), and then with
+// the request. Put in front of the request's steps instead, a failed check would leave the node in
+// service failed, and in maintenance, while Ironic goes on with the next step.
+
+// staleRecordCheck returns the step that makes Ironic check and drop the stale record in info,
+// when there is one.
+func staleRecordCheck(info map[string]any) (nodes.ServiceStep, bool) {
+	attrs := recordedBIOSSettings(info)
+	if len(attrs) == 0 {
+		return nodes.ServiceStep{}, false
 	}
-	slices.Sort(staged)
-	return staged
+	list := make([]map[string]any, 0, len(attrs))
+	for _, name := range slices.Sorted(maps.Keys(attrs)) {
+		list = append(list, map[string]any{"name": name, "value": attrs[name]}) // typed as Ironic sent them
+	}
+	return nodes.ServiceStep{Interface: nodes.InterfaceBIOS, Step: "apply_configuration", Args: map[string]any{"settings": list}}, true
 }
 
 // sameBIOSValue: value, as the record holds it (a JSON string, number or boolean, in the type of

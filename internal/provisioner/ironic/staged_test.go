@@ -1,8 +1,11 @@
 package ironic
 
 import (
+	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 )
 
 func TestStagedBIOSSettings(t *testing.T) {
@@ -41,5 +44,30 @@ func TestStagedBIOSSettings(t *testing.T) {
 				t.Errorf("stagedBIOSSettings = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestStaleRecordCheck(t *testing.T) {
+	record := map[string]any{"redfish_bios_state": map[string]any{"reboot_requested": true,
+		"requested_bios_attrs": map[string]any{"SerialConsole": true, "ProcTurboMode": "Disabled", "PowerOnDelaySeconds": float64(30)}}}
+	st, ok := staleRecordCheck(record)
+	if !ok || !isBIOSApply(st) {
+		t.Fatalf("staleRecordCheck = %+v, %v; want a bios.apply_configuration", st, ok)
+	}
+	// The recorded settings, sorted, in the types Ironic sent them in (typeBIOSSteps keeps them).
+	want := []map[string]any{{"name": "PowerOnDelaySeconds", "value": float64(30)},
+		{"name": "ProcTurboMode", "value": "Disabled"}, {"name": "SerialConsole", "value": true}}
+	got, _ := typeBIOSSteps([]nodes.CleanStep{st}, map[string]string{"PowerOnDelaySeconds": "Integer", "SerialConsole": "Boolean"})[0].Args["settings"].([]map[string]any)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("settings %v, want %v", got, want)
+	}
+	for name, info := range map[string]map[string]any{
+		"no record":                    {"agent_url": "http://agent"},
+		"a factory reset's (no names)": {"redfish_bios_state": map[string]any{"reboot_requested": true}},
+		"no reboot asked":              {"redfish_bios_state": map[string]any{"reboot_requested": false, "requested_bios_attrs": map[string]any{"A": "B"}}},
+	} {
+		if st, ok := staleRecordCheck(info); ok {
+			t.Errorf("%s: staleRecordCheck = %+v, want none", name, st)
+		}
 	}
 }
