@@ -105,10 +105,15 @@ func (p *Provisioner) startServicing(ctx context.Context, s *session, n *nodes.N
 	if err != nil {
 		return provisioner.Result{}, err
 	}
-	if check, ok := staleRecordCheck(full.DriverInternalInfo); ok {
+	settings := slices.Sorted(maps.Keys(recordedBIOSSettings(full.DriverInternalInfo)))
+	switch check, checkFP, act := staleRecordAction(n, full.DriverInternalInfo); act {
+	case checkRecord:
 		p.logger(ctx).Info("Ironic still holds the record of a BIOS step that did not finish: a servicing of its own drops it first",
-			"node", n.UUID, "settings", slices.Sorted(maps.Keys(recordedBIOSSettings(full.DriverInternalInfo))))
-		steps, fp, staleRestart = []nodes.ServiceStep{check}, fingerprint("stale BIOS record", check), false
+			"node", n.UUID, "settings", settings)
+		steps, fp, staleRestart = []nodes.ServiceStep{check}, checkFP, false
+	case recordCheckFailed:
+		p.logger(ctx).Info("The servicing that drops Ironic's record of an unfinished BIOS step failed before its step: servicing the request as asked",
+			"node", n.UUID, "settings", settings, "lastError", sanitize(n.LastError))
 	}
 	var pt patch
 	if err := p.setDeployImage(&pt, n, host, access); err != nil {

@@ -126,3 +126,29 @@ func (p *Provisioner) settingsLeftStaged(ctx context.Context, s *session, n *nod
 	}
 	return staged
 }
+
+// What a servicing start does about a stale record (staleRecordAction).
+type staleRecordAct int
+
+const (
+	noRecord          staleRecordAct = iota // the node holds none: the request starts
+	checkRecord                             // the check servicing starts first
+	recordCheckFailed                       // the check ran and failed, the record still there: the request starts
+)
+
+// staleRecordAction decides, for a node about to be serviced (n; info its driver_internal_info),
+// whether the check servicing goes first, and returns its step and fingerprint. A check that ran
+// to its step dropped the record; one that failed before it (Ironic could not validate the BMC,
+// say) and left the record is not started again: the request starts as asked, so that a lasting
+// failure is the request's, reported to the host, and not an endless round of checks.
+func staleRecordAction(n *nodes.Node, info map[string]any) (nodes.ServiceStep, string, staleRecordAct) {
+	check, ok := staleRecordCheck(info)
+	if !ok {
+		return nodes.ServiceStep{}, "", noRecord
+	}
+	fp := fingerprint("stale BIOS record", check)
+	if ran, _ := n.Extra[extraServiced].(string); ran == fp && state(n) == nodes.ServiceFail {
+		return nodes.ServiceStep{}, "", recordCheckFailed
+	}
+	return check, fp, checkRecord
+}

@@ -71,3 +71,35 @@ func TestStaleRecordCheck(t *testing.T) {
 		}
 	}
 }
+
+func TestStaleRecordAction(t *testing.T) {
+	record := map[string]any{"redfish_bios_state": map[string]any{"reboot_requested": true,
+		"requested_bios_attrs": map[string]any{"ProcTurboMode": "Disabled"}}}
+	check, _ := staleRecordCheck(record)
+	checkFP := fingerprint("stale BIOS record", check)
+	node := func(state nodes.ProvisionState, serviced string) *nodes.Node {
+		return &nodes.Node{ProvisionState: string(state), Extra: map[string]any{extraServiced: serviced}}
+	}
+	for _, tc := range []struct {
+		name string
+		n    *nodes.Node
+		info map[string]any
+		want staleRecordAct
+	}{
+		{"no record", node(nodes.Active, "request"), map[string]any{}, noRecord},
+		{"active, a record: check first", node(nodes.Active, "request"), record, checkRecord},
+		{"the request failed and left a record: check first", node(nodes.ServiceFail, "request"), record, checkRecord},
+		{"the check never started (its fingerprint written, Ironic active): check again", node(nodes.Active, checkFP), record, checkRecord},
+		{"the check failed and left the record: the request, not another check", node(nodes.ServiceFail, checkFP), record, recordCheckFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			step, fp, act := staleRecordAction(tc.n, tc.info)
+			if act != tc.want {
+				t.Fatalf("staleRecordAction = %d, want %d", act, tc.want)
+			}
+			if act == checkRecord && (fp != checkFP || !isBIOSApply(step)) {
+				t.Errorf("the check: step %+v, fingerprint %q; want bios.apply_configuration under %q", step, fp, checkFP)
+			}
+		})
+	}
+}
