@@ -108,7 +108,7 @@ func (p *Provisioner) settingsLeftStaged(ctx context.Context, s *session, n *nod
 		p.logger(ctx).Info("Cannot read whether the aborted servicing left BIOS settings staged", "node", n.UUID, "reason", err.Error())
 		return nil
 	}
-	if stagedBIOSSettings(full.DriverInternalInfo, nil) == nil { // no record: no second request
+	if len(recordedBIOSSettings(full.DriverInternalInfo)) == 0 { // no record: no second request
 		return nil
 	}
 	list, err := listBIOS(ctx, s, n.UUID, false)
