@@ -163,7 +163,7 @@ func decidePreparation(n *nodes.Node, hasSteps, finished, restartOnFailure bool)
 		if tearingDown(n) {
 			return do(actWaitShort)
 		}
-		if !restartOnFailure && !abortedByRequest(n) {
+		if !restartOnFailure && !ranRecordCheck(n, extraPrepared) && !abortedByRequest(n) {
 			return fail("Preparation (manual cleaning) failed", n)
 		}
 		return do(actManage)
@@ -184,7 +184,7 @@ func decideProvisioning(n *nodes.Node, matches, restartOnFailure bool, f Feature
 		if tearingDown(n) {
 			return do(actWaitShort)
 		}
-		if !restartOnFailure && !abortedByRequest(n) {
+		if !restartOnFailure && !ranRecordCheck(n, extraPrepared) && !abortedByRequest(n) {
 			return fail("Cleaning before provisioning failed", n)
 		}
 		return do(actManage)
@@ -240,7 +240,7 @@ func decideDeprovisioning(n *nodes.Node, restartOnFailure bool) decision {
 		if tearingDown(n) {
 			return do(actWaitShort)
 		}
-		if !restartOnFailure && !containsFold(n.LastError, "abort") {
+		if !restartOnFailure && !ranRecordCheck(n, extraPrepared) && !containsFold(n.LastError, "abort") {
 			return fail("Cleaning failed", n)
 		}
 		return do(actManage)

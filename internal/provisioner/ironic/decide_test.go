@@ -26,6 +26,7 @@ func target(t string) func(*nodes.Node)      { return func(n *nodes.Node) { n.Ta
 func power(s, target string) func(*nodes.Node) {
 	return func(n *nodes.Node) { n.PowerState, n.TargetPowerState = s, target }
 }
+func checkRan(n *nodes.Node)  { n.Extra = map[string]any{extraPrepared: recordCheckPrefix + "0123"} }
 func reserved(n *nodes.Node)  { n.Reservation = "metalforge-conductor" }
 func inspected(n *nodes.Node) { t := time.Unix(1, 0); n.InspectionFinishedAt = &t }
 
@@ -85,18 +86,19 @@ func TestDecideInspection(t *testing.T) {
 
 func TestDecidePreparation(t *testing.T) {
 	checkDecisions(t, map[string]decideCase{
-		"steps to run":         {got: decidePreparation(node(nodes.Manageable), true, false, false), want: actClean},
-		"no steps":             {got: decidePreparation(node(nodes.Manageable), false, false, false), want: actDone},
-		"same steps ran":       {got: decidePreparation(node(nodes.Manageable), true, true, false), want: actDone},
-		"available with steps": {got: decidePreparation(node(nodes.Available), true, false, false), want: actManage},
-		"available, no steps":  {got: decidePreparation(node(nodes.Available), false, false, false), want: actDone},
-		"cleaning":             {got: decidePreparation(node(nodes.Cleaning), true, true, false), want: actWaitLong},
-		"clean wait":           {got: decidePreparation(node(nodes.CleanWait), true, true, false), want: actWaitLong},
-		"failed":               {got: decidePreparation(node(nodes.CleanFail, lastError("raid")), true, true, false), want: actFail, wantMsg: "manual cleaning) failed: raid"},
-		"failed, restart":      {got: decidePreparation(node(nodes.CleanFail), true, true, true), want: actManage},
-		"aborted (lost agent)": {got: decidePreparation(node(nodes.CleanFail, lastError(cleanAborted)), true, false, false), want: actManage},
-		"abort tearing down":   {got: decidePreparation(node(nodes.CleanFail, reserved), true, false, false), want: actWaitShort},
-		"active":               {got: decidePreparation(node(nodes.Active), true, false, false), want: actUnexpected},
+		"steps to run":            {got: decidePreparation(node(nodes.Manageable), true, false, false), want: actClean},
+		"no steps":                {got: decidePreparation(node(nodes.Manageable), false, false, false), want: actDone},
+		"same steps ran":          {got: decidePreparation(node(nodes.Manageable), true, true, false), want: actDone},
+		"available with steps":    {got: decidePreparation(node(nodes.Available), true, false, false), want: actManage},
+		"available, no steps":     {got: decidePreparation(node(nodes.Available), false, false, false), want: actDone},
+		"cleaning":                {got: decidePreparation(node(nodes.Cleaning), true, true, false), want: actWaitLong},
+		"clean wait":              {got: decidePreparation(node(nodes.CleanWait), true, true, false), want: actWaitLong},
+		"failed":                  {got: decidePreparation(node(nodes.CleanFail, lastError("raid")), true, true, false), want: actFail, wantMsg: "manual cleaning) failed: raid"},
+		"failed, restart":         {got: decidePreparation(node(nodes.CleanFail), true, true, true), want: actManage},
+		"aborted (lost agent)":    {got: decidePreparation(node(nodes.CleanFail, lastError(cleanAborted)), true, false, false), want: actManage},
+		"the record check failed": {got: decidePreparation(node(nodes.CleanFail, lastError("not updated"), checkRan), true, false, false), want: actManage},
+		"abort tearing down":      {got: decidePreparation(node(nodes.CleanFail, reserved), true, false, false), want: actWaitShort},
+		"active":                  {got: decidePreparation(node(nodes.Active), true, false, false), want: actUnexpected},
 	})
 }
 
@@ -112,6 +114,7 @@ func TestDecideProvisioning(t *testing.T) {
 		"clean failed":                  {got: decideProvisioning(node(nodes.CleanFail, lastError("x")), true, false, with), want: actFail, wantMsg: "Cleaning before provisioning failed: x"},
 		"clean failed, restart":         {got: decideProvisioning(node(nodes.CleanFail), true, true, with), want: actManage},
 		"clean aborted (lost agent)":    {got: decideProvisioning(node(nodes.CleanFail, lastError(cleanAborted)), true, false, with), want: actManage},
+		"the record check failed":       {got: decideProvisioning(node(nodes.CleanFail, lastError("not updated"), checkRan), true, false, with), want: actManage},
 		"clean abort tearing down":      {got: decideProvisioning(node(nodes.CleanFail, reserved), true, false, with), want: actWaitShort},
 		"deploy abort tearing down":     {got: decideProvisioning(node(nodes.DeployFail, reserved), true, false, with), want: actWaitShort},
 		"available":                     {got: decideProvisioning(node(nodes.Available), false, false, with), want: actDeploy},
@@ -143,6 +146,7 @@ func TestDecideDeprovisioning(t *testing.T) {
 		"clean failed":            {got: decideDeprovisioning(node(nodes.CleanFail, lastError("disk")), false), want: actFail, wantMsg: "Cleaning failed: disk"},
 		"clean failed, restart":   {got: decideDeprovisioning(node(nodes.CleanFail), true), want: actManage},
 		"clean aborted by us":     {got: decideDeprovisioning(node(nodes.CleanFail, lastError("Clean operation aborted")), false), want: actManage},
+		"the record check failed": {got: decideDeprovisioning(node(nodes.CleanFail, lastError("not updated"), checkRan), false), want: actManage},
 		"abort tearing down":      {got: decideDeprovisioning(node(nodes.CleanFail, reserved), false), want: actWaitShort},
 		"manageable":              {got: decideDeprovisioning(node(nodes.Manageable), false), want: actProvide},
 		"available":               {got: decideDeprovisioning(node(nodes.Available), false), want: actDone},

@@ -27,6 +27,14 @@ func (p *Provisioner) Deprovision(ctx context.Context, host provisioner.Host, re
 	d := decideDeprovisioning(n, restartOnFailure)
 	switch d.act {
 	case actUndeploy:
+		if st := state(n); s.features.Servicing && (st == nodes.Active || st == nodes.ServiceFail) {
+			// A stale BIOS record (left by a live update that was aborted or failed at its
+			// reboot) would make the automated cleaning skip the step it waits on, and the next
+			// deployment the step that waits for the agent (staged.go): it goes first.
+			if res, handled, err := p.serviceStaleRecord(ctx, s, n, host, access); handled {
+				return res, err
+			}
+		}
 		pt, _, err := p.cleaningPatch(n, host, access)
 		if err != nil {
 			return provisioner.Result{}, err

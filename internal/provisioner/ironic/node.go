@@ -15,8 +15,12 @@ import (
 // nameSeparator joins namespace and name in the node name, as in metal3.
 const nameSeparator = "~"
 
-// faultServiceFailure is the fault Ironic records (with maintenance) when servicing fails.
-const faultServiceFailure = "service failure"
+// faultServiceFailure and faultCleanFailure are the faults Ironic records (with maintenance) when
+// a service or clean step fails. Nothing in Ironic clears them: the next state change must.
+const (
+	faultServiceFailure = "service failure"
+	faultCleanFailure   = "clean failure"
+)
 
 func nodeName(host provisioner.Host) string { return host.Namespace + nameSeparator + host.Name }
 
@@ -101,9 +105,10 @@ func (p *Provisioner) changeState(ctx context.Context, s *session, n *nodes.Node
 
 // startState is changeState that also says whether Ironic accepted the change. A node in
 // maintenance cannot change state: maintenance set by hand (no fault) is cleared first, and so is
-// the one Ironic sets when servicing fails (fault "service failure": the state change is what
-// follows that failure, a retry, an abort or an undeploy, as metal3 clears it); other faults (set
-// by Ironic, e.g. after power sync failures) clear themselves, so the call waits. A 400 answer
+// the ones Ironic sets when a service or clean step fails (faults "service failure", "clean
+// failure": the state change is what follows that failure, a retry, an abort, an undeploy or a
+// manage, as metal3 clears them); other faults (set by Ironic, e.g. after power sync failures)
+// clear themselves, so the call waits. A 400 answer
 // (Ironic rejects the request, e.g. an unknown step) is a failed operation with Ironic's reason.
 // Every clean and service step list reaches Ironic here, so this is where BIOS setting values get
 // the JSON type of their registry attribute (typedSteps; the fingerprints of the requests were
@@ -118,7 +123,7 @@ func (p *Provisioner) startState(ctx context.Context, s *session, n *nodes.Node,
 		return provisioner.Result{}, false, err
 	}
 	if n.Maintenance {
-		if n.Fault != "" && n.Fault != faultServiceFailure {
+		if n.Fault != "" && n.Fault != faultServiceFailure && n.Fault != faultCleanFailure {
 			log.Info("Waiting for Ironic to clear a fault before changing the provision state", "node", n.UUID, "fault", n.Fault)
 			return p.short(), false, nil
 		}

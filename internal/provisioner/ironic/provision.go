@@ -57,9 +57,16 @@ func (p *Provisioner) provide(ctx context.Context, s *session, n *nodes.Node, ho
 	if wait := cleaningSettleWait(n, p.now()); wait > 0 {
 		return provisioner.Working(wait), nil
 	}
+	if res, handled, err := p.cleanStaleRecord(ctx, s, n, host, access); handled {
+		return res, err
+	}
 	pt, clean, err := p.cleaningPatch(n, host, access)
 	if err != nil {
 		return provisioner.Result{}, err
+	}
+	if ranRecordCheck(n, extraPrepared) {
+		// The check is over: a failure of the automated cleaning must not pass for its own.
+		pt.setKeys("extra", n.Extra, map[string]any{extraPrepared: nil})
 	}
 	n, res, err, ok := p.update(ctx, s, n, pt)
 	if !ok {

@@ -96,25 +96,45 @@ func (p *Provisioner) ServicingSupported(ctx context.Context) (bool, error) {
 
 // startServicing starts the steps; staleRestart says the start follows a failure on a stale step
 // (remembered once Ironic accepted it, forgotten by any other start). A node that holds the stale
-// record of a BIOS step is serviced first with the step that drops it (staged.go), under a
-// fingerprint of its own: once that servicing is over, whatever its outcome, the request is not
-// the one that ran, and starts.
+// record of a BIOS step is serviced first with the step that drops it (serviceStaleRecord): once
+// that servicing is over, whatever its outcome, the request is not the one that ran, and starts.
 func (p *Provisioner) startServicing(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access,
 	steps []nodes.ServiceStep, fp string, staleRestart bool) (provisioner.Result, error) {
-	full, err := p.fetchNode(ctx, s, n.UUID) // the watcher's node has no driver_internal_info
+	if res, handled, err := p.serviceStaleRecord(ctx, s, n, host, access); handled {
+		return res, err
+	}
+	return p.startServiceSteps(ctx, s, n, host, access, steps, fp, staleRestart)
+}
+
+// serviceStaleRecord starts the servicing that drops the stale record of a BIOS step (staged.go)
+// when n holds one and that servicing has not already failed on it; handled says it did, or could
+// not read the node (res, err say how). It reads the node in full: the watcher's node has no
+// driver_internal_info. Called before a servicing, and before an undeploy, whose automated
+// cleaning and next deployment the record would mislead.
+func (p *Provisioner) serviceStaleRecord(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access) (res provisioner.Result, handled bool, err error) {
+	full, err := p.fetchNode(ctx, s, n.UUID)
 	if err != nil {
-		return provisioner.Result{}, err
+		return provisioner.Result{}, true, err
 	}
 	settings := slices.Sorted(maps.Keys(recordedBIOSSettings(full.DriverInternalInfo)))
-	switch check, checkFP, act := staleRecordAction(n, full.DriverInternalInfo); act {
-	case checkRecord:
-		p.logger(ctx).Info("Ironic still holds the record of a BIOS step that did not finish: a servicing of its own drops it first",
-			"node", n.UUID, "settings", settings)
-		steps, fp, staleRestart = []nodes.ServiceStep{check}, checkFP, false
+	check, checkFP, act := staleRecordAction(n, full.DriverInternalInfo, func(fp string) bool { return p.finished(n, extraServiced, fp) })
+	switch act {
+	case noRecord:
+		return provisioner.Result{}, false, nil
 	case recordCheckFailed:
-		p.logger(ctx).Info("The servicing that drops Ironic's record of an unfinished BIOS step failed before its step: servicing the request as asked",
+		p.logger(ctx).Info("The servicing that drops Ironic's record of an unfinished BIOS step failed before its step: going on as asked",
 			"node", n.UUID, "settings", settings, "lastError", sanitize(n.LastError))
+		return provisioner.Result{}, false, nil
 	}
+	p.logger(ctx).Info("Ironic still holds the record of a BIOS step that did not finish: a servicing of its own drops it first",
+		"node", n.UUID, "settings", settings)
+	res, err = p.startServiceSteps(ctx, s, n, host, access, []nodes.ServiceStep{check}, checkFP, false)
+	return res, true, err
+}
+
+// startServiceSteps writes the agent image and the fingerprint, and starts servicing with steps.
+func (p *Provisioner) startServiceSteps(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access,
+	steps []nodes.ServiceStep, fp string, staleRestart bool) (provisioner.Result, error) {
 	var pt patch
 	if err := p.setDeployImage(&pt, n, host, access); err != nil {
 		return provisioner.Result{}, err

@@ -162,28 +162,35 @@ func TestServicingRetryAfterAFailedReboot(t *testing.T) {
 }
 
 // failedAtTheReboot registers an active node and drives a live update of a BIOS setting
-// (ProcTurboMode: Disabled) to its failure at the reboot: Ironic PATCHes the setting, then the BMC
-// answers the power-on with a 500 (bmcsim's failPowerOn, cleared once the failure is reported).
+// (ProcTurboMode: Disabled) to its failure at the reboot (failAtTheReboot).
 func failedAtTheReboot(t *testing.T, e *testEnv, p *Provisioner) (bmcsim.Host, provisioner.Host, provisioner.ServiceData) {
 	t.Helper()
 	srv := e.host(t)
 	host := testHost(t, srv)
 	registerActive(t, p, &host)
+	turbo := provisioner.ServiceData{FirmwareSettings: metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")}}
+	failAtTheReboot(t, e, srv, "service", func(ctx context.Context) (provisioner.Result, error) {
+		return p.Service(ctx, host, turbo)
+	})
+	return srv, host, turbo
+}
+
+// failAtTheReboot drives op (a BIOS step) to its failure at the reboot: Ironic PATCHes the
+// setting, then the BMC answers the power-on with a 500 (bmcsim's failPowerOn, cleared once the
+// failure is reported).
+func failAtTheReboot(t *testing.T, e *testEnv, srv bmcsim.Host, what string, op func(ctx context.Context) (provisioner.Result, error)) {
+	t.Helper()
 	if err := e.control.SetFaults(srv.Name, fault.Set{FailPowerOn: true}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.control.SetFaults(srv.Name, fault.Set{}) })
-	turbo := provisioner.ServiceData{FirmwareSettings: metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")}}
-	res := drive(t, "service while the BMC fails to power on", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
-		return p.Service(ctx, host, turbo)
-	})
+	res := drive(t, what+" while the BMC fails to power on", 5*time.Minute, op)
 	if !res.Failed() || !strings.Contains(res.ErrorMessage, "power on") {
-		t.Fatalf("servicing while power-on fails: %s; want a failure at the reboot's power on", describe(res))
+		t.Fatalf("%s while power-on fails: %s; want a failure at the reboot's power on", what, describe(res))
 	}
 	if err := e.control.SetFaults(srv.Name, fault.Set{}); err != nil {
 		t.Fatal(err)
 	}
-	return srv, host, turbo
 }
 
 // TestServicingAbortLeavesBIOSStaged: the BIOS step sent the setting to the BMC and the reboot

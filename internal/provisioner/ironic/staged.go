@@ -127,28 +127,44 @@ func (p *Provisioner) settingsLeftStaged(ctx context.Context, s *session, n *nod
 	return staged
 }
 
-// What a servicing start does about a stale record (staleRecordAction).
+// What a servicing or manual cleaning start does about a stale record (staleRecordAction).
 type staleRecordAct int
 
 const (
 	noRecord          staleRecordAct = iota // the node holds none: the request starts
-	checkRecord                             // the check servicing starts first
+	checkRecord                             // the check goes first
 	recordCheckFailed                       // the check ran and failed, the record still there: the request starts
 )
 
-// staleRecordAction decides, for a node about to be serviced (n; info its driver_internal_info),
-// whether the check servicing goes first, and returns its step and fingerprint. A check that ran
-// to its step dropped the record; one that failed before it (Ironic could not validate the BMC,
-// say) and left the record is not started again: the request starts as asked, so that a lasting
-// failure is the request's, reported to the host, and not an endless round of checks.
-func staleRecordAction(n *nodes.Node, info map[string]any) (nodes.ServiceStep, string, staleRecordAct) {
+// recordCheckPrefix starts the fingerprint of a check in the node's extra, so that the check's
+// failure is told from the request's once Ironic has dropped the record it was computed from.
+const recordCheckPrefix = "bios-record-check:"
+
+// ranRecordCheck says whether the last operation started under key (extraServiced or
+// extraPrepared) was a check.
+func ranRecordCheck(n *nodes.Node, key string) bool {
+	v, _ := n.Extra[key].(string)
+	return strings.HasPrefix(v, recordCheckPrefix)
+}
+
+// staleRecordAction decides, for a node about to be serviced or cleaned (info its
+// driver_internal_info), whether the check goes first, and returns its step and fingerprint; ran
+// says whether the check under a fingerprint was the last operation started on the node. A check
+// that ran to its step dropped the record; one that failed before it (Ironic could not validate
+// the BMC, say: the node in service failed or clean failed, or manageable again after that) and
+// left the record is not started again: the request starts as asked, so that a lasting failure is
+// the request's, reported to the host, and not an endless round of checks.
+func staleRecordAction(n *nodes.Node, info map[string]any, ran func(fp string) bool) (nodes.CleanStep, string, staleRecordAct) {
 	check, ok := staleRecordCheck(info)
 	if !ok {
-		return nodes.ServiceStep{}, "", noRecord
+		return nodes.CleanStep{}, "", noRecord
 	}
-	fp := fingerprint("stale BIOS record", check)
-	if ran, _ := n.Extra[extraServiced].(string); ran == fp && state(n) == nodes.ServiceFail {
-		return nodes.ServiceStep{}, "", recordCheckFailed
+	fp := recordCheckPrefix + fingerprint("stale BIOS record", check)
+	switch state(n) {
+	case nodes.ServiceFail, nodes.CleanFail, nodes.Manageable:
+		if ran(fp) {
+			return nodes.CleanStep{}, "", recordCheckFailed
+		}
 	}
 	return check, fp, checkRecord
 }

@@ -76,24 +76,29 @@ func TestStaleRecordAction(t *testing.T) {
 	record := map[string]any{"redfish_bios_state": map[string]any{"reboot_requested": true,
 		"requested_bios_attrs": map[string]any{"ProcTurboMode": "Disabled"}}}
 	check, _ := staleRecordCheck(record)
-	checkFP := fingerprint("stale BIOS record", check)
-	node := func(state nodes.ProvisionState, serviced string) *nodes.Node {
-		return &nodes.Node{ProvisionState: string(state), Extra: map[string]any{extraServiced: serviced}}
+	checkFP := recordCheckPrefix + fingerprint("stale BIOS record", check)
+	node := func(state nodes.ProvisionState) *nodes.Node {
+		return &nodes.Node{ProvisionState: string(state)}
 	}
 	for _, tc := range []struct {
-		name string
-		n    *nodes.Node
-		info map[string]any
-		want staleRecordAct
+		name     string
+		n        *nodes.Node
+		info     map[string]any
+		ranCheck bool // the check was the last operation Ironic accepted on the node
+		want     staleRecordAct
 	}{
-		{"no record", node(nodes.Active, "request"), map[string]any{}, noRecord},
-		{"active, a record: check first", node(nodes.Active, "request"), record, checkRecord},
-		{"the request failed and left a record: check first", node(nodes.ServiceFail, "request"), record, checkRecord},
-		{"the check never started (its fingerprint written, Ironic active): check again", node(nodes.Active, checkFP), record, checkRecord},
-		{"the check failed and left the record: the request, not another check", node(nodes.ServiceFail, checkFP), record, recordCheckFailed},
+		{"no record", node(nodes.Active), map[string]any{}, false, noRecord},
+		{"active, a record: check first", node(nodes.Active), record, false, checkRecord},
+		{"the request failed and left a record: check first", node(nodes.ServiceFail), record, false, checkRecord},
+		{"active again after the check, the record still there (a later request's): check", node(nodes.Active), record, true, checkRecord},
+		{"the check servicing failed and left the record: the request, not another check", node(nodes.ServiceFail), record, true, recordCheckFailed},
+		{"manageable, a record: check first", node(nodes.Manageable), record, false, checkRecord},
+		{"manageable, the check's start refused: check again", node(nodes.Manageable), record, false, checkRecord},
+		{"the check cleaning failed and left the record: the request", node(nodes.CleanFail), record, true, recordCheckFailed},
+		{"manageable again after that failure: the request", node(nodes.Manageable), record, true, recordCheckFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			step, fp, act := staleRecordAction(tc.n, tc.info)
+			step, fp, act := staleRecordAction(tc.n, tc.info, func(fp string) bool { return tc.ranCheck && fp == checkFP })
 			if act != tc.want {
 				t.Fatalf("staleRecordAction = %d, want %d", act, tc.want)
 			}
