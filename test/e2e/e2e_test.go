@@ -46,6 +46,7 @@ func TestE2E(t *testing.T) {
 			{"provisioned-for-wipe", s.provisionedForWipe},
 			{"live-update-settings", s.liveUpdateSettings},
 			{"live-update-firmware", s.liveUpdateFirmware},
+			{"preparation-retried", s.preparationRetried},
 		} {
 			t.Run(sc.name, func(t *testing.T) {
 				t.Parallel()
