@@ -3,9 +3,7 @@ package ironic
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net/http"
-	"slices"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
@@ -132,27 +130,15 @@ func (p *Provisioner) startCleaning(ctx context.Context, s *session, n *nodes.No
 
 // cleanStaleRecord starts the manual cleaning that drops the stale record of a BIOS step
 // (staged.go) when the manageable node n holds one and that cleaning has not already failed on
-// it; handled says it did, or could not read the node (res, err say how). It reads the node in
-// full: the watcher's node has no driver_internal_info. Called before a preparation's manual
-// cleaning, whose BIOS step the record would turn into its own check, and before the automated
-// cleaning of a provide, whose wait the BIOS periodic task would end early. The check needs no
-// agent: Ironic runs it without booting one.
+// it; handled says it did, or could not read the node (res, err say how). Called before a
+// preparation's manual cleaning, whose BIOS step the record would turn into its own check, and
+// before the automated cleaning of a provide, whose wait the BIOS periodic task would end early.
+// The check needs no agent: Ironic runs it without booting one.
 func (p *Provisioner) cleanStaleRecord(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access) (res provisioner.Result, handled bool, err error) {
-	full, err := p.fetchNode(ctx, s, n.UUID)
-	if err != nil {
-		return provisioner.Result{}, true, err
+	check, checkFP, start, err := p.recordCheckToStart(ctx, s, n, extraPrepared, "manual cleaning")
+	if err != nil || !start {
+		return provisioner.Result{}, err != nil, err
 	}
-	check, checkFP, act := staleRecordAction(n, full.DriverInternalInfo, func(fp string) bool { return p.finished(n, extraPrepared, fp) })
-	switch act {
-	case noRecord:
-		return provisioner.Result{}, false, nil
-	case recordCheckFailed:
-		p.logger(ctx).Info("The cleaning that drops Ironic's record of an unfinished BIOS step failed before its step: going on as asked",
-			"node", n.UUID, "lastError", sanitize(n.LastError))
-		return provisioner.Result{}, false, nil
-	}
-	p.logger(ctx).Info("Ironic still holds the record of a BIOS step that did not finish: a manual cleaning of its own drops it first",
-		"node", n.UUID, "settings", slices.Sorted(maps.Keys(recordedBIOSSettings(full.DriverInternalInfo))))
 	res, err = p.startCleaning(ctx, s, n, host, access, provisioner.PrepareData{}, raidPlan{}, []nodes.CleanStep{check}, checkFP)
 	return res, true, err
 }

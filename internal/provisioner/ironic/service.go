@@ -3,8 +3,6 @@ package ironic
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
@@ -108,26 +106,13 @@ func (p *Provisioner) startServicing(ctx context.Context, s *session, n *nodes.N
 
 // serviceStaleRecord starts the servicing that drops the stale record of a BIOS step (staged.go)
 // when n holds one and that servicing has not already failed on it; handled says it did, or could
-// not read the node (res, err say how). It reads the node in full: the watcher's node has no
-// driver_internal_info. Called before a servicing, and before an undeploy, whose automated
-// cleaning and next deployment the record would mislead.
+// not read the node (res, err say how). Called before a servicing, and before an undeploy, whose
+// automated cleaning and next deployment the record would mislead.
 func (p *Provisioner) serviceStaleRecord(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access) (res provisioner.Result, handled bool, err error) {
-	full, err := p.fetchNode(ctx, s, n.UUID)
-	if err != nil {
-		return provisioner.Result{}, true, err
+	check, checkFP, start, err := p.recordCheckToStart(ctx, s, n, extraServiced, "servicing")
+	if err != nil || !start {
+		return provisioner.Result{}, err != nil, err
 	}
-	settings := slices.Sorted(maps.Keys(recordedBIOSSettings(full.DriverInternalInfo)))
-	check, checkFP, act := staleRecordAction(n, full.DriverInternalInfo, func(fp string) bool { return p.finished(n, extraServiced, fp) })
-	switch act {
-	case noRecord:
-		return provisioner.Result{}, false, nil
-	case recordCheckFailed:
-		p.logger(ctx).Info("The servicing that drops Ironic's record of an unfinished BIOS step failed before its step: going on as asked",
-			"node", n.UUID, "settings", settings, "lastError", sanitize(n.LastError))
-		return provisioner.Result{}, false, nil
-	}
-	p.logger(ctx).Info("Ironic still holds the record of a BIOS step that did not finish: a servicing of its own drops it first",
-		"node", n.UUID, "settings", settings)
 	res, err = p.startServiceSteps(ctx, s, n, host, access, []nodes.ServiceStep{check}, checkFP, false)
 	return res, true, err
 }

@@ -193,6 +193,18 @@ func failAtTheReboot(t *testing.T, e *testEnv, srv bmcsim.Host, what string, op 
 	}
 }
 
+// abortNamingTurbo takes back the live update failedAtTheReboot left failed and checks that the
+// finished abort names ProcTurboMode as staged on the BMC.
+func abortNamingTurbo(t *testing.T, p *Provisioner, host provisioner.Host) {
+	t.Helper()
+	res := drive(t, "abort: the change taken back", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Service(ctx, host, provisioner.ServiceData{})
+	})
+	if res.Failed() || !slices.Equal(res.StagedSettings, []string{"ProcTurboMode"}) {
+		t.Fatalf("the finished abort: %s, staged %q; want done, naming ProcTurboMode", describe(res), res.StagedSettings)
+	}
+}
+
 // TestServicingAbortLeavesBIOSStaged: the BIOS step sent the setting to the BMC and the reboot
 // that applies it failed (the BMC answered the power-on with a 500); the user takes the change
 // back. Ironic aborts, but the setting stays staged on the BMC, which nothing in Ironic can undo:
@@ -203,12 +215,7 @@ func TestServicingAbortLeavesBIOSStaged(t *testing.T) {
 	t.Parallel()
 	p := e.provisioner(t)
 	srv, host, _ := failedAtTheReboot(t, e, p)
-	res := drive(t, "abort: the change taken back", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
-		return p.Service(ctx, host, provisioner.ServiceData{})
-	})
-	if res.Failed() || !slices.Equal(res.StagedSettings, []string{"ProcTurboMode"}) {
-		t.Fatalf("the finished abort: %s, staged %q; want done, naming ProcTurboMode", describe(res), res.StagedSettings)
-	}
+	abortNamingTurbo(t, p, host)
 	// What the host will say is so: still pending on the BMC, and the next boot applies it.
 	if st := e.server(t, srv.Name).State; st.BIOS["ProcTurboMode"] != nil || st.PendingBIOS["ProcTurboMode"] != "Disabled" {
 		t.Fatalf("bmcsim after the abort: ProcTurboMode %v, pending %v; want it still pending", st.BIOS["ProcTurboMode"], st.PendingBIOS)
@@ -235,7 +242,7 @@ func TestServicingAbortLeavesBIOSStaged(t *testing.T) {
 		FirmwareSettings: metal3.DesiredSettingsMap{"ProcCStates": intstr.FromString("Disabled")},
 		FirmwareUpdates:  []metal3.FirmwareUpdate{{Component: "bios", URL: e.images.URL + "/bios-2.1.0.bin"}},
 	}
-	res = drive(t, "a setting and a firmware update the BMC fails", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+	res := drive(t, "a setting and a firmware update the BMC fails", 5*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		return p.Service(ctx, host, update)
 	})
 	if !res.Failed() || !strings.Contains(res.ErrorMessage, "Firmware update failed") {
