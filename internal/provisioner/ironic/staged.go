@@ -63,12 +63,15 @@ func recordedBIOSSettings(info map[string]any) map[string]any {
 // and the step fails or, when a boot has applied the recorded ones since, succeeds), and the BIOS
 // periodic task, which visits every waiting node with a record, ends any step that waits on the
 // node as soon as the recorded settings show applied (a firmware update's wait included: a
-// servicing whose firmware update failed ended active, reported done; found in `make test`). So a
-// node with a stale record is first serviced with that check alone (staleRecordCheck: a
-// bios.apply_configuration of the recorded settings, which sends nothing and drops the record;
-// when they are not applied yet it fails, as a retry after a failed reboot does), and then with
-// the request. Put in front of the request's steps instead, a failed check would leave the node in
-// service failed, and in maintenance, while Ironic goes on with the next step.
+// servicing whose firmware update failed ended active, reported done; found in `make test`; an
+// automated cleaning's erase and a deployment's wait for the agent end early the same way). So a
+// node with a stale record is first serviced (active: before a servicing or an undeploy) or
+// cleaned (manageable: before a preparation or a provide) with that check alone
+// (staleRecordCheck: a bios.apply_configuration of the recorded settings, which sends nothing and
+// drops the record; when they are not applied yet it fails, as a retry after a failed reboot does),
+// and then the operation goes on. Put in front of the request's steps instead, a failed check
+// would leave the node in service failed, and in maintenance, while Ironic goes on with the next
+// step.
 
 // staleRecordCheck returns the step that makes Ironic check and drop the stale record in info,
 // when there is one.
