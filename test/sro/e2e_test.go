@@ -34,6 +34,7 @@ import (
 	"github.com/metalforge/metalforge/internal/sro/recipe"
 	"github.com/metalforge/metalforge/internal/test/kwokenv"
 	"github.com/metalforge/metalforge/internal/test/loopback"
+	"github.com/metalforge/metalforge/internal/test/poll"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
@@ -128,7 +129,7 @@ func TestRollingKernelUpgrade(t *testing.T) {
 	for _, n := range hw {
 		start := time.Now()
 		setKernel(t, c, n, kernelY)
-		eventually(t, "node "+n+" served on kernel Y", func() (bool, string) {
+		poll.Within(t, 3*time.Minute, "node "+n+" served on kernel Y", func() (bool, string) {
 			p := driverPods(t, c)
 			return p[n] == naming.LabelValue(kernelY), fmt.Sprint(p)
 		})
@@ -146,7 +147,7 @@ func TestRollingKernelUpgrade(t *testing.T) {
 		return conditions.IsCurrent(s.Status.Conditions, sro.ConditionReady, s.Generation) && len(s.Status.Kernels) == 1 &&
 			s.Status.Kernels[0].KernelVersion == kernelY
 	})
-	eventually(t, "X's DaemonSet gone", func() (bool, string) {
+	poll.Within(t, 3*time.Minute, "X's DaemonSet gone", func() (bool, string) {
 		var list appsv1.DaemonSetList
 		if err := c.Client.List(ctx, &list, client.InNamespace(sr.Name)); err != nil {
 			return false, err.Error()
@@ -244,7 +245,7 @@ func (s *sampler) waitSamples(n int) {
 	s.mu.Lock()
 	want := s.res.samples + n
 	s.mu.Unlock()
-	eventually(s.t, fmt.Sprintf("%d samples", n), func() (bool, string) {
+	poll.Within(s.t, 3*time.Minute, fmt.Sprintf("%d samples", n), func() (bool, string) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.res.samples >= want, ""
@@ -356,7 +357,7 @@ func mustCreate(t *testing.T, c *kwokenv.Cluster, obj client.Object) {
 func waitSR(t *testing.T, c *kwokenv.Cluster, what string, cond func(*sro.SpecialResource) bool) *sro.SpecialResource {
 	t.Helper()
 	sr := &sro.SpecialResource{}
-	eventually(t, what, func() (bool, string) {
+	poll.Within(t, 3*time.Minute, what, func() (bool, string) {
 		if err := c.Client.Get(context.Background(), client.ObjectKey{Name: "simple-kmod"}, sr); err != nil {
 			return false, err.Error()
 		}
@@ -376,20 +377,4 @@ func message(sr *sro.SpecialResource) string {
 
 func criLine(s string) string {
 	return time.Now().UTC().Format(time.RFC3339Nano) + " stdout F " + s + "\n"
-}
-
-// eventually polls cond until it holds; the limit only turns a hang into a failure.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	var last string
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s: %s", what, last)
 }

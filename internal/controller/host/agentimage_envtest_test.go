@@ -16,6 +16,7 @@ import (
 	"github.com/metalforge/metalforge/internal/controller/preprovisioningimage"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
 	"github.com/metalforge/metalforge/internal/test/builder"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // The host controller with --build-preprov-image against the real API server. Some tests run the
@@ -70,7 +71,7 @@ func getImage(t *testing.T, ns, name string) *metal3.PreprovisioningImage {
 func waitImage(t *testing.T, ns, name, what string, cond func(*metal3.PreprovisioningImage) bool) *metal3.PreprovisioningImage {
 	t.Helper()
 	var ppi *metal3.PreprovisioningImage
-	eventually(t, "PreprovisioningImage "+name+": "+what, func() (bool, string) {
+	poll.Until(t, "PreprovisioningImage "+name+": "+what, func() (bool, string) {
 		ppi = &metal3.PreprovisioningImage{}
 		err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, ppi)
 		if err != nil {
@@ -83,7 +84,7 @@ func waitImage(t *testing.T, ns, name, what string, cond func(*metal3.Preprovisi
 
 func waitImageGone(t *testing.T, ns, name string) {
 	t.Helper()
-	eventually(t, "PreprovisioningImage "+name+" to be deleted", func() (bool, string) {
+	poll.Until(t, "PreprovisioningImage "+name+" to be deleted", func() (bool, string) {
 		err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &metal3.PreprovisioningImage{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -129,7 +130,7 @@ func built(url string, format metal3.ImageFormat, arch, netName, netVersion stri
 func waitProgressing(t *testing.T, ns, name, want string) *metal3.BareMetalHost {
 	t.Helper()
 	var h *metal3.BareMetalHost
-	eventually(t, fmt.Sprintf("host %s: Progressing message %s", name, want), func() (bool, string) {
+	poll.Until(t, fmt.Sprintf("host %s: Progressing message %s", name, want), func() (bool, string) {
 		h = getHost(t, ns, name)
 		c := condition(h, metal3.ProgressingCondition)
 		if c == nil {
@@ -291,7 +292,7 @@ func TestImageWithBuiltInController(t *testing.T) {
 	waitImageGone(t, ns, "v")
 	deleteHost(t, ns, "v")
 	waitGone(t, ns, "v")
-	eventually(t, "no image", func() (bool, string) {
+	poll.Until(t, "no image", func() (bool, string) {
 		var list metal3.PreprovisioningImageList
 		if err := env.Client.List(context.Background(), &list); err != nil {
 			return false, err.Error()
@@ -344,7 +345,7 @@ func TestImageSpecFollowsTheHost(t *testing.T) {
 		return p.Spec.Architecture == "aarch64" && p.Status.Architecture == "aarch64" && p.Status.ImageURL == testAarch64ISO
 	})
 	annotate(t, ns, "s", metal3.InspectAnnotationPrefix, "")
-	eventually(t, "a re-inspection on the aarch64 image", func() (bool, string) {
+	poll.Until(t, "a re-inspection on the aarch64 image", func() (bool, string) {
 		node, _ := fix.Node(ns, "s")
 		return fix.Count(ns, "s", fixture.OpInspect) == 2 && node.AgentImage.ImageURL == testAarch64ISO, fmt.Sprintf("%+v", node.AgentImage)
 	})

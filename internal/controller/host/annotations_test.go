@@ -7,6 +7,7 @@ import (
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // TestPaused: a paused host is not touched; unpaused, it proceeds.
@@ -96,7 +97,7 @@ func TestStatusAnnotationRestoresStatus(t *testing.T) {
 		return !ok && h.Status.Provisioning.State == metal3.StateProvisioned && h.Status.PoweredOn
 	})
 	waitEvent(t, ns, "h", reasonStatusRestored)
-	eventually(t, "host adopted", func() (bool, string) {
+	poll.Until(t, "host adopted", func() (bool, string) {
 		n, ok := fix.Node(ns, "h")
 		return ok && n.Provisioned, "not adopted yet"
 	})
@@ -156,7 +157,7 @@ func TestOnlineFollowsSpec(t *testing.T) {
 	update(t, h, func(h *metal3.BareMetalHost) { h.Spec.Online = true })
 	waitHost(t, ns, "h", "on", func(h *metal3.BareMetalHost) bool { return h.Status.PoweredOn })
 	fix.SetPower(ns, "h", false)
-	eventually(t, "power restored by the poll", func() (bool, string) {
+	poll.Until(t, "power restored by the poll", func() (bool, string) {
 		n, _ := fix.Node(ns, "h")
 		return n.PoweredOn, "still off"
 	})

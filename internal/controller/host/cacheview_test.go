@@ -15,6 +15,7 @@ import (
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
 	"github.com/metalforge/metalforge/internal/test/builder"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // probe is a second controller of BareMetalHosts in the operator's manager: it records the hosts
@@ -61,7 +62,7 @@ func TestSecondControllerSeesTheDeclaredView(t *testing.T) {
 	if full.Status.HardwareDetails == nil || len(full.Status.HardwareDetails.NIC) == 0 {
 		t.Fatalf("the stored host has no inspected NICs: %+v", full.Status.HardwareDetails)
 	}
-	eventually(t, "the probe to see the inspected host", func() (bool, string) {
+	poll.Until(t, "the probe to see the inspected host", func() (bool, string) {
 		h := p.last("host-0")
 		return h != nil && h.Status.HardwareDetails != nil, "not yet"
 	})

@@ -7,6 +7,7 @@ import (
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // entryCase is a host the operator first sees in a state that a running operator does not hold a
@@ -78,7 +79,7 @@ func TestEntryStates(t *testing.T) {
 	fix := fixture.New(fixture.Config{})
 	startOperator(t, ns, fix)
 	for _, tc := range cases {
-		eventually(t, tc.name+": an event for "+tc.path, func() (bool, string) {
+		poll.Until(t, tc.name+": an event for "+tc.path, func() (bool, string) {
 			got := eventsFor(t, ns, tc.name, true)
 			for _, e := range got {
 				if strings.Contains(e, "State changed: "+tc.path) {

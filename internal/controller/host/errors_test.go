@@ -12,6 +12,7 @@ import (
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
 	"github.com/metalforge/metalforge/internal/test/builder"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // TestFailingProvisionerBacksOffAndRecovers: failed registrations are recorded (errorType,
@@ -277,7 +278,7 @@ func TestSwitchedCredentialsReleaseTheOldSecret(t *testing.T) {
 			return ref != nil && ref.Name == "new-"+name
 		})
 	}
-	eventually(t, "bmc-c released", func() (bool, string) {
+	poll.Until(t, "bmc-c released", func() (bool, string) {
 		s := getSecret(t, ns, "bmc-c")
 		return len(s.Finalizers) == 0, fmt.Sprintf("finalizers %v", s.Finalizers)
 	})
@@ -384,7 +385,7 @@ func TestProvisionerLostHostMidProvisioning(t *testing.T) {
 	if h.Status.Provisioning.ID == oldID || h.Status.Provisioning.ID == "" || h.Status.ErrorType != "" {
 		t.Fatalf("host after losing its node while provisioning: %s, node %q (was %q); want provisioned on a new node", describe(h), h.Status.Provisioning.ID, oldID)
 	}
-	eventually(t, "an event saying the host registers again", func() (bool, string) {
+	poll.Until(t, "an event saying the host registers again", func() (bool, string) {
 		got := eventsFor(t, ns, "h", true)
 		for _, e := range got {
 			if strings.HasPrefix(e, "Registering: Registering the host again: ") && strings.Contains(e, "not registered") {

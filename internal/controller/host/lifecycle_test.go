@@ -10,6 +10,7 @@ import (
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // TestLifecycle: create → provisioned, image removed → available, deleted → gone and released.
@@ -83,7 +84,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("removing the image registered the host again (%d registrations, %d before)", n, registrations)
 	}
 	update(t, h, func(h *metal3.BareMetalHost) { h.Spec.BMC.DisableCertificateVerification = true })
-	eventually(t, "registration with the new BMC setting", func() (bool, string) {
+	poll.Until(t, "registration with the new BMC setting", func() (bool, string) {
 		n := fix.RegisterCalls(ns, "h")
 		return n == registrations+1, fmt.Sprintf("%d registrations, want %d", n, registrations+1)
 	})

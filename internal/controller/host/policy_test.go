@@ -10,6 +10,7 @@ import (
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
 	"github.com/metalforge/metalforge/internal/test/companiontest"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // TestPolicyWithoutHost: a HostUpdatePolicy created under a name no host has gets a HostNotFound
@@ -34,7 +35,7 @@ func TestPolicyWithoutHost(t *testing.T) {
 	createHost(t, newHost(ns, "h").Build())
 	create(t, policy("h"))
 	waitState(t, ns, "h", metal3.StateProvisioned)
-	eventually(t, "the policy owned by its host", func() (bool, string) {
+	poll.Until(t, "the policy owned by its host", func() (bool, string) {
 		p := &metal3.HostUpdatePolicy{}
 		if err := env.Client.Get(context.Background(), objectKey(ns, "h"), p); err != nil {
 			return false, err.Error()

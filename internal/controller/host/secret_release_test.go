@@ -14,6 +14,7 @@ import (
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
 	"github.com/metalforge/metalforge/internal/test/builder"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // TestDeletedSecretReleasedOnceNoHostNamesIt: a Secret the host stopped naming (here its old user
@@ -37,7 +38,7 @@ func TestDeletedSecretReleasedOnceNoHostNamesIt(t *testing.T) {
 	op.waitSeen(t, ns, "h", rv, 1)
 	waitHeld(t, ns, "user-b")
 	deleteSecret(t, ns, "user-a")
-	eventually(t, "user-a released", func() (bool, string) {
+	poll.Until(t, "user-a released", func() (bool, string) {
 		s := getSecret(t, ns, "user-a")
 		return slices.Equal(s.Finalizers, []string{"example.com/keep"}), fmt.Sprintf("finalizers %v", s.Finalizers)
 	})
@@ -66,7 +67,7 @@ func TestDeletedSecretReleasedOnceNoHostNamesIt(t *testing.T) {
 // waitHeld waits until the Secret carries the secret finalizer (a host read it).
 func waitHeld(t *testing.T, ns, name string) {
 	t.Helper()
-	eventually(t, name+" held by a host", func() (bool, string) {
+	poll.Until(t, name+" held by a host", func() (bool, string) {
 		s := getSecret(t, ns, name)
 		return slices.Contains(s.Finalizers, metal3.SecretsFinalizer), fmt.Sprintf("finalizers %v", s.Finalizers)
 	})
@@ -81,7 +82,7 @@ func deleteSecret(t *testing.T, ns, name string) {
 
 func waitSecretGone(t *testing.T, ns, name string) {
 	t.Helper()
-	eventually(t, "secret "+name+" to be gone", func() (bool, string) {
+	poll.Until(t, "secret "+name+" to be gone", func() (bool, string) {
 		s := &corev1.Secret{}
 		err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, s)
 		if apierrors.IsNotFound(err) {

@@ -16,6 +16,7 @@ import (
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
 	"github.com/metalforge/metalforge/internal/test/companiontest"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 const newBIOS = "http://fw.example/bios-2.20.0.bin"
@@ -90,7 +91,7 @@ func TestLiveUpdatePolicies(t *testing.T) {
 			}
 			if tc.policy != nil {
 				policy := &metal3.HostUpdatePolicy{}
-				eventually(t, "the policy owned by its host", func() (bool, string) {
+				poll.Until(t, "the policy owned by its host", func() (bool, string) {
 					if err := env.Client.Get(t.Context(), objectKey(ns, name), policy); err != nil {
 						return false, err.Error()
 					}
@@ -121,11 +122,11 @@ func TestServicingFailureRetryAndAbort(t *testing.T) {
 	if biosValue(t, fix, ns, "h", "ProcTurboMode") != "Disabled" || h.Status.ErrorType != "" || h.Status.ErrorCount != 0 {
 		t.Fatalf("after the retried live update: %s, ProcTurboMode %s", describe(h), biosValue(t, fix, ns, "h", "ProcTurboMode"))
 	}
-	eventually(t, "the failure counted (other tests run alongside)", func() (bool, string) {
+	poll.Until(t, "the failure counted (other tests run alongside)", func() (bool, string) {
 		got := testutil.ToFloat64(metricServicingFailures)
 		return got >= failures+1, fmt.Sprintf("%v, want at least %v", got, failures+1)
 	})
-	eventually(t, "the events of the failure and its retry", func() (bool, string) {
+	poll.Until(t, "the events of the failure and its retry", func() (bool, string) {
 		notes := eventsFor(t, ns, "h", true)
 		return slices.Contains(notes, "ServicingError: fixture: injected service failure") &&
 			slices.Contains(notes, "ServicingStarted: Live update started again (retry 1 of 1) after: fixture: injected service failure"), fmt.Sprint(notes)
@@ -217,7 +218,7 @@ func TestServicingAbortWarnsOfStagedSettings(t *testing.T) {
 		t.Fatalf("after the abort: %s", describe(h))
 	}
 	var aborted []corev1.Event
-	eventually(t, "the abort's event", func() (bool, string) {
+	poll.Until(t, "the abort's event", func() (bool, string) {
 		aborted = hostEvents(t, ns, "h", reasonServicingAborted)
 		return len(aborted) > 0, fmt.Sprint(eventsFor(t, ns, "h", true))
 	})
@@ -437,7 +438,7 @@ func TestServicingAfterAnOutOfBandChange(t *testing.T) {
 	durations := servicingDurations(t)
 	reboot(t, ns, "h")
 	servicedOK(t, ns, "h", fix, 1)
-	eventually(t, "the live update's duration counted (other tests run alongside)", func() (bool, string) {
+	poll.Until(t, "the live update's duration counted (other tests run alongside)", func() (bool, string) {
 		got := servicingDurations(t)
 		return got >= durations+1, fmt.Sprintf("%d, want at least %d", got, durations+1)
 	})

@@ -24,6 +24,7 @@ import (
 	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
 	"github.com/metalforge/metalforge/internal/test/builder"
+	"github.com/metalforge/metalforge/internal/test/poll"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
@@ -98,7 +99,7 @@ func (o *operator) waitIn(t *testing.T, seen map[types.NamespacedName][]uint64, 
 	if err != nil {
 		t.Fatalf("resourceVersion %q: %v", resourceVersion, err)
 	}
-	eventually(t, fmt.Sprintf("%d reconciles of %s %s at resourceVersion %s or later", n, kind, name, resourceVersion), func() (bool, string) {
+	poll.Until(t, fmt.Sprintf("%d reconciles of %s %s at resourceVersion %s or later", n, kind, name, resourceVersion), func() (bool, string) {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		count := 0
@@ -177,24 +178,6 @@ func (o *operator) stop() {
 	})
 }
 
-const waitTimeout = 30 * time.Second
-
-// eventually polls cond until it holds; the message of the last failed check is reported.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	var last string
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s: %s", what, last)
-}
-
 func getHost(t *testing.T, ns, name string) *metal3.BareMetalHost {
 	t.Helper()
 	h := &metal3.BareMetalHost{}
@@ -214,7 +197,7 @@ func describe(h *metal3.BareMetalHost) string {
 func waitHost(t *testing.T, ns, name, what string, cond func(h *metal3.BareMetalHost) bool) *metal3.BareMetalHost {
 	t.Helper()
 	var h *metal3.BareMetalHost
-	eventually(t, fmt.Sprintf("host %s: %s", name, what), func() (bool, string) {
+	poll.Until(t, fmt.Sprintf("host %s: %s", name, what), func() (bool, string) {
 		h = getHost(t, ns, name)
 		return cond(h), describe(h)
 	})
@@ -230,7 +213,7 @@ func waitState(t *testing.T, ns, name string, state metal3.ProvisioningState) *m
 
 func waitGone(t *testing.T, ns, name string) {
 	t.Helper()
-	eventually(t, "host "+name+" to be gone", func() (bool, string) {
+	poll.Until(t, "host "+name+" to be gone", func() (bool, string) {
 		h := &metal3.BareMetalHost{}
 		err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, h)
 		if apierrors.IsNotFound(err) {
@@ -349,7 +332,7 @@ func hostEvents(t *testing.T, ns, name, reason string) []corev1.Event {
 
 func waitEvent(t *testing.T, ns, name, reason string) {
 	t.Helper()
-	eventually(t, "event "+reason+" on "+name, func() (bool, string) {
+	poll.Until(t, "event "+reason+" on "+name, func() (bool, string) {
 		got := eventsFor(t, ns, name)
 		for _, r := range got {
 			if r == reason {
@@ -363,7 +346,7 @@ func waitEvent(t *testing.T, ns, name, reason string) {
 // waitTransition waits for an event naming a move into state.
 func waitTransition(t *testing.T, ns, name string, state metal3.ProvisioningState) {
 	t.Helper()
-	eventually(t, "an event for the move to "+string(state), func() (bool, string) {
+	poll.Until(t, "an event for the move to "+string(state), func() (bool, string) {
 		got := eventsFor(t, ns, name, true)
 		for _, e := range got {
 			if strings.Contains(e, "→ "+string(state)) {

@@ -17,6 +17,7 @@ import (
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
 	"github.com/metalforge/metalforge/internal/test/apicount"
 	"github.com/metalforge/metalforge/internal/test/companiontest"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 func schemasIn(t *testing.T, ns string) []metal3.FirmwareSchema {
@@ -345,13 +346,13 @@ func TestUnusedSchemaIsDeleted(t *testing.T) {
 	op.pause(t, a, true)
 	deleteHFS(t, ns, "a")
 	// The deletion makes the cleaner look at the schema; b still names it, so it stays.
-	eventually(t, "the cleaner to look at the schema", func() (bool, string) { return len(op.checks(key)) > mark, "" })
+	poll.Until(t, "the cleaner to look at the schema", func() (bool, string) { return len(op.checks(key)) > mark, "" })
 	if got := op.checks(key)[mark]; got || len(schemasIn(t, ns)) != 1 {
 		t.Fatalf("the schema was deleted (%v) while host b still uses it", got)
 	}
 	op.pause(t, b, true)
 	deleteHFS(t, ns, "b")
-	eventually(t, "the unused schema deleted", func() (bool, string) {
+	poll.Until(t, "the unused schema deleted", func() (bool, string) {
 		return len(schemasIn(t, ns)) == 0, fmt.Sprintf("%d schemas", len(schemasIn(t, ns)))
 	})
 

@@ -69,8 +69,6 @@ func startOperator(t *testing.T, restCfg *rest.Config, ns string, fix provisione
 	return op
 }
 
-var eventually = companiontest.Eventually
-
 func newHost(t *testing.T, fix *fixture.Fixture, ns, name string) *metal3.BareMetalHost {
 	t.Helper()
 	return companiontest.NewHost(t, env.Client, fix, ns, name)

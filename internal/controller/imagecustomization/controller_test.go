@@ -16,6 +16,7 @@ import (
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/imagecustomization/imagebuild"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // A PreprovisioningImage with static network data gets an ISO with the host's keyfile: URL,
@@ -332,7 +333,7 @@ func TestDeletion(t *testing.T) {
 	update(t, p, func() {
 		p.Finalizers = slices.DeleteFunc(p.Finalizers, func(f string) bool { return f == metal3.HostPreprovisioningImageFinalizer })
 	})
-	eventually(t, "host-0 gone", func() (bool, string) {
+	poll.Until(t, "host-0 gone", func() (bool, string) {
 		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(p), &metal3.PreprovisioningImage{})
 		return err != nil, "still there"
 	})
@@ -358,7 +359,7 @@ func TestBackgroundChecksum(t *testing.T) {
 // waitEvent waits for an Event with reason about the named object.
 func waitEvent(t *testing.T, ns, name, reason string) {
 	t.Helper()
-	eventually(t, "event "+reason, func() (bool, string) {
+	poll.Until(t, "event "+reason, func() (bool, string) {
 		var evs corev1.EventList
 		if err := env.Client.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
 			return false, err.Error()

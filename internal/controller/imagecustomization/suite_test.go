@@ -39,6 +39,7 @@ import (
 	"github.com/metalforge/metalforge/internal/imagecustomization/imageserver"
 	"github.com/metalforge/metalforge/internal/imagecustomization/imagestore"
 	"github.com/metalforge/metalforge/internal/iso"
+	"github.com/metalforge/metalforge/internal/test/poll"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
@@ -203,7 +204,7 @@ func (c *icc) reconciled(key types.NamespacedName, rv string) {
 func (c *icc) waitSeen(t *testing.T, name, rv string) {
 	t.Helper()
 	min, _ := strconv.ParseUint(rv, 10, 64)
-	eventually(t, "a reconcile of "+name+" at "+rv, func() (bool, string) {
+	poll.Until(t, "a reconcile of "+name+" at "+rv, func() (bool, string) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for _, v := range c.seen[types.NamespacedName{Namespace: c.ns, Name: name}] {
@@ -220,21 +221,6 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s: %s", what, last)
 }
 
 const staticNMState = `
@@ -286,7 +272,7 @@ func describe(p *metal3.PreprovisioningImage) string {
 func waitPPI(t *testing.T, ns, name, what string, ok func(*metal3.PreprovisioningImage) bool) *metal3.PreprovisioningImage {
 	t.Helper()
 	var p *metal3.PreprovisioningImage
-	eventually(t, name+": "+what, func() (bool, string) {
+	poll.Until(t, name+": "+what, func() (bool, string) {
 		p = get(t, ns, name)
 		return ok(p), describe(p)
 	})
@@ -303,7 +289,7 @@ func waitReady(t *testing.T, ns, name string) *metal3.PreprovisioningImage {
 
 func update(t *testing.T, obj client.Object, change func()) {
 	t.Helper()
-	eventually(t, "update of "+obj.GetName(), func() (bool, string) {
+	poll.Until(t, "update of "+obj.GetName(), func() (bool, string) {
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
 			return false, err.Error()
 		}

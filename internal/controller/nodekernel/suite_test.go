@@ -2,8 +2,8 @@ package nodekernel
 
 import (
 	"context"
+	"fmt"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +12,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/test/poll"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
@@ -49,19 +50,12 @@ func TestNodeLabelledWithItsKernel(t *testing.T) {
 		if err := env.Client.Status().Update(ctx, n); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(60 * time.Second)
-		for {
+		poll.Until(t, "the node labelled with kernel "+k, func() (bool, string) {
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(n), n); err != nil {
 				t.Fatal(err)
 			}
-			if n.Labels[sro.KernelLabel] == k {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node labels %v, want kernel %s", n.Labels, k)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return n.Labels[sro.KernelLabel] == k, fmt.Sprintf("labels %v", n.Labels)
+		})
 		if n.Labels["keep"] != "me" {
 			t.Fatalf("another label was lost: %v", n.Labels)
 		}

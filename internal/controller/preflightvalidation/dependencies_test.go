@@ -13,6 +13,7 @@ import (
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/controller/sroclusteroperator"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // TestPreflightDependencies: SpecialResource a uses its dependency base's image and namespace
@@ -56,8 +57,8 @@ func TestPreflightDependencies(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), base) })
 	var baseJobs []batchv1.Job
-	eventually(t, "one build for base", func() (bool, string) { baseJobs = w.buildJobs(baseNS); return len(baseJobs) == 1, "" })
-	eventually(t, "a waits for base's image", func() (bool, string) {
+	poll.Until(t, "one build for base", func() (bool, string) { baseJobs = w.buildJobs(baseNS); return len(baseJobs) == 1, "" })
+	poll.Until(t, "a waits for base's image", func() (bool, string) {
 		v := verification(getPV(t, pv.Name), a.Name)
 		return v.VerificationStatus == sro.VerificationUnknown && strings.Contains(v.StatusReason, baseName+" (no driver image for kernel "+kernelZ), fmt.Sprintf("%+v", v)
 	})
@@ -71,7 +72,7 @@ func TestPreflightDependencies(t *testing.T) {
 	w.push("vendor/base:" + kernelZ)
 	finishJob(t, baseJobs[0], true)
 	var jobs []batchv1.Job
-	eventually(t, "one build for a", func() (bool, string) {
+	poll.Until(t, "one build for a", func() (bool, string) {
 		jobs = w.buildJobs(a.Spec.Namespace)
 		return len(jobs) == 1, fmt.Sprint(len(jobs))
 	})
@@ -83,7 +84,7 @@ func TestPreflightDependencies(t *testing.T) {
 	}
 	// a builds as soon as base's image is in the registry; base's own check may still show its
 	// build running until the Job's end reaches the controller.
-	eventually(t, "base verified", func() (bool, string) {
+	poll.Until(t, "base verified", func() (bool, string) {
 		v := verification(getPV(t, pv.Name), baseName)
 		return v.VerificationStatus == sro.VerificationTrue, fmt.Sprintf("%+v", v)
 	})

@@ -30,6 +30,7 @@ import (
 	"github.com/metalforge/metalforge/internal/controller/specialresource"
 	"github.com/metalforge/metalforge/internal/controller/sroclusteroperator"
 	"github.com/metalforge/metalforge/internal/sro/build"
+	"github.com/metalforge/metalforge/internal/test/poll"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
@@ -191,7 +192,7 @@ func upgradeable(co *configv1.ClusterOperator) *configv1.ClusterOperatorStatusCo
 func (w *world) waitUpgradeable(status configv1.ConditionStatus, reason string, names ...string) *configv1.ClusterOperatorStatusCondition {
 	w.t.Helper()
 	var c *configv1.ClusterOperatorStatusCondition
-	eventually(w.t, fmt.Sprintf("Upgradeable %s %s %v", status, reason, names), func() (bool, string) {
+	poll.Until(w.t, fmt.Sprintf("Upgradeable %s %s %v", status, reason, names), func() (bool, string) {
 		c = upgradeable(w.clusterOperator())
 		if c == nil || c.Status != status || c.Reason != reason {
 			return false, fmt.Sprintf("%+v", c)
@@ -285,7 +286,7 @@ func TestUpgradeableFalseThenTrue(t *testing.T) {
 		t.Fatalf("b: %+v", v)
 	}
 	var jobs []batchv1.Job
-	eventually(t, "one build for b", func() (bool, string) {
+	poll.Until(t, "one build for b", func() (bool, string) {
 		jobs = w.buildJobs(b.Spec.Namespace)
 		return len(jobs) == 1, fmt.Sprint(len(jobs))
 	})
@@ -300,7 +301,7 @@ func TestUpgradeableFalseThenTrue(t *testing.T) {
 	if v := verification(got, b.Name); v.VerificationStatus != sro.VerificationTrue {
 		t.Fatalf("b after its build: %+v", v)
 	}
-	eventually(t, "the finished build removed", func() (bool, string) {
+	poll.Until(t, "the finished build removed", func() (bool, string) {
 		jobs := w.buildJobs(b.Spec.Namespace)
 		return len(jobs) == 0 || !jobs[0].DeletionTimestamp.IsZero(), ""
 	})
@@ -319,7 +320,7 @@ func TestPreflightFailedBuild(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) })
 	var jobs []batchv1.Job
-	eventually(t, "one build for c", func() (bool, string) { jobs = w.buildJobs(c.Spec.Namespace); return len(jobs) == 1, "" })
+	poll.Until(t, "one build for c", func() (bool, string) { jobs = w.buildJobs(c.Spec.Namespace); return len(jobs) == 1, "" })
 	finishJob(t, jobs[0], false)
 	w.waitUpgradeable(configv1.ConditionFalse, sroclusteroperator.ReasonPreflightFailed, "the kernel headers were not found")
 	got := getPV(t, pv.Name)
@@ -329,19 +330,4 @@ func TestPreflightFailedBuild(t *testing.T) {
 	if v := verification(got, d.Name); v.VerificationStatus != sro.VerificationFalse || !strings.Contains(v.StatusReason, "nothing to build it from") {
 		t.Fatalf("d: %+v", v)
 	}
-}
-
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(25 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s: %s", what, last)
 }

@@ -15,6 +15,7 @@ import (
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/controller/sroclusteroperator"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // TestPreflightRefusedBuild: with OpenShift builds, a SpecialResource whose build would mount
@@ -44,12 +45,12 @@ func TestPreflightRefusedBuild(t *testing.T) {
 	if got := verification(getPV(t, pv.Name), v.Name); got.VerificationStatus != sro.VerificationError || !strings.Contains(got.StatusReason, field) {
 		t.Fatalf("v: %+v", got)
 	}
-	eventually(t, "d fails its check, naming v and the field", func() (bool, string) {
+	poll.Until(t, "d fails its check, naming v and the field", func() (bool, string) {
 		got := verification(getPV(t, pv.Name), d.Name)
 		return got.VerificationStatus == sro.VerificationError && strings.Contains(got.StatusReason, "dependencies failed their check for kernel "+kernelZ+": "+v.Name+" (") &&
 			strings.Contains(got.StatusReason, field), fmt.Sprintf("%+v", got)
 	})
-	eventually(t, "a RecipeFailure event naming the field", func() (bool, string) {
+	poll.Until(t, "a RecipeFailure event naming the field", func() (bool, string) {
 		evs := pvEvents(t, pv.Name, sro.ReasonRecipeFailure)
 		return len(evs) == 1 && strings.Contains(evs[0].Note, field) && strings.Contains(evs[0].Note, v.Name), fmt.Sprint(len(evs))
 	})
@@ -66,7 +67,7 @@ func TestPreflightRefusedBuild(t *testing.T) {
 	// checks v each time, and still does not ask for v's build again.
 	p := w.specialResource("p", true)
 	_, checked = w.builder.counts(v.Spec.Namespace)
-	eventually(t, "five more checks of v while p builds", func() (bool, string) {
+	poll.Until(t, "five more checks of v while p builds", func() (bool, string) {
 		_, now := w.builder.counts(v.Spec.Namespace)
 		return now-checked >= 5, fmt.Sprint(now - checked)
 	})
@@ -95,7 +96,7 @@ func TestPreflightRefusedBuild(t *testing.T) {
 	if err := env.Client.Update(context.Background(), cur); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a Build once the host paths are gone", func() (bool, string) {
+	poll.Until(t, "a Build once the host paths are gone", func() (bool, string) {
 		if err := env.Client.List(context.Background(), &builds, client.InNamespace(v.Spec.Namespace)); err != nil {
 			return false, err.Error()
 		}
@@ -105,7 +106,7 @@ func TestPreflightRefusedBuild(t *testing.T) {
 	if got := verification(getPV(t, pv.Name), d.Name); got.VerificationStatus != sro.VerificationUnknown || !strings.Contains(got.StatusReason, "waiting for dependencies: "+v.Name) {
 		t.Errorf("d while v builds: %+v", got)
 	}
-	eventually(t, "a BuildStarted event for v", func() (bool, string) {
+	poll.Until(t, "a BuildStarted event for v", func() (bool, string) {
 		for _, e := range pvEvents(t, pv.Name, reasonBuildStarted) {
 			if strings.Contains(e.Note, v.Name+" ") {
 				return true, ""

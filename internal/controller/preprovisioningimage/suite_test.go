@@ -18,6 +18,7 @@ import (
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/controller/host"
+	"github.com/metalforge/metalforge/internal/test/poll"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
@@ -111,17 +112,12 @@ func update[T client.Object](t *testing.T, obj T, change func(T)) {
 // waitStatus waits until cond holds for the image's status.
 func waitStatus(t *testing.T, ns, name, what string, cond func(p *metal3.PreprovisioningImage) bool) *metal3.PreprovisioningImage {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	var p *metal3.PreprovisioningImage
-	for time.Now().Before(deadline) {
+	poll.Until(t, "image "+name+": "+what, func() (bool, string) {
 		p = get(t, ns, name, &metal3.PreprovisioningImage{})
-		if cond(p) {
-			return p
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for image %s: %s; status %+v", name, what, p.Status)
-	return nil
+		return cond(p), fmt.Sprintf("status %+v", p.Status)
+	})
+	return p
 }
 
 func condition(p *metal3.PreprovisioningImage, c metal3.ImageStatusConditionType) metav1.Condition {
@@ -163,14 +159,13 @@ func eventsAbout(t *testing.T, ns, name string) []string {
 
 func waitEvent(t *testing.T, ns, name, want string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, e := range eventsAbout(t, ns, name) {
+	poll.Until(t, fmt.Sprintf("an event %q about %s", want, name), func() (bool, string) {
+		events := eventsAbout(t, ns, name)
+		for _, e := range events {
 			if strings.Contains(e, want) {
-				return
+				return true, ""
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("no event %q about %s: %s", want, name, fmt.Sprint(eventsAbout(t, ns, name)))
+		return false, fmt.Sprint(events)
+	})
 }

@@ -18,6 +18,7 @@ import (
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/render"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // containerEnv is a container's plain environment values.
@@ -71,7 +72,7 @@ func TestImageCustomizationController(t *testing.T) {
 		t.Fatal(err)
 	}
 	const baseURL = "https://192.168.111.10:6385"
-	eventually(t, 20*time.Second, "the controller scaled up with Ironic's URL", func() (bool, string) {
+	poll.Until(t, "the controller scaled up with Ironic's URL", func() (bool, string) {
 		d = deployment(t, op.ns, render.ICCDeployment)
 		env := containerEnv(d.Spec.Template.Spec.Containers[0])
 		return d.Spec.Replicas != nil && *d.Spec.Replicas == 1 && env["IRONIC_BASE_URL"] == baseURL,
@@ -91,7 +92,7 @@ func TestImageCustomizationController(t *testing.T) {
 	if p := svc.Spec.Ports; len(p) != 1 || p[0].Port != 80 || p[0].TargetPort.IntValue() != render.ICCPort {
 		t.Errorf("service ports %+v", p)
 	}
-	eventually(t, 20*time.Second, "the config Secret with Ironic's URL", func() (bool, string) {
+	poll.Until(t, "the config Secret with Ironic's URL", func() (bool, string) {
 		s := secret(t, op.ns, render.ICCConfigSecret)
 		if s == nil {
 			return false, "missing"
@@ -117,7 +118,7 @@ func TestImageCustomizationController(t *testing.T) {
 	if err := writeFile(op.images, testImages); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "the controller's objects removed", func() (bool, string) {
+	poll.Until(t, "the controller's objects removed", func() (bool, string) {
 		var left []string
 		for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.Secret{}} {
 			name := map[string]string{"*v1.Deployment": render.ICCDeployment, "*v1.Service": render.ICCService, "*v1.Secret": render.ICCConfigSecret}[fmt.Sprintf("%T", obj)]

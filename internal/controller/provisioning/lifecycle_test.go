@@ -18,6 +18,7 @@ import (
 	"github.com/metalforge/metalforge/internal/controller/provisioning/clusteroperator"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/render"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/secrets"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 var disabled = metal3.ProvisioningSpec{ProvisioningNetwork: metal3.ProvisioningNetworkDisabled}
@@ -48,7 +49,7 @@ func TestUnsupportedPlatform(t *testing.T) {
 	// its creation are handled: no periodic work.
 	createProvisioning(t, managedSpec, nil)
 	settled := reconcileCount()
-	eventually(t, 10*time.Second, "the operator to settle", func() (bool, string) {
+	poll.Until(t, "the operator to settle", func() (bool, string) {
 		last := reconcileCount()
 		time.Sleep(time.Second)
 		settled = reconcileCount()
@@ -115,7 +116,7 @@ func TestWaitingForProvisioningCR(t *testing.T) {
 		t.Errorf("related objects %v", c.Status.RelatedObjects)
 	}
 	w := &admissionv1.ValidatingWebhookConfiguration{}
-	eventually(t, 10*time.Second, "the Provisioning webhook configuration", func() (bool, string) {
+	poll.Until(t, "the Provisioning webhook configuration", func() (bool, string) {
 		err := env.Client.Get(context.Background(), types.NamespacedName{Name: render.CBOWebhookConfig}, w)
 		return err == nil, "not there"
 	})
@@ -166,7 +167,7 @@ func TestDeploy(t *testing.T) {
 	if len(c.Status.Versions) != 1 || c.Status.Versions[0] != (configv1.OperandVersion{Name: "operator", Version: "4.22.0"}) {
 		t.Errorf("versions %v", c.Status.Versions)
 	}
-	eventually(t, 10*time.Second, "the baremetal-operator's webhook configuration", func() (bool, string) {
+	poll.Until(t, "the baremetal-operator's webhook configuration", func() (bool, string) {
 		err := env.Client.Get(context.Background(), types.NamespacedName{Name: render.BMOWebhookConfig}, &admissionv1.ValidatingWebhookConfiguration{})
 		return err == nil, "not there"
 	})
@@ -181,7 +182,7 @@ func TestDeploy(t *testing.T) {
 	before := versions(t, op.ns)
 	writes, reconciles := writeCount(), reconcileCount()
 	updateSpec(t, func(p *metal3.Provisioning) { p.Annotations = map[string]string{"example.com/touched": "1"} })
-	eventually(t, 10*time.Second, "a reconcile", func() (bool, string) { return reconcileCount() > reconciles, "none" })
+	poll.Until(t, "a reconcile", func() (bool, string) { return reconcileCount() > reconciles, "none" })
 	time.Sleep(time.Second)
 	after := versions(t, op.ns)
 	delete(before, "provisioning")

@@ -22,6 +22,7 @@ import (
 	"github.com/metalforge/metalforge/internal/controller/provisioning/clusteroperator"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/render"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/secrets"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 func secret(t *testing.T, ns, name string) *corev1.Secret {
@@ -57,7 +58,7 @@ func TestPause(t *testing.T) {
 	before := versions(t, op.ns)
 	reconciles := reconcileCount()
 	updateSpec(t, func(p *metal3.Provisioning) { p.Spec.ExternalIPs = []string{"10.0.0.5"} })
-	eventually(t, 10*time.Second, "a reconcile", func() (bool, string) { return reconcileCount() > reconciles, "none" })
+	poll.Until(t, "a reconcile", func() (bool, string) { return reconcileCount() > reconciles, "none" })
 	time.Sleep(time.Second)
 	after := versions(t, op.ns)
 	delete(before, "provisioning")
@@ -66,7 +67,7 @@ func TestPause(t *testing.T) {
 		t.Fatalf("changes while paused:\nbefore %v\nafter  %v", before, after)
 	}
 	updateSpec(t, func(p *metal3.Provisioning) { delete(p.Annotations, metal3.ProvisioningPausedAnnotation) })
-	eventually(t, 10*time.Second, "the external IP in the metal3 Deployment", func() (bool, string) {
+	poll.Until(t, "the external IP in the metal3 Deployment", func() (bool, string) {
 		d := deployment(t, op.ns, render.Metal3Deployment)
 		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
 			if e.Name == "IRONIC_EXTERNAL_IP" && e.Value == "10.0.0.5" {
@@ -87,7 +88,7 @@ func TestDeletion(t *testing.T) {
 	start := time.Now()
 	createProvisioning(t, disabled, nil)
 	deployComplete(t, op.ns)
-	eventually(t, 10*time.Second, "the baremetal-operator webhook configuration", func() (bool, string) {
+	poll.Until(t, "the baremetal-operator webhook configuration", func() (bool, string) {
 		err := env.Client.Get(context.Background(), types.NamespacedName{Name: render.BMOWebhookConfig}, &admissionv1.ValidatingWebhookConfiguration{})
 		return err == nil, "missing"
 	})
@@ -100,7 +101,7 @@ func TestDeletion(t *testing.T) {
 	if m := clusteroperator.Condition(c, configv1.OperatorProgressing).Message; m != "Waiting for Provisioning CR" {
 		t.Errorf("Progressing message %q", m)
 	}
-	eventually(t, 10*time.Second, "the operator's finalizer to go", func() (bool, string) {
+	poll.Until(t, "the operator's finalizer to go", func() (bool, string) {
 		p := getProvisioning(t)
 		return !slices.Contains(p.Finalizers, metal3.ProvisioningFinalizer), fmt.Sprint(p.Finalizers)
 	})
@@ -113,7 +114,7 @@ func TestDeletion(t *testing.T) {
 	}
 	waitEvent(t, start, ReasonDeleted, "being deleted")
 	updateSpec(t, func(p *metal3.Provisioning) { p.Finalizers = nil })
-	eventually(t, 20*time.Second, "the Provisioning object to be gone", func() (bool, string) {
+	poll.Until(t, "the Provisioning object to be gone", func() (bool, string) {
 		err := env.Client.Get(context.Background(), types.NamespacedName{Name: metal3.ProvisioningSingletonName}, &metal3.Provisioning{})
 		return apierrors.IsNotFound(err), "still there"
 	})
@@ -128,7 +129,7 @@ func TestDeletion(t *testing.T) {
 func TestDeletionWhilePaused(t *testing.T) {
 	op := setup(t, options{})
 	createProvisioning(t, disabled, map[string]string{metal3.ProvisioningPausedAnnotation: ""})
-	eventually(t, 10*time.Second, "a reconcile", func() (bool, string) { return reconcileCount() > 0, "none" })
+	poll.Until(t, "a reconcile", func() (bool, string) { return reconcileCount() > 0, "none" })
 	if deployment(t, op.ns, render.Metal3Deployment) != nil {
 		t.Fatal("a paused Provisioning object was deployed")
 	}
@@ -136,7 +137,7 @@ func TestDeletionWhilePaused(t *testing.T) {
 	if err := env.Client.Delete(context.Background(), getProvisioning(t)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "the Provisioning object to be gone", func() (bool, string) {
+	poll.Until(t, "the Provisioning object to be gone", func() (bool, string) {
 		err := env.Client.Get(context.Background(), types.NamespacedName{Name: metal3.ProvisioningSingletonName}, &metal3.Provisioning{})
 		return apierrors.IsNotFound(err), "still there"
 	})
@@ -163,7 +164,7 @@ func TestSecretsGeneratedOnce(t *testing.T) {
 	if err := env.Client.Update(context.Background(), creds); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the htpasswd repaired", func() (bool, string) {
+	poll.Until(t, "the htpasswd repaired", func() (bool, string) {
 		s := secret(t, op.ns, secrets.IronicCredentials)
 		return strings.HasPrefix(string(s.Data[secrets.KeyHtpasswd]), secrets.IronicUsername+":$2y$"), string(s.Data[secrets.KeyHtpasswd])
 	})
@@ -250,7 +251,7 @@ func TestCertificateRenewal(t *testing.T) {
 	if string(renewed.Data[secrets.KeyCert]) == string(first.Data[secrets.KeyCert]) || string(renewed.Data[secrets.KeyCA]) != string(first.Data[secrets.KeyCA]) {
 		t.Fatal("the serving certificate was not renewed, or the CA changed")
 	}
-	eventually(t, 10*time.Second, "the metal3 pod template to follow the certificate", func() (bool, string) {
+	poll.Until(t, "the metal3 pod template to follow the certificate", func() (bool, string) {
 		d := deployment(t, op.ns, render.Metal3Deployment)
 		return d.Generation == metal3Gen+1 && d.Spec.Template.Annotations[render.TLSFingerprintAnnotation] == secrets.Fingerprint(renewed.Data[secrets.KeyCert]), "not yet"
 	})
@@ -262,7 +263,7 @@ func TestCertificateRenewal(t *testing.T) {
 	start = time.Now()
 	updateSpec(t, func(p *metal3.Provisioning) { p.Spec.ProvisioningIP = "192.168.111.6" })
 	waitEvent(t, start, ReasonCertificateIssued, "names")
-	eventually(t, 10*time.Second, "the new IP in the certificate", func() (bool, string) {
+	poll.Until(t, "the new IP in the certificate", func() (bool, string) {
 		names := certNames(t, secret(t, op.ns, secrets.IronicTLS))
 		return strings.Contains(names, "192.168.111.6") && !strings.Contains(names, "192.168.111.5"), names
 	})
@@ -307,7 +308,7 @@ func TestBusyHostsHoldUpgrades(t *testing.T) {
 			continue
 		}
 		waitCO(t, map[string]string{"Available": "True/DeployComplete"})
-		eventually(t, 10*time.Second, "Upgradeable=False naming "+tc.busy, func() (bool, string) {
+		poll.Until(t, "Upgradeable=False naming "+tc.busy, func() (bool, string) {
 			u := clusteroperator.Condition(co(t), configv1.OperatorUpgradeable)
 			return u.Status == configv1.ConditionFalse && u.Reason == clusteroperator.ReasonHostsBusy && strings.Contains(u.Message, tc.busy), u.Message
 		})
@@ -368,7 +369,7 @@ func TestUpgrade(t *testing.T) {
 		t.Errorf("baremetal-operator image %s after the upgrade", img)
 	}
 	c = deployComplete(t, op.ns)
-	eventually(t, 10*time.Second, "the new version", func() (bool, string) {
+	poll.Until(t, "the new version", func() (bool, string) {
 		c = co(t)
 		return len(c.Status.Versions) == 1 && c.Status.Versions[0].Version == "4.22.0", "versions " + versionsOf(c)
 	})
@@ -390,7 +391,7 @@ func TestNetworkModeSwitch(t *testing.T) {
 		t.Fatalf("Managed: containers %v", names)
 	}
 	updateSpec(t, func(p *metal3.Provisioning) { p.Spec = disabled })
-	eventually(t, 10*time.Second, "the Disabled containers", func() (bool, string) {
+	poll.Until(t, "the Disabled containers", func() (bool, string) {
 		names := containerNames(deployment(t, op.ns, render.Metal3Deployment))
 		return slices.Equal(names, []string{"metal3-ironic", "metal3-httpd"}), strings.Join(names, ",")
 	})

@@ -26,6 +26,7 @@ import (
 	"github.com/metalforge/metalforge/internal/controller/provisioning/clusteroperator"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/platform"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/render"
+	"github.com/metalforge/metalforge/internal/test/poll"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
@@ -188,7 +189,7 @@ func resetCluster(t *testing.T) {
 			t.Fatalf("deleting %T: %v", obj, err)
 		}
 	}
-	eventually(t, 10*time.Second, "the singletons to be gone", func() (bool, string) {
+	poll.Until(t, "the singletons to be gone", func() (bool, string) {
 		err := env.Client.Get(ctx, types.NamespacedName{Name: metal3.ProvisioningSingletonName}, &metal3.Provisioning{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -214,22 +215,6 @@ func setPlatform(t *testing.T, p configv1.PlatformType, topology configv1.Topolo
 	infra.Status.EtcdDiscoveryDomain, infra.Status.InfrastructureName = "", "test-abcde"
 	if err := env.Client.Status().Update(ctx, infra); err != nil {
 		t.Fatalf("writing the Infrastructure status: %v", err)
-	}
-}
-
-// eventually polls cond until it holds, failing with its last message after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: %s", what, msg)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -263,7 +248,7 @@ func conditions(c *configv1.ClusterOperator) map[string]string {
 func waitCO(t *testing.T, want map[string]string) *configv1.ClusterOperator {
 	t.Helper()
 	var last *configv1.ClusterOperator
-	eventually(t, 20*time.Second, fmt.Sprintf("the ClusterOperator to show %v", want), func() (bool, string) {
+	poll.Until(t, fmt.Sprintf("the ClusterOperator to show %v", want), func() (bool, string) {
 		last = co(t)
 		got := conditions(last)
 		for k, v := range want {
@@ -340,7 +325,7 @@ func deployment(t *testing.T, ns, name string) *appsv1.Deployment {
 func waitDeployment(t *testing.T, ns, name string) *appsv1.Deployment {
 	t.Helper()
 	var d *appsv1.Deployment
-	eventually(t, 20*time.Second, "deployment "+name, func() (bool, string) {
+	poll.Until(t, "deployment "+name, func() (bool, string) {
 		d = deployment(t, ns, name)
 		return d != nil, "not created"
 	})
@@ -398,7 +383,7 @@ func provisioningEvents(t *testing.T) []eventsv1.Event {
 func waitEvent(t *testing.T, since time.Time, reason, text string) string {
 	t.Helper()
 	var note string
-	eventually(t, 20*time.Second, fmt.Sprintf("a %s event containing %q", reason, text), func() (bool, string) {
+	poll.Until(t, fmt.Sprintf("a %s event containing %q", reason, text), func() (bool, string) {
 		var seen []string
 		for _, e := range provisioningEvents(t) {
 			if e.CreationTimestamp.Time.Before(since.Truncate(time.Second)) {

@@ -15,6 +15,7 @@ import (
 	"github.com/metalforge/metalforge/internal/controller/provisioning/platform"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/render"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/secrets"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // runningStack is what the machine-api-operator left running: its Secrets (without this
@@ -109,7 +110,7 @@ func TestTakeOverChanged(t *testing.T) {
 	deployComplete(t, op.ns)
 	reconciles := reconcileCount()
 	updateSpec(t, func(p *metal3.Provisioning) { p.Annotations = map[string]string{"example.com/wake": "1"} })
-	eventually(t, 10*time.Second, "a reconcile", func() (bool, string) { return reconcileCount() > reconciles, "none" })
+	poll.Until(t, "a reconcile", func() (bool, string) { return reconcileCount() > reconciles, "none" })
 	time.Sleep(time.Second)
 	if g := deployment(t, op.ns, render.Metal3Deployment).Generation; g != after.Generation {
 		t.Errorf("the template was changed again: generation %d → %d", after.Generation, g)
@@ -128,7 +129,7 @@ func TestTakeOverSelector(t *testing.T) {
 	op.start(t, "")
 	createProvisioning(t, disabled, nil)
 	waitEvent(t, start, ReasonRecreated, "selector differs")
-	eventually(t, 10*time.Second, "a new metal3 Deployment", func() (bool, string) {
+	poll.Until(t, "a new metal3 Deployment", func() (bool, string) {
 		d := deployment(t, op.ns, render.Metal3Deployment)
 		return d != nil && d.UID != before.UID && d.Spec.Selector.MatchLabels["api"] == "", "not yet"
 	})

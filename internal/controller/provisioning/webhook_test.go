@@ -19,6 +19,7 @@ import (
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/secrets"
 	"github.com/metalforge/metalforge/internal/test/loopback"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // TestProvisioningWebhook: the operator's webhook, served from the certificate store, refuses
@@ -76,7 +77,7 @@ func TestProvisioningWebhook(t *testing.T) {
 	}
 	// The server may take a moment to answer: the first call retries until it does.
 	var first error
-	eventually(t, 20*time.Second, "the webhook to answer", func() (bool, string) {
+	poll.Until(t, "the webhook to answer", func() (bool, string) {
 		first = create(metal3.ProvisioningSingletonName, managedSpec)
 		if first == nil {
 			// Written before the API server used the new configuration: undo, try again.

@@ -16,6 +16,7 @@ import (
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/build"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // buildable is a SpecialResource with a git source and a templated build argument.
@@ -95,7 +96,7 @@ func TestPullOrBuild(t *testing.T) {
 
 	dss := h.waitDaemonSets(sr.Name, kernelX)
 	var jobs []batchv1.Job
-	eventually(t, "one build Job", func() (bool, string) {
+	poll.Until(t, "one build Job", func() (bool, string) {
 		jobs = h.jobs(sr.Name)
 		return len(jobs) == 1, fmt.Sprint(len(jobs), " jobs")
 	})
@@ -127,7 +128,7 @@ func TestPullOrBuild(t *testing.T) {
 	h.push("vendor/kmod:" + kernelY)
 	h.finishJob(job, true)
 	h.waitDaemonSets(sr.Name, kernelX, kernelY)
-	eventually(t, "the finished build removed", func() (bool, string) {
+	poll.Until(t, "the finished build removed", func() (bool, string) {
 		jobs := h.jobs(sr.Name)
 		return len(jobs) == 0 || !jobs[0].DeletionTimestamp.IsZero(), fmt.Sprint(len(jobs), " jobs")
 	})
@@ -140,7 +141,7 @@ func TestFailedBuild(t *testing.T) {
 	h, sr := startBuildable(t)
 	dss := h.waitDaemonSets(sr.Name, kernelX)
 	var jobs []batchv1.Job
-	eventually(t, "one build Job", func() (bool, string) { jobs = h.jobs(sr.Name); return len(jobs) == 1, "" })
+	poll.Until(t, "one build Job", func() (bool, string) { jobs = h.jobs(sr.Name); return len(jobs) == 1, "" })
 	h.finishJob(jobs[0], false)
 	got := h.waitSR(sr.Name, "Errored BuildFailed", isTrue(sro.ConditionErrored, sro.ReasonBuildFailed))
 	msg := conditionMessage(got, sro.ConditionErrored)
@@ -161,7 +162,7 @@ func TestFailedBuild(t *testing.T) {
 	h.update(sr.Name, func(sr *sro.SpecialResource) {
 		sr.Spec.DriverContainer.BuildArgs[0].Value = "{{.KernelFullVersion}}-fixed"
 	})
-	eventually(t, "a new build for the changed argument, the failed one deleted", func() (bool, string) {
+	poll.Until(t, "a new build for the changed argument, the failed one deleted", func() (bool, string) {
 		live := liveJobs(h.jobs(sr.Name))
 		return len(live) == 1 && live[0] != failed, fmt.Sprint(live)
 	})
@@ -216,7 +217,7 @@ func TestBuildsToDelete(t *testing.T) {
 func TestBuildCleanup(t *testing.T) {
 	h, sr := startBuildable(t)
 	var jobs []batchv1.Job
-	eventually(t, "Y's build", func() (bool, string) { jobs = h.jobs(sr.Name); return len(jobs) == 1, fmt.Sprint(len(jobs)) })
+	poll.Until(t, "Y's build", func() (bool, string) { jobs = h.jobs(sr.Name); return len(jobs) == 1, fmt.Sprint(len(jobs)) })
 	h.waitImageState(sr.Name, kernelY, sro.ImageBuilding)
 
 	// kaniko pushed; a reconcile runs before the Job completes.
@@ -229,7 +230,7 @@ func TestBuildCleanup(t *testing.T) {
 		t.Fatalf("build Jobs %v: the running build was deleted", live)
 	}
 	h.finishJob(jobs[0], true)
-	eventually(t, "the completed build deleted", func() (bool, string) {
+	poll.Until(t, "the completed build deleted", func() (bool, string) {
 		live := liveJobs(h.jobs(sr.Name))
 		return len(live) == 0, fmt.Sprint(live)
 	})
@@ -249,7 +250,7 @@ func TestBuildCleanup(t *testing.T) {
 	}
 	h.node("z", kernelZ, true)
 	var zJob string
-	eventually(t, "Z's build", func() (bool, string) {
+	poll.Until(t, "Z's build", func() (bool, string) {
 		for _, j := range h.jobs(sr.Name) {
 			if j.Annotations[sro.KernelAnnotation] == kernelZ {
 				zJob = j.Name
@@ -258,7 +259,7 @@ func TestBuildCleanup(t *testing.T) {
 		return zJob != "", fmt.Sprint(liveJobs(h.jobs(sr.Name)))
 	})
 	h.setKernel("z", kernelX)
-	eventually(t, "Z's build deleted, the preflight's kept", func() (bool, string) {
+	poll.Until(t, "Z's build deleted, the preflight's kept", func() (bool, string) {
 		live := liveJobs(h.jobs(sr.Name))
 		return !slices.Contains(live, zJob) && slices.Equal(live, []string{h.name("preflight")}), fmt.Sprint(live)
 	})
@@ -273,7 +274,7 @@ func TestOpenShiftBuild(t *testing.T) {
 	sr := h.buildable("kmod")
 	h.create(sr)
 	var builds buildv1.BuildList
-	eventually(t, "one Build", func() (bool, string) {
+	poll.Until(t, "one Build", func() (bool, string) {
 		if err := env.Client.List(context.Background(), &builds, client.InNamespace(sr.Name)); err != nil {
 			return false, err.Error()
 		}
@@ -312,7 +313,7 @@ func conditionMessage(sr *sro.SpecialResource, t string) string {
 func (h *harness) waitEvent(srName, reason, text string) *corev1.Event {
 	h.t.Helper()
 	var found *corev1.Event
-	eventually(h.t, "event "+reason+" on "+srName, func() (bool, string) {
+	poll.Until(h.t, "event "+reason+" on "+srName, func() (bool, string) {
 		var list corev1.EventList
 		if err := env.Client.List(context.Background(), &list); err != nil {
 			return false, err.Error()

@@ -15,6 +15,7 @@ import (
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/naming"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // TestPodsToWaitFor: deletion waits for pods still running and for terminating pods on Ready
@@ -107,7 +108,7 @@ func TestDeletionWithUnreachableNode(t *testing.T) {
 	if err := env.Client.Delete(context.Background(), onX, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "SpecialResource gone", func() (bool, string) {
+	poll.Until(t, "SpecialResource gone", func() (bool, string) {
 		err := env.Client.Get(context.Background(), client.ObjectKey{Name: sr.Name}, &sro.SpecialResource{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})

@@ -10,6 +10,7 @@ import (
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/naming"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // TestHoldPlan: while waiting for its dependencies a SpecialResource only undoes: the objects of
@@ -104,7 +105,7 @@ func TestWaitingForDependencyUndoes(t *testing.T) {
 		return isTrue(sro.ConditionReady, "")(sr) && sr.Status.NodesServed == 2
 	})
 	l1000 := naming.StateLabel(a.Name, "1000")
-	eventually(t, "both nodes labelled", func() (bool, string) {
+	poll.Until(t, "both nodes labelled", func() (bool, string) {
 		return h.nodeNamed("x0").Labels[l1000] == "Ready" && h.nodeNamed("x1").Labels[l1000] == "Ready", ""
 	})
 
@@ -116,7 +117,7 @@ func TestWaitingForDependencyUndoes(t *testing.T) {
 	if !isTrue(sro.ConditionProgressing, sro.ReasonWaitingForDependency)(got) {
 		t.Fatalf("a: %s", describe(got))
 	}
-	eventually(t, "x0 without a's labels, x1 with them", func() (bool, string) {
+	poll.Until(t, "x0 without a's labels, x1 with them", func() (bool, string) {
 		x0, x1 := h.nodeNamed("x0").Labels, h.nodeNamed("x1").Labels
 		for key := range x0 {
 			if naming.IsStateLabelOf(key, a.Name) {
@@ -127,7 +128,7 @@ func TestWaitingForDependencyUndoes(t *testing.T) {
 	})
 
 	h.setKernel("x1", kernelY)
-	eventually(t, "a's X DaemonSet deleted while a waits", func() (bool, string) {
+	poll.Until(t, "a's X DaemonSet deleted while a waits", func() (bool, string) {
 		// (a may have made Y's DaemonSet in a reconcile before b's status said it was not Ready.)
 		dss := h.daemonSets(a.Name)
 		_, has := dss[kernelX]

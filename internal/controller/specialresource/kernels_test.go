@@ -11,6 +11,7 @@ import (
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/naming"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 const (
@@ -78,7 +79,7 @@ func TestOneDaemonSetPerKernel(t *testing.T) {
 	if got.Status.NodesServed != 5 || got.Status.State != "Ready" {
 		t.Fatalf("Ready: %s", describe(got))
 	}
-	eventually(t, "state 1000 on every hardware node", func() (bool, string) {
+	poll.Until(t, "state 1000 on every hardware node", func() (bool, string) {
 		for _, n := range h.nodes() {
 			hw := n.Labels["test.metalforge.io/hw"] == h.id
 			if (n.Labels[naming.StateLabel(sr.Name, "1000")] == "Ready") != hw {
@@ -107,7 +108,7 @@ func TestKernelChange(t *testing.T) {
 	h.setKernel("a", kernelY)
 	dss = h.waitDaemonSets(sr.Name, kernelX, kernelY)
 	h.waitSR(sr.Name, "progressing on Y", isTrue(sro.ConditionProgressing, ""))
-	eventually(t, "node a relabelled: kernel Y, no 1000 label until Y's driver runs", func() (bool, string) {
+	poll.Until(t, "node a relabelled: kernel Y, no 1000 label until Y's driver runs", func() (bool, string) {
 		n := h.nodeNamed("a")
 		return n.Labels[sro.KernelLabel] == kernelY && n.Labels[naming.StateLabel(sr.Name, "1000")] == "", fmt.Sprint(n.Labels)
 	})
@@ -168,7 +169,7 @@ func TestTaintedNodeNotLabelled(t *testing.T) {
 	h.runDaemonSet(h.waitDaemonSets(sr.Name, kernelX)[kernelX], 1)
 	h.waitSR(sr.Name, "Ready", isTrue(sro.ConditionReady, ""))
 	l0, l1 := naming.StateLabel(sr.Name, "0000"), naming.StateLabel(sr.Name, "1000")
-	eventually(t, "x0 labelled with 1000", func() (bool, string) {
+	poll.Until(t, "x0 labelled with 1000", func() (bool, string) {
 		l := h.nodeNamed("x0").Labels
 		return l[l1] == "Ready", fmt.Sprint(l)
 	})

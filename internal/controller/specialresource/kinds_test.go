@@ -15,6 +15,7 @@ import (
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/recipe"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // TestAppliedKinds: the annotation keeps the kinds rendered and those of our objects that
@@ -74,7 +75,7 @@ func TestPruneKindNoLongerRendered(t *testing.T) {
 	h.create(sr)
 	h.runDaemonSet(h.waitDaemonSets(sr.Name, kernelX)[kernelX], 1)
 	key := client.ObjectKey{Namespace: sr.Name, Name: sr.Name + "-metrics"}
-	eventually(t, "the Service of state 3000", func() (bool, string) {
+	poll.Until(t, "the Service of state 3000", func() (bool, string) {
 		err := env.Client.Get(context.Background(), key, &corev1.Service{})
 		return err == nil, fmt.Sprint(err)
 	})
@@ -83,7 +84,7 @@ func TestPruneKindNoLongerRendered(t *testing.T) {
 	})
 
 	h.update(sr.Name, func(sr *sro.SpecialResource) { sr.Spec.Recipe = sro.SpecialResourceRecipe{} })
-	eventually(t, "the Service deleted", func() (bool, string) {
+	poll.Until(t, "the Service deleted", func() (bool, string) {
 		svc := &corev1.Service{}
 		err := env.Client.Get(context.Background(), key, svc)
 		return apierrors.IsNotFound(err) || (err == nil && !svc.DeletionTimestamp.IsZero()), fmt.Sprint(err)

@@ -16,6 +16,7 @@ import (
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/naming"
 	"github.com/metalforge/metalforge/internal/sro/recipe"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // TestInvalidSpecReported: objects admitted while no webhook ran get the webhook's messages as
@@ -120,7 +121,7 @@ func TestDeletion(t *testing.T) {
 		h.runDaemonSet(h.waitDaemonSets(sr.Name, kernelX)[kernelX], 1)
 		h.waitSR(sr.Name, "Ready", isTrue(sro.ConditionReady, ""))
 	}
-	eventually(t, "state labels of both", func() (bool, string) {
+	poll.Until(t, "state labels of both", func() (bool, string) {
 		l := h.nodeNamed("x").Labels
 		return l[naming.StateLabel(owned.Name, "1000")] == "Ready" && l[naming.StateLabel(kept.Name, "1000")] == "Ready", fmt.Sprint(l)
 	})
@@ -214,12 +215,12 @@ spec:
 		t.Fatal("state 2000 applied before state 1000's logs matched")
 	}
 	h.setLog(pod.Name, "specialresource: loading simple-kmod\nspecialresource: driver loaded for kernel 5.14.0\n")
-	eventually(t, "state 2000's DaemonSet", func() (bool, string) { return h.plugin(sr.Name) != nil, "" })
-	eventually(t, "node labelled with state 1000", func() (bool, string) {
+	poll.Until(t, "state 2000's DaemonSet", func() (bool, string) { return h.plugin(sr.Name) != nil, "" })
+	poll.Until(t, "node labelled with state 1000", func() (bool, string) {
 		l := h.nodeNamed("x").Labels
 		return l[naming.StateLabel(sr.Name, "1000")] == "Ready", fmt.Sprint(l)
 	})
-	eventually(t, "the pod marked as matched", func() (bool, string) {
+	poll.Until(t, "the pod marked as matched", func() (bool, string) {
 		p := &corev1.Pod{}
 		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), p)
 		return err == nil && p.Annotations[sro.LogsMatchedAnnotation] == "true", fmt.Sprint(p.Annotations, err)
@@ -254,7 +255,7 @@ func TestVersionRollsDriver(t *testing.T) {
 	before := h.waitDaemonSets(sr.Name, kernelX)[kernelX]
 	h.update(sr.Name, func(sr *sro.SpecialResource) { sr.Spec.Version = "2" })
 	var after appsv1.DaemonSet
-	eventually(t, "the DaemonSet updated", func() (bool, string) {
+	poll.Until(t, "the DaemonSet updated", func() (bool, string) {
 		after = h.daemonSets(sr.Name)[kernelX]
 		return after.Generation > before.Generation, fmt.Sprint(after.Generation)
 	})

@@ -32,6 +32,7 @@ import (
 	"github.com/metalforge/metalforge/internal/controller/nodekernel"
 	"github.com/metalforge/metalforge/internal/sro/build"
 	"github.com/metalforge/metalforge/internal/sro/naming"
+	"github.com/metalforge/metalforge/internal/test/poll"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
@@ -228,7 +229,7 @@ func (h *harness) deleteAndWait(name string) {
 	if err := env.Client.Delete(context.Background(), sr); err != nil && !apierrors.IsNotFound(err) {
 		h.t.Fatal(err)
 	}
-	eventually(h.t, "SpecialResource "+name+" gone", func() (bool, string) {
+	poll.Until(h.t, "SpecialResource "+name+" gone", func() (bool, string) {
 		err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, sr)
 		return apierrors.IsNotFound(err), fmt.Sprintf("finalizers %v, err %v", sr.Finalizers, err)
 	})
@@ -260,7 +261,7 @@ func (h *harness) get(name string) *sro.SpecialResource {
 func (h *harness) waitSR(name, what string, cond func(*sro.SpecialResource) bool) *sro.SpecialResource {
 	h.t.Helper()
 	var sr *sro.SpecialResource
-	eventually(h.t, name+": "+what, func() (bool, string) {
+	poll.Until(h.t, name+": "+what, func() (bool, string) {
 		sr = h.get(name)
 		return cond(sr), describe(sr)
 	})
@@ -305,7 +306,7 @@ func (h *harness) daemonSets(srName string) map[string]appsv1.DaemonSet {
 func (h *harness) waitDaemonSets(srName string, kernels ...string) map[string]appsv1.DaemonSet {
 	h.t.Helper()
 	var got map[string]appsv1.DaemonSet
-	eventually(h.t, fmt.Sprintf("DaemonSets of %s for kernels %v", srName, kernels), func() (bool, string) {
+	poll.Until(h.t, fmt.Sprintf("DaemonSets of %s for kernels %v", srName, kernels), func() (bool, string) {
 		got = h.daemonSets(srName)
 		var have []string
 		for k := range got {
@@ -330,7 +331,7 @@ func (h *harness) waitDaemonSets(srName string, kernels ...string) map[string]ap
 func (h *harness) runDaemonSet(ds appsv1.DaemonSet, nodes int32) {
 	h.t.Helper()
 	h.runPods(ds, nodes)
-	eventually(h.t, "DaemonSet "+ds.Name+" status written", func() (bool, string) {
+	poll.Until(h.t, "DaemonSet "+ds.Name+" status written", func() (bool, string) {
 		cur := &appsv1.DaemonSet{}
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(&ds), cur); err != nil {
 			return false, err.Error()
@@ -350,7 +351,7 @@ func (h *harness) runPods(ds appsv1.DaemonSet, count int32) {
 	ctx := context.Background()
 	want := map[string]bool{}
 	// The node-kernel controller may not have labelled every node yet.
-	eventually(h.t, fmt.Sprintf("%d nodes for DaemonSet %s", count, ds.Name), func() (bool, string) {
+	poll.Until(h.t, fmt.Sprintf("%d nodes for DaemonSet %s", count, ds.Name), func() (bool, string) {
 		var nodes corev1.NodeList
 		if err := env.Client.List(ctx, &nodes, client.MatchingLabels(ds.Spec.Template.Spec.NodeSelector)); err != nil {
 			return false, err.Error()
@@ -407,22 +408,3 @@ func tolerates(tols []corev1.Toleration, taints []corev1.Taint) bool {
 	}
 	return true
 }
-
-// eventually polls cond until it holds; the last failed check's message is reported. The limit
-// only turns a hang into a failure with a message.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	var last string
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(25 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s: %s", what, last)
-}
-
-const waitLimit = 60 * time.Second

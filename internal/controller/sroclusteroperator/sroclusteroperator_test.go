@@ -17,6 +17,7 @@ import (
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/controller/conditions"
+	"github.com/metalforge/metalforge/internal/test/poll"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
@@ -98,7 +99,7 @@ func TestClusterOperatorWritten(t *testing.T) {
 	}()
 
 	co := &configv1.ClusterOperator{}
-	eventually(t, "ClusterOperator created with conditions", func() (bool, string) {
+	poll.Until(t, "ClusterOperator created with conditions", func() (bool, string) {
 		err := env.Client.Get(context.Background(), client.ObjectKey{Name: DefaultName}, co)
 		return err == nil && len(co.Status.Conditions) == 4, fmt.Sprint(err, co.Status.Conditions)
 	})
@@ -122,7 +123,7 @@ func TestClusterOperatorWritten(t *testing.T) {
 	if err := env.Client.Status().Update(context.Background(), sr); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Progressing True", func() (bool, string) {
+	poll.Until(t, "Progressing True", func() (bool, string) {
 		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: DefaultName}, co); err != nil {
 			return false, err.Error()
 		}
@@ -138,19 +139,4 @@ func TestClusterOperatorWritten(t *testing.T) {
 	if find(co.Status.Conditions, "EvaluationConditionsDetected") == nil {
 		t.Errorf("another writer's condition was dropped")
 	}
-}
-
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(25 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s: %s", what, last)
 }

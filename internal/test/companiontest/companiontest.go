@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,6 +25,7 @@ import (
 	"github.com/metalforge/metalforge/internal/provisioner"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
 	"github.com/metalforge/metalforge/internal/test/builder"
+	"github.com/metalforge/metalforge/internal/test/poll"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
@@ -59,7 +59,7 @@ func (r *Reconciles) Mark(key types.NamespacedName) int {
 func (r *Reconciles) WaitAfter(t *testing.T, key types.NamespacedName, mark, n int) []string {
 	t.Helper()
 	var got []string
-	Eventually(t, fmt.Sprintf("%d reconciles of %s", n, key), func() (bool, string) {
+	poll.Until(t, fmt.Sprintf("%d reconciles of %s", n, key), func() (bool, string) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		got = nil
@@ -116,26 +116,6 @@ func StartStoppableManager(t *testing.T, env *testenv.Env, restCfg *rest.Config,
 	}
 	t.Cleanup(stop)
 	return mgr.GetCache(), stop
-}
-
-// WaitTimeout bounds every wait: a bound, not a sleep, so generous (a reconcile waits seconds for
-// the CPU on a loaded 2-core machine; a CI run with other suites beside it timed out at 30 s).
-const WaitTimeout = 60 * time.Second
-
-// Eventually polls cond until it holds; the message of the last failed check is reported.
-func Eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(WaitTimeout)
-	var last string
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s: %s", what, last)
 }
 
 // NewHost creates a host; with fix, it is registered there and its status says provisioned.
@@ -204,7 +184,7 @@ func Events(t *testing.T, c client.Client, ns, kind, name string) []string {
 // WaitEvent waits until exactly one Event about the object contains text.
 func WaitEvent(t *testing.T, c client.Client, ns, kind, name, text string) {
 	t.Helper()
-	Eventually(t, fmt.Sprintf("one event on %s %s with %q", kind, name, text), func() (bool, string) {
+	poll.Until(t, fmt.Sprintf("one event on %s %s with %q", kind, name, text), func() (bool, string) {
 		list := Events(t, c, ns, kind, name)
 		return Count(list, text) == 1, strings.Join(list, "\n")
 	})
@@ -237,7 +217,7 @@ func Get(t *testing.T, c client.Reader, ns, name string, obj client.Object) bool
 // Wait polls obj (ns/name) until it exists and cond (which reads obj) holds.
 func Wait(t *testing.T, c client.Reader, ns, name, what string, obj client.Object, cond func() bool) {
 	t.Helper()
-	Eventually(t, fmt.Sprintf("%T %s: %s", obj, name, what), func() (bool, string) {
+	poll.Until(t, fmt.Sprintf("%T %s: %s", obj, name, what), func() (bool, string) {
 		if !Get(t, c, ns, name, obj) {
 			return false, "not found"
 		}
