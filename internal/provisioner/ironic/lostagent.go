@@ -54,18 +54,77 @@ func agentLost(n *nodes.Node, f Features, now time.Time, after time.Duration) bo
 		return false
 	}
 	info := n.DriverInternalInfo
+	if last, ok := lastHeartbeat(info); ok && now.Sub(last) < after {
+		return false
+	}
 	if _, ok := info["agent_secret_token"]; !ok {
-		return false // not looked up yet: the server may still be booting
+		// Not looked up yet: the server may still be booting, unless the agent that last
+		// heartbeat still runs with a token Ironic wiped.
+		return orphanedAgent(n)
 	}
 	if pregenerated, ok := info["agent_secret_token_pregenerated"]; ok && pregenerated != false {
 		return false // masked ("******") or true
 	}
-	if last, ok := info["agent_last_heartbeat"].(string); ok {
-		if t, err := parseIronicTime(last); err == nil && now.Sub(t) < after {
-			return false
+	return true
+}
+
+// A failure that leaves the server on (a cleaning that failed before its first step, as when the
+// BMC refused its credentials while the agent inspection booted still ran) makes Ironic wipe the
+// agent's token and URL, but not the agent: it goes on heartbeating with the token it has, which
+// Ironic refuses ("Invalid or missing agent_token"), and ironic-python-agent never looks itself up
+// again. Ironic's next cleaning then takes the fast track (the server is on and was inspected
+// within [deploy] fast_track_timeout), does not reboot, and waits for an agent that can never
+// answer, until the callback timeout (fault campaign, finding 8; docs/fault-campaign.md). Before a
+// cleaning such a server is powered off, so that Ironic boots a fresh agent, which looks itself up
+// and gets a token; a wait that meets one anyway is aborted as for a lost agent.
+
+// orphanedAgent reports whether n (read in full) is on, has no agent token stored, and has not
+// been powered off, on or rebooted since its agent last heartbeat (Ironic stamps
+// last_power_state_change at every power action, and wipes the token when it powers off or
+// reboots): the agent that heartbeat then still runs, with a token Ironic no longer knows.
+func orphanedAgent(n *nodes.Node) bool {
+	info := n.DriverInternalInfo
+	if n.PowerState != powerOn || n.TargetPowerState != "" || n.DisablePowerOff {
+		return false // off, a power change under way (ours, say), or one we may not make
+	}
+	if _, ok := info["agent_secret_token"]; ok {
+		return false
+	}
+	heartbeat, ok := lastHeartbeat(info)
+	if !ok {
+		return false // no agent has heartbeat (or Ironic forgot it)
+	}
+	if s, ok := info["last_power_state_change"].(string); ok {
+		if changed, err := parseIronicTime(s); err != nil || !changed.Before(heartbeat) {
+			return false // powered since: a new boot (or a time we cannot read)
 		}
 	}
 	return true
+}
+
+// lastHeartbeat reads when Ironic last took a heartbeat of n's agent (or ended its inspection).
+func lastHeartbeat(info map[string]any) (time.Time, bool) {
+	s, ok := info["agent_last_heartbeat"].(string)
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := parseIronicTime(s)
+	return t, err == nil
+}
+
+// powerOffOrphanedAgent powers off the server of n, whose agent Ironic no longer accepts
+// (orphanedAgent), before a cleaning: Ironic then boots a fresh agent instead of waiting for that
+// one. The power change is the provisioner's, not the host's: it is not remembered as a request.
+func (p *Provisioner) powerOffOrphanedAgent(ctx context.Context, s *session, n *nodes.Node) (provisioner.Result, error) {
+	p.logger(ctx).Info("The server still runs an agent whose token Ironic wiped after a failure: powering it off so that the cleaning boots a fresh one",
+		"node", n.UUID, "lastHeartbeat", n.DriverInternalInfo["agent_last_heartbeat"],
+		"lastPowerChange", n.DriverInternalInfo["last_power_state_change"])
+	res, err := p.changePower(ctx, s, n, nodes.PowerOff)
+	p.memory.setPowerRequest(n.UUID, "")
+	if err == nil {
+		orphanedAgentPowerOffs.Inc()
+	}
+	return res, err
 }
 
 // parseIronicTime reads the naive UTC timestamps Ironic keeps in driver_internal_info
@@ -92,7 +151,7 @@ func (p *Provisioner) abortLostAgent(ctx context.Context, s *session, n *nodes.N
 	if !agentLost(full, s.features, now, p.cfg.AgentLostAfter) {
 		return res, false, nil
 	}
-	p.logger(ctx).Info("The agent took its token and has not heartbeat since: aborting the wait so that the server boots it again",
+	p.logger(ctx).Info("The agent cannot heartbeat (it lost its token, or Ironic wiped the token of an agent still running): aborting the wait so that the server boots it again",
 		"node", n.UUID, "provisionState", full.ProvisionState, "quietSince", full.ProvisionUpdatedAt.UTC().Format(time.RFC3339),
 		"lastHeartbeat", full.DriverInternalInfo["agent_last_heartbeat"], "after", p.cfg.AgentLostAfter)
 	res, err = p.abort(ctx, s, full, op+" (agent lost)")

@@ -33,6 +33,7 @@ func TestAgentLost(t *testing.T) {
 	token := info("agent_secret_token", "******")
 	heartbeat := func(ago time.Duration) string { return now.Add(-ago).Format("2006-01-02T15:04:05.000000") }
 	with, without := Features{DeployWaitAbort: true}, Features{}
+	on := power(powerOn, "")
 	for name, c := range map[string]struct {
 		n     *nodes.Node
 		f     Features
@@ -53,6 +54,16 @@ func TestAgentLost(t *testing.T) {
 		"inspect wait, token":                          {node(nodes.InspectWait, quietFor(time.Hour), token), with, false, false},
 		"cleaning (conductor works), token":            {node(nodes.Cleaning, quietFor(time.Hour), token), with, false, false},
 		"clean wait, no provision_updated_at":          {node(nodes.CleanWait, token), with, false, false},
+		// No token, the server on and not powered since its agent last heartbeat: that agent
+		// runs with a token Ironic wiped (orphanedAgent).
+		"clean wait, orphaned agent": {node(nodes.CleanWait, quietFor(6*time.Minute), on,
+			info("agent_last_heartbeat", heartbeat(7*time.Minute), "last_power_state_change", heartbeat(20*time.Minute))), with, true, true},
+		"clean wait, orphaned agent, heartbeat 1 min ago": {node(nodes.CleanWait, quietFor(6*time.Minute), on,
+			info("agent_last_heartbeat", heartbeat(time.Minute), "last_power_state_change", heartbeat(20*time.Minute))), with, true, false},
+		"clean wait, no token, rebooted since (booting)": {node(nodes.CleanWait, quietFor(6*time.Minute), on,
+			info("agent_last_heartbeat", heartbeat(20*time.Minute), "last_power_state_change", heartbeat(7*time.Minute))), with, true, false},
+		"deploy wait, orphaned agent, no abort": {node(nodes.DeployWait, quietFor(6*time.Minute), on,
+			info("agent_last_heartbeat", heartbeat(7*time.Minute))), without, true, false},
 	} {
 		if got := agentQuiet(c.n, now, after); got != c.quiet {
 			t.Errorf("%s: agentQuiet = %t, want %t", name, got, c.quiet)
@@ -62,6 +73,41 @@ func TestAgentLost(t *testing.T) {
 		}
 		if agentLost(c.n, c.f, now, 0) || agentQuiet(c.n, now, 0) {
 			t.Errorf("%s: AgentLostAfter 0 must turn the check off", name)
+		}
+	}
+}
+
+// TestOrphanedAgent: a server on, with no agent token stored and no power action since its agent
+// last heartbeat, still runs an agent Ironic refuses; anything else is not.
+func TestOrphanedAgent(t *testing.T) {
+	at := func(min int) string {
+		return time.Date(2026, 11, 29, 4, min, 0, 0, time.UTC).Format("2006-01-02T15:04:05.000000")
+	}
+	n := func(power string, disabled bool, kv ...string) *nodes.Node {
+		info := map[string]any{}
+		for i := 0; i < len(kv); i += 2 {
+			info[kv[i]] = kv[i+1]
+		}
+		return &nodes.Node{PowerState: power, DisablePowerOff: disabled, DriverInternalInfo: info}
+	}
+	pending := func(n *nodes.Node) *nodes.Node { n.TargetPowerState = powerOff; return n }
+	for name, c := range map[string]struct {
+		n    *nodes.Node
+		want bool
+	}{
+		"heartbeat after the last power change":      {n(powerOn, false, "agent_last_heartbeat", at(5), "last_power_state_change", at(2)), true},
+		"heartbeat, no power change recorded":        {n(powerOn, false, "agent_last_heartbeat", at(5)), true},
+		"token stored (a live agent Ironic accepts)": {n(powerOn, false, "agent_last_heartbeat", at(5), "agent_secret_token", "******"), false},
+		"powered since the heartbeat (a new boot)":   {n(powerOn, false, "agent_last_heartbeat", at(5), "last_power_state_change", at(6)), false},
+		"power change at the heartbeat's time":       {n(powerOn, false, "agent_last_heartbeat", at(5), "last_power_state_change", at(5)), false},
+		"server off":                                 {n(powerOff, false, "agent_last_heartbeat", at(5)), false},
+		"power off under way":                        {pending(n(powerOn, false, "agent_last_heartbeat", at(5))), false},
+		"power off disabled (spec.disablePowerOff)":  {n(powerOn, true, "agent_last_heartbeat", at(5)), false},
+		"no heartbeat ever":                          {n(powerOn, false, "last_power_state_change", at(2)), false},
+		"unreadable power change time":               {n(powerOn, false, "agent_last_heartbeat", at(5), "last_power_state_change", "yesterday"), false},
+	} {
+		if got := orphanedAgent(c.n); got != c.want {
+			t.Errorf("%s: orphanedAgent = %t, want %t", name, got, c.want)
 		}
 	}
 }

@@ -17,13 +17,20 @@ var requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Requests the Ironic provisioner sent to Ironic, by provisioner operation, HTTP method and status class.",
 }, []string{"operation", "method", "code"})
 
-// lostAgentAborts counts the waits aborted because the agent took its token and went silent
-// (lostagent.go), by the node's provision state: how often agents get lost, which Ironic itself
-// only shows as callback timeouts half an hour later.
+// lostAgentAborts counts the waits aborted because the agent took its token and went silent, or
+// runs with a token Ironic wiped (lostagent.go), by the node's provision state: how often agents
+// get lost, which Ironic itself only shows as callback timeouts half an hour later.
 var lostAgentAborts = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "metalforge_ironic_lost_agent_aborts_total",
-	Help: "Clean, deploy and service waits the Ironic provisioner aborted because the agent took its token and stopped heartbeating, by provision state.",
+	Help: "Clean, deploy and service waits the Ironic provisioner aborted because the agent took its token and stopped heartbeating, or runs with a token Ironic wiped, by provision state.",
 }, []string{"state"})
+
+// orphanedAgentPowerOffs counts the servers powered off before a cleaning because they still ran
+// an agent whose token Ironic had wiped (lostagent.go, orphanedAgent).
+var orphanedAgentPowerOffs = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "metalforge_ironic_orphaned_agent_power_offs_total",
+	Help: "Servers the Ironic provisioner powered off before a cleaning because they still ran an agent whose token Ironic had wiped after a failure.",
+})
 
 // stalledNodeDeletions counts the nodes deleted because Ironic left them in a working state with no
 // conductor (stall.go), by that state.
@@ -32,7 +39,9 @@ var stalledNodeDeletions = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Nodes the Ironic provisioner deleted (and registered again) because Ironic left them in a working state with no conductor, by provision state.",
 }, []string{"state"})
 
-func init() { metrics.Registry.MustRegister(requestsTotal, lostAgentAborts, stalledNodeDeletions) }
+func init() {
+	metrics.Registry.MustRegister(requestsTotal, lostAgentAborts, orphanedAgentPowerOffs, stalledNodeDeletions)
+}
 
 type opKey struct{}
 

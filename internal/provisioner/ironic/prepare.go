@@ -46,7 +46,7 @@ func (p *Provisioner) Prepare(ctx context.Context, host provisioner.Host, data p
 	case actDone:
 		return p.setRootDeviceHints(ctx, s, n, data)
 	case actClean:
-		if res, handled, err := p.cleanStaleRecord(ctx, s, n, host, access); handled {
+		if res, handled, err := p.beforeCleaning(ctx, s, n, host, access); handled {
 			return res, err
 		}
 		return p.startCleaning(ctx, s, n, host, access, data, raid, steps, fp)
@@ -128,16 +128,27 @@ func (p *Provisioner) startCleaning(ctx context.Context, s *session, n *nodes.No
 	return res, err
 }
 
-// cleanStaleRecord starts the manual cleaning that drops the stale record of a BIOS step
-// (staged.go) when the manageable node n holds one and that cleaning has not already failed on
-// it; handled says it did, or could not read the node (res, err say how). Called before a
-// preparation's manual cleaning, whose BIOS step the record would turn into its own check, and
-// before the automated cleaning of a provide, whose wait the BIOS periodic task would end early.
-// The check needs no agent: Ironic runs it without booting one.
-func (p *Provisioner) cleanStaleRecord(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access) (res provisioner.Result, handled bool, err error) {
-	check, checkFP, start, err := p.recordCheckToStart(ctx, s, n, extraPrepared, "manual cleaning")
-	if err != nil || !start {
-		return provisioner.Result{}, err != nil, err
+// beforeCleaning readies the manageable node n for a cleaning: a preparation's manual cleaning, or
+// the automated cleaning of a provide. It reads n in full (the watcher's node has no
+// driver_internal_info) and, when the server still runs an agent whose token Ironic wiped
+// (orphanedAgent), powers it off first; when n holds the stale record of a BIOS step (staged.go)
+// and that record's check has not already failed on it, it starts the manual cleaning that drops
+// the record (a preparation's BIOS step would otherwise run as the record's check, and the BIOS
+// periodic task would end a provide's cleaning wait early; the check needs no agent: Ironic runs
+// it without booting one). handled says it did one of them, or could not read the node (res, err
+// say how).
+func (p *Provisioner) beforeCleaning(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access) (res provisioner.Result, handled bool, err error) {
+	full, err := p.fetchNode(ctx, s, n.UUID)
+	if err != nil {
+		return provisioner.Result{}, true, err
+	}
+	if orphanedAgent(full) {
+		res, err = p.powerOffOrphanedAgent(ctx, s, full)
+		return res, true, err
+	}
+	check, checkFP, start := p.recordCheckFor(ctx, n, full, extraPrepared, "manual cleaning")
+	if !start {
+		return provisioner.Result{}, false, nil
 	}
 	res, err = p.startCleaning(ctx, s, n, host, access, provisioner.PrepareData{}, raidPlan{}, []nodes.CleanStep{check}, checkFP)
 	return res, true, err

@@ -57,7 +57,7 @@ func (p *Provisioner) provide(ctx context.Context, s *session, n *nodes.Node, ho
 	if wait := cleaningSettleWait(n, p.now()); wait > 0 {
 		return provisioner.Working(wait), nil
 	}
-	if res, handled, err := p.cleanStaleRecord(ctx, s, n, host, access); handled {
+	if res, handled, err := p.beforeCleaning(ctx, s, n, host, access); handled {
 		return res, err
 	}
 	pt, clean, err := p.cleaningPatch(n, host, access)

@@ -173,25 +173,32 @@ func staleRecordAction(n *nodes.Node, info map[string]any, ran func(fp string) b
 }
 
 // recordCheckToStart reads n in full (the watcher's node has no driver_internal_info) and says,
-// through staleRecordAction with the fingerprints under key (extraServiced, extraPrepared),
-// whether the check of a stale record is to start as an operation of its own (what: "servicing",
-// "manual cleaning"), with its step and fingerprint; it logs what it decided.
+// through recordCheckFor, whether the check of a stale record is to start first.
 func (p *Provisioner) recordCheckToStart(ctx context.Context, s *session, n *nodes.Node, key, what string) (nodes.CleanStep, string, bool, error) {
 	full, err := p.fetchNode(ctx, s, n.UUID)
 	if err != nil {
 		return nodes.CleanStep{}, "", false, err
 	}
+	check, checkFP, start := p.recordCheckFor(ctx, n, full, key, what)
+	return check, checkFP, start, nil
+}
+
+// recordCheckFor says, through staleRecordAction with the fingerprints under key (extraServiced,
+// extraPrepared), whether the check of the stale record in full (n read in full) is to start as an
+// operation of its own (what: "servicing", "manual cleaning"), with its step and fingerprint; it
+// logs what it decided.
+func (p *Provisioner) recordCheckFor(ctx context.Context, n, full *nodes.Node, key, what string) (nodes.CleanStep, string, bool) {
 	check, checkFP, act := staleRecordAction(n, full.DriverInternalInfo, func(fp string) bool { return p.finished(n, key, fp) })
 	if act == noRecord {
-		return nodes.CleanStep{}, "", false, nil
+		return nodes.CleanStep{}, "", false
 	}
 	settings := slices.Sorted(maps.Keys(recordedBIOSSettings(full.DriverInternalInfo)))
 	if act == recordCheckFailed {
 		p.logger(ctx).Info("The "+what+" that drops Ironic's record of an unfinished BIOS step failed before its step: going on as asked",
 			"node", n.UUID, "settings", settings, "lastError", sanitize(n.LastError))
-		return nodes.CleanStep{}, "", false, nil
+		return nodes.CleanStep{}, "", false
 	}
 	p.logger(ctx).Info("Ironic still holds the record of a BIOS step that did not finish: a "+what+" of its own drops it first",
 		"node", n.UUID, "settings", settings)
-	return check, checkFP, true, nil
+	return check, checkFP, true
 }
