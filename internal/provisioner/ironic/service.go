@@ -109,9 +109,13 @@ func (p *Provisioner) startServicing(ctx context.Context, s *session, n *nodes.N
 // not read the node (res, err say how). Called before a servicing, and before an undeploy, whose
 // automated cleaning and next deployment the record would mislead.
 func (p *Provisioner) serviceStaleRecord(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access) (res provisioner.Result, handled bool, err error) {
-	check, checkFP, start, err := p.recordCheckToStart(ctx, s, n, extraServiced, "servicing")
-	if err != nil || !start {
-		return provisioner.Result{}, err != nil, err
+	full, err := p.fetchNode(ctx, s, n.UUID) // the watcher's node has no driver_internal_info
+	if err != nil {
+		return provisioner.Result{}, true, err
+	}
+	check, checkFP, start := p.recordCheckFor(ctx, n, full, extraServiced, "servicing")
+	if !start {
+		return provisioner.Result{}, false, nil
 	}
 	res, err = p.startServiceSteps(ctx, s, n, host, access, []nodes.ServiceStep{check}, checkFP, false)
 	return res, true, err

@@ -172,17 +172,6 @@ func staleRecordAction(n *nodes.Node, info map[string]any, ran func(fp string) b
 	return check, fp, checkRecord
 }
 
-// recordCheckToStart reads n in full (the watcher's node has no driver_internal_info) and says,
-// through recordCheckFor, whether the check of a stale record is to start first.
-func (p *Provisioner) recordCheckToStart(ctx context.Context, s *session, n *nodes.Node, key, what string) (nodes.CleanStep, string, bool, error) {
-	full, err := p.fetchNode(ctx, s, n.UUID)
-	if err != nil {
-		return nodes.CleanStep{}, "", false, err
-	}
-	check, checkFP, start := p.recordCheckFor(ctx, n, full, key, what)
-	return check, checkFP, start, nil
-}
-
 // recordCheckFor says, through staleRecordAction with the fingerprints under key (extraServiced,
 // extraPrepared), whether the check of the stale record in full (n read in full) is to start as an
 // operation of its own (what: "servicing", "manual cleaning"), with its step and fingerprint; it
