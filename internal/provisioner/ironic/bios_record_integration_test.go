@@ -111,6 +111,12 @@ func TestDeprovisionDropsTheStaleBIOSRecord(t *testing.T) {
 // recordOf returns the BIOS settings Ironic's record on the node names (recordedBIOSSettings).
 func recordOf(t *testing.T, p *Provisioner, id string) map[string]any {
 	t.Helper()
+	return recordedBIOSSettings(nodeInFull(t, p, id).DriverInternalInfo)
+}
+
+// nodeInFull reads the node with its driver_internal_info (which the watcher's node lacks).
+func nodeInFull(t *testing.T, p *Provisioner, id string) *nodes.Node {
+	t.Helper()
 	ctx := context.Background()
 	s, err := p.session(ctx)
 	if err != nil {
@@ -120,5 +126,5 @@ func recordOf(t *testing.T, p *Provisioner, id string) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return recordedBIOSSettings(n.DriverInternalInfo)
+	return n
 }

@@ -47,15 +47,7 @@ func TestCleaningAfterAFailureWithTheAgentUp(t *testing.T) {
 	if err := e.control.SetFaults(srv.Name, fault.Set{}); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	s, err := p.session(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := p.fetchNode(ctx, s, host.NodeID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := nodeInFull(t, p, host.NodeID)
 	if !orphanedAgent(n) {
 		t.Fatalf("after the failure the node is not what finding 8 met (on, no token, no power change since the agent's heartbeat): %s, power %s, %v",
 			n.ProvisionState, n.PowerState, n.DriverInternalInfo)
