@@ -119,12 +119,16 @@ func (p *Provisioner) powerOffOrphanedAgent(ctx context.Context, s *session, n *
 	p.logger(ctx).Info("The server still runs an agent whose token Ironic wiped after a failure: powering it off so that the cleaning boots a fresh one",
 		"node", n.UUID, "lastHeartbeat", n.DriverInternalInfo["agent_last_heartbeat"],
 		"lastPowerChange", n.DriverInternalInfo["last_power_state_change"])
-	res, err := p.changePower(ctx, s, n, nodes.PowerOff)
+	accepted, err := p.askPower(ctx, s, n, nodes.PowerOff)
+	if err != nil {
+		return provisioner.Result{}, err
+	}
+	// A power request the host made earlier no longer describes the server.
 	p.memory.setPowerRequest(n.UUID, "")
-	if err == nil {
+	if accepted { // a busy answer (409) is retried on the next pass and counted then
 		orphanedAgentPowerOffs.Inc()
 	}
-	return res, err
+	return p.short(), nil
 }
 
 // parseIronicTime reads the naive UTC timestamps Ironic keeps in driver_internal_info

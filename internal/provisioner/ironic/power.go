@@ -112,20 +112,32 @@ func (p *Provisioner) PowerState(ctx context.Context, host provisioner.Host) (bo
 // changePower asks for a power change. Ironic refuses (409) while the node is locked or changing
 // provision state: that is a retry. A 400 is returned as the error so the caller can fall back.
 func (p *Provisioner) changePower(ctx context.Context, s *session, n *nodes.Node, target nodes.TargetPowerState) (provisioner.Result, error) {
+	accepted, err := p.askPower(ctx, s, n, target)
+	if err != nil {
+		return provisioner.Result{}, err
+	}
+	if accepted {
+		p.memory.setPowerRequest(n.UUID, string(target))
+	}
+	return p.short(), nil
+}
+
+// askPower sends the power change request; accepted is false when Ironic answered busy (409), which
+// the caller retries.
+func (p *Provisioner) askPower(ctx context.Context, s *session, n *nodes.Node, target nodes.TargetPowerState) (accepted bool, err error) {
 	opts := nodes.PowerStateOpts{Target: target}
 	if target == nodes.SoftPowerOff || target == nodes.SoftRebooting {
 		opts.Timeout = int(p.cfg.SoftPowerOffTimeout.Seconds())
 	}
 	p.logger(ctx).Info("Changing power", "node", n.UUID, "from", n.PowerState, "target", target)
 	ended := p.watch.Writing(n.UUID)
-	err := nodes.ChangePowerState(ctx, s.sc, n.UUID, opts).ExtractErr()
+	err = nodes.ChangePowerState(ctx, s.sc, n.UUID, opts).ExtractErr()
 	ended()
 	switch {
 	case err == nil:
-		p.memory.setPowerRequest(n.UUID, string(target))
-		return p.short(), nil
+		return true, nil
 	case busy(err):
-		return p.short(), nil
+		return false, nil
 	}
-	return provisioner.Result{}, classifyError(err, fmt.Sprintf("asking Ironic for %s on node %s", target, n.UUID))
+	return false, classifyError(err, fmt.Sprintf("asking Ironic for %s on node %s", target, n.UUID))
 }
