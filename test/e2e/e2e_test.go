@@ -77,7 +77,7 @@ func (s *suite) namespace(t *testing.T, prefix string) string {
 // image removed → deprovision → available → delete, checking status, HardwareData, conditions,
 // events, bmcsim and Ironic on the way. Even hosts use an md5 checksum, odd ones sha256.
 func (s *suite) lifecycle(t *testing.T, ns string, i int) { //nolint:thelper // a test body run as a subtest: failures must point into it
-	srv := s.take(t)
+	srv := s.Take(t)
 	name := fmt.Sprintf("host-%d", i)
 	img, path := s.diskImage(ns+"-"+name, i%2 == 0)
 	start := time.Now()
@@ -112,7 +112,7 @@ func (s *suite) lifecycle(t *testing.T, ns string, i int) { //nolint:thelper // 
 		t.Errorf("%s: bmcsim after provisioning: disk %q power %s booted %q; want %q, On, Hdd", name,
 			st.State.DiskImage, st.State.Power, st.State.Booted, img.URL)
 	}
-	if n := s.images.Downloads(path); n < 1 {
+	if n := s.Images.Downloads(path); n < 1 {
 		t.Errorf("%s: the image was never downloaded", name)
 	}
 	if n := s.node(t, h.Status.Provisioning.ID); n == nil || n.ProvisionState != "active" {
@@ -169,7 +169,7 @@ func (s *suite) checkHardware(t *testing.T, ns, name, server string) {
 		t.Errorf("%s: HardwareData has no hardware", name)
 		return
 	}
-	inv := s.sim.Fleet.ByName(server).Inventory()
+	inv := s.Sim.Fleet.ByName(server).Inventory()
 	check := func(what string, got, want any) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s: HardwareData %s = %v, bmcsim has %v", name, what, got, want)

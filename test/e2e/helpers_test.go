@@ -64,20 +64,20 @@ func (s *suite) newHost(t *testing.T, ns, name string, srv bmcsim.Host, password
 func (s *suite) diskImage(name string, md5 bool) (metal3.Image, string) {
 	path := "/images/" + name + ".img"
 	data := s.imageBytes()
-	s.images.Add(path, data)
+	s.Images.Add(path, data)
 	raw := "raw"
-	img := metal3.Image{URL: s.images.URL + path, DiskFormat: &raw}
+	img := metal3.Image{URL: s.Images.URL + path, DiskFormat: &raw}
 	if md5 {
-		img.Checksum, img.ChecksumType = s.images.MD5(path), metal3.MD5
+		img.Checksum, img.ChecksumType = s.Images.MD5(path), metal3.MD5
 	} else {
-		img.Checksum, img.ChecksumType = s.images.SHA256(path), metal3.SHA256
+		img.Checksum, img.ChecksumType = s.Images.SHA256(path), metal3.SHA256
 	}
 	return img, path
 }
 
 func (s *suite) imageBytes() []byte {
 	// NewImageServer serves 4 MiB of random bytes at /disk.img; every host's image is a copy.
-	return s.images.Bytes("/disk.img")
+	return s.Images.Bytes("/disk.img")
 }
 
 func (s *suite) get(t *testing.T, ns, name string) *metal3.BareMetalHost {
@@ -229,7 +229,7 @@ func wantOperation(t *testing.T, h *metal3.BareMetalHost, what string, op metal3
 // server reads a simulated server's state through bmcsim's control API.
 func (s *suite) server(t *testing.T, name string) control.Detail {
 	t.Helper()
-	d, err := s.sim.Control.Server(name)
+	d, err := s.Sim.Control.Server(name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,10 +30,10 @@ import (
 // host stays provisioned, bmcsim's Redfish Bios resource shows the value and so does the
 // HostFirmwareSettings status. The FirmwareSchema carries the BMC's attribute registry.
 func (s *suite) liveUpdateSettings(t *testing.T, ns string) { //nolint:thelper // a test body run as a subtest: failures must point into it
-	srv := s.take(t)
+	srv := s.Take(t)
 	img, path := s.diskImage(ns+"-bios", true)
 	s.provisioned(t, ns, "bios", srv, func(h *metal3.BareMetalHost) { lean(h); h.Spec.Image = &img })
-	downloads := s.images.Downloads(path)
+	downloads := s.Images.Downloads(path)
 	s.createPolicy(t, ns, "bios", metal3.HostUpdatePolicySpec{FirmwareSettings: metal3.HostUpdatePolicyOnReboot})
 	hfs := s.waitHFS(t, ns, "bios", "filled in from Ironic", func(hfs *metal3.HostFirmwareSettings) bool {
 		return hfs.Status.FirmwareSchema != nil && hfs.Status.Settings["ProcTurboMode"] == "Enabled"
@@ -94,7 +94,7 @@ func (s *suite) liveUpdateSettings(t *testing.T, ns string) { //nolint:thelper /
 // message; removing the update aborts and the host returns to OK; an update served by the test is
 // then applied, and the new version shows in bmcsim and in status.components.
 func (s *suite) liveUpdateFirmware(t *testing.T, ns string) { //nolint:thelper // a test body run as a subtest: failures must point into it
-	srv := s.take(t)
+	srv := s.Take(t)
 	img, path := s.diskImage(ns+"-fw", true)
 	s.provisioned(t, ns, "fw", srv, func(h *metal3.BareMetalHost) { lean(h); h.Spec.Image = &img })
 	s.createPolicy(t, ns, "fw", metal3.HostUpdatePolicySpec{FirmwareUpdates: metal3.HostUpdatePolicyOnReboot})
@@ -103,12 +103,12 @@ func (s *suite) liveUpdateFirmware(t *testing.T, ns string) { //nolint:thelper /
 	})
 
 	// A failing update, then an abort.
-	if err := s.sim.Control.SetFaults(srv.Name, fault.Set{FailFirmwareUpdate: true}); err != nil {
+	if err := s.Sim.Control.SetFaults(srv.Name, fault.Set{FailFirmwareUpdate: true}); err != nil {
 		t.Fatal(err)
 	}
 	bad := ns + "/bios-3.1.0.bin"
-	s.images.Add("/firmware/"+bad, []byte("firmware that the BMC will refuse"))
-	s.setHFC(t, ns, "fw", metal3.FirmwareUpdate{Component: "bios", URL: s.images.URL + "/firmware/" + bad})
+	s.Images.Add("/firmware/"+bad, []byte("firmware that the BMC will refuse"))
+	s.setHFC(t, ns, "fw", metal3.FirmwareUpdate{Component: "bios", URL: s.Images.URL + "/firmware/" + bad})
 	at := time.Now()
 	s.annotate(t, ns, "fw", metal3.RebootAnnotationPrefix)
 	h := s.wait(t, ns, "fw", "servicing error", stepTimeout, func(h *metal3.BareMetalHost) bool {
@@ -126,7 +126,7 @@ func (s *suite) liveUpdateFirmware(t *testing.T, ns string) { //nolint:thelper /
 	h = s.wait(t, ns, "fw", "aborted and OK", stepTimeout, func(h *metal3.BareMetalHost) bool {
 		return h.Status.OperationalStatus == metal3.OperationalStatusOK && h.Status.ErrorType == "" && h.Status.PoweredOn
 	})
-	if err := s.sim.Control.ClearFaults(srv.Name); err != nil {
+	if err := s.Sim.Control.ClearFaults(srv.Name); err != nil {
 		t.Fatal(err)
 	}
 	if n := s.node(t, h.Status.Provisioning.ID); n == nil || n.ProvisionState != "active" {
@@ -139,8 +139,8 @@ func (s *suite) liveUpdateFirmware(t *testing.T, ns string) { //nolint:thelper /
 
 	// A good update.
 	good := ns + "/bios-3.2.0.bin"
-	s.images.Add("/firmware/"+good, []byte("firmware the BMC accepts"))
-	s.setHFC(t, ns, "fw", metal3.FirmwareUpdate{Component: "bios", URL: s.images.URL + "/firmware/" + good})
+	s.Images.Add("/firmware/"+good, []byte("firmware the BMC accepts"))
+	s.setHFC(t, ns, "fw", metal3.FirmwareUpdate{Component: "bios", URL: s.Images.URL + "/firmware/" + good})
 	s.serviceAndWait(t, ns, "fw", time.Now())
 	if v := s.server(t, srv.Name).State.Firmware.BIOS; v != "3.2.0" {
 		t.Errorf("bmcsim BIOS version %s after the update, want 3.2.0", v)

@@ -21,7 +21,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/noauth"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metalforge/metalforge/internal/bmcsim"
 	"github.com/metalforge/metalforge/internal/test/ironicenv"
 	"github.com/metalforge/metalforge/internal/test/operatorproc"
 	"github.com/metalforge/metalforge/internal/test/sharedsuite"
@@ -50,16 +49,12 @@ post_deploy_get_power_state_retries = 30
 // suite is everything the tests share. It starts on first use, so `go test -short` and `-run` of
 // nothing start nothing; TestMain stops it.
 type suite struct {
-	kube   *testenv.Env
-	c      client.Client
-	ironic *ironicenv.Instance
+	*ironicenv.Bed
+	c client.Client
 	// nodes reads Ironic directly, for assertions only (the tests never drive Ironic).
-	nodes  *gophercloud.ServiceClient
-	sim    *ironicenv.Sim
-	images *ironicenv.ImageServer
-	op     *operatorproc.Process
-	rec    *recorder
-	free   chan bmcsim.Host
+	nodes *gophercloud.ServiceClient
+	op    *operatorproc.Process
+	rec   *recorder
 
 	mu sync.Mutex
 	// survivors are provisioned hosts the scenarios leave behind for the database-wipe test.
@@ -104,61 +99,32 @@ func startSuite() (s *suite, err error) {
 			s.stop()
 		}
 	}()
-	// The Go builds and Ironic's start are independent; run them together.
-	var wg sync.WaitGroup
-	var buildErr, ironicErr error
 	var binary string
-	wg.Go(func() { binary, buildErr = buildOperator() })
-	wg.Go(func() {
-		s.ironic, ironicErr = ironicenv.Start(ironicenv.Options{
-			Instance:  fmt.Sprintf("e2e-%d", os.Getpid()),
-			ExtraConf: ironicConf,
-			WipeDB:    true,
-			OwnerPID:  os.Getpid(),
-		})
+	s.Bed, err = ironicenv.StartBed(ironicenv.BedOptions{
+		Ironic: ironicenv.Options{
+			Instance: fmt.Sprintf("e2e-%d", os.Getpid()), ExtraConf: ironicConf, WipeDB: true, OwnerPID: os.Getpid(),
+		},
+		Kube:    testenv.Options{Webhooks: true},
+		Servers: lifecycleHosts() + extraHosts,
+		Build:   func() (err error) { binary, err = buildOperator(); return err },
 	})
-	s.kube, err = testenv.Start(testenv.Options{Webhooks: true})
-	wg.Wait()
 	if err != nil {
 		return s, err
 	}
-	if buildErr != nil {
-		return s, buildErr
-	}
-	if ironicErr != nil {
-		return s, ironicErr
-	}
-	s.c = s.kube.Client
-	s.nodes, err = noauth.NewBareMetalNoAuth(noauth.EndpointOpts{IronicEndpoint: s.ironic.Endpoint()})
+	s.c = s.Kube.Client
+	s.nodes, err = noauth.NewBareMetalNoAuth(noauth.EndpointOpts{IronicEndpoint: s.Ironic.Endpoint()})
 	if err != nil {
 		return s, err
 	}
 	s.nodes.Microversion = "1.95"
 
-	n := lifecycleHosts() + extraHosts
-	agentCfg := ironicenv.FastAgent(s.ironic.URL())
-	// Ironic (one Python process) is what limits the suite on two cores: agents heartbeat every
-	// 5 s (they also heartbeat when a command ends, which is what moves a deploy on) and look
-	// their node up once a second, instead of several times a second.
-	agentCfg.HeartbeatInterval = 5 * time.Second
-	agentCfg.LookupInterval = time.Second
-	s.sim, err = ironicenv.StartSim(ironicenv.SimOptions{Config: ironicenv.FastConfig(n), Agent: agentCfg})
-	if err != nil {
-		return s, err
-	}
-	s.free = make(chan bmcsim.Host, n)
-	for _, h := range s.sim.Hosts() {
-		s.free <- h
-	}
-	s.images = ironicenv.NewImageServer()
-
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s.rec, err = startRecorder(ctx, s.kube.Config)
+	s.rec, err = startRecorder(ctx, s.Kube.Config)
 	if err != nil {
 		return s, err
 	}
-	s.op, err = startOperator(ctx, binary, s.kube, s.ironic)
+	s.op, err = startOperator(ctx, binary, s.Kube, s.Ironic)
 	return s, err
 }
 
@@ -169,30 +135,7 @@ func (s *suite) stop() {
 	if s.rec != nil {
 		s.rec.stop()
 	}
-	if s.sim != nil {
-		_ = s.sim.Close()
+	if s.Bed != nil {
+		s.Close()
 	}
-	if s.images != nil {
-		s.images.Close()
-	}
-	if s.ironic != nil {
-		if err := s.ironic.Purge(); err != nil {
-			fmt.Fprintln(os.Stderr, "e2e: stopping Ironic:", err)
-		}
-	}
-	if s.kube != nil {
-		_ = s.kube.Stop()
-	}
-}
-
-// take gives a test a simulated server of its own.
-func (s *suite) take(t *testing.T) bmcsim.Host {
-	t.Helper()
-	select {
-	case h := <-s.free:
-		return h
-	default:
-		t.Fatal("no free simulated server: raise extraHosts")
-	}
-	return bmcsim.Host{}
 }

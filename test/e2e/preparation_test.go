@@ -16,19 +16,19 @@ import (
 // the error backoff clears it, cleans again and applies the update: the host ends available with
 // the new version. (Until 647e62b the retry waited on that fault forever.)
 func (s *suite) preparationRetried(t *testing.T, ns string) { //nolint:thelper // a test body run as a subtest: failures must point into it
-	srv := s.take(t)
+	srv := s.Take(t)
 	s.newHost(t, ns, "prep", srv, "", lean)
 	s.waitState(t, ns, "prep", metal3.StateAvailable, stepTimeout)
 	s.waitHFC(t, ns, "prep", "components read", func(hfc *metal3.HostFirmwareComponents) bool {
 		return componentVersion(hfc, "bios") != ""
 	})
-	if err := s.sim.Control.SetFaults(srv.Name, fault.Set{FailFirmwareUpdate: true}); err != nil {
+	if err := s.Sim.Control.SetFaults(srv.Name, fault.Set{FailFirmwareUpdate: true}); err != nil {
 		t.Fatal(err)
 	}
 	fw := ns + "/bios-3.3.0.bin"
-	s.images.Add("/firmware/"+fw, []byte("firmware the BMC fails, then accepts"))
+	s.Images.Add("/firmware/"+fw, []byte("firmware the BMC fails, then accepts"))
 	at := time.Now()
-	s.setHFC(t, ns, "prep", metal3.FirmwareUpdate{Component: "bios", URL: s.images.URL + "/firmware/" + fw})
+	s.setHFC(t, ns, "prep", metal3.FirmwareUpdate{Component: "bios", URL: s.Images.URL + "/firmware/" + fw})
 	h := s.wait(t, ns, "prep", "preparation error", stepTimeout, func(h *metal3.BareMetalHost) bool {
 		return h.Status.ErrorType == metal3.PreparationError
 	})
@@ -38,7 +38,7 @@ func (s *suite) preparationRetried(t *testing.T, ns string) { //nolint:thelper /
 	}
 	s.waitEvent(t, ns, "prep", corev1.EventTypeWarning, "PreparationError", time.Minute)
 
-	if err := s.sim.Control.ClearFaults(srv.Name); err != nil {
+	if err := s.Sim.Control.ClearFaults(srv.Name); err != nil {
 		t.Fatal(err)
 	}
 	h = s.waitState(t, ns, "prep", metal3.StateAvailable, stepTimeout)

@@ -39,9 +39,9 @@ func (s *suite) provisioned(t *testing.T, ns, name string, srv bmcsim.Host, modi
 // liveISO boots an ISO through Ironic's ramdisk deploy: provisioned, booted from the virtual CD,
 // nothing written to disk.
 func (s *suite) liveISO(t *testing.T, ns string) { //nolint:thelper // a test body run as a subtest: failures must point into it
-	srv := s.take(t)
+	srv := s.Take(t)
 	live := metal3.DiskFormatLiveISO
-	img := metal3.Image{URL: s.images.URL + "/live.iso", DiskFormat: &live}
+	img := metal3.Image{URL: s.Images.URL + "/live.iso", DiskFormat: &live}
 	h := s.provisioned(t, ns, "live", srv, func(h *metal3.BareMetalHost) { lean(h); h.Spec.Image = &img })
 	if got := h.Status.Provisioning.Image; got.URL != img.URL || !got.IsLiveISO() {
 		t.Errorf("status.provisioning.image %+v, want the live ISO %s", got, img.URL)
@@ -58,7 +58,7 @@ func (s *suite) liveISO(t *testing.T, ns string) { //nolint:thelper // a test bo
 
 // customDeploy runs the agent's install_coreos deploy step instead of writing an image.
 func (s *suite) customDeploy(t *testing.T, ns string) { //nolint:thelper // a test body run as a subtest: failures must point into it
-	srv := s.take(t)
+	srv := s.Take(t)
 	h := s.provisioned(t, ns, "coreos", srv, func(h *metal3.BareMetalHost) {
 		lean(h)
 		h.Spec.CustomDeploy = &metal3.CustomDeploy{Method: "install_coreos"}
@@ -77,10 +77,10 @@ func (s *suite) customDeploy(t *testing.T, ns string) { //nolint:thelper // a te
 // reboot: the one-shot reboot annotation powers the host off, is removed, and the host comes back
 // on, still provisioned and not redeployed.
 func (s *suite) reboot(t *testing.T, ns string) { //nolint:thelper // a test body run as a subtest: failures must point into it
-	srv := s.take(t)
+	srv := s.Take(t)
 	img, path := s.diskImage(ns+"-reboot", false)
 	s.provisioned(t, ns, "reboot", srv, func(h *metal3.BareMetalHost) { lean(h); h.Spec.Image = &img })
-	downloads := s.images.Downloads(path)
+	downloads := s.Images.Downloads(path)
 
 	off := s.watchPowerOff(srv.Name)
 	at := time.Now()
@@ -132,7 +132,7 @@ func (s *suite) watchPowerOff(server string) func() bool {
 	wg.Go(func() {
 		deadline := time.Now().Add(stepTimeout)
 		for time.Now().Before(deadline) {
-			if d, err := s.sim.Control.Server(server); err == nil && d.State.Power == "Off" {
+			if d, err := s.Sim.Control.Server(server); err == nil && d.State.Power == "Off" {
 				seenOff = true
 				return
 			}
@@ -160,7 +160,7 @@ func (s *suite) wantUntouched(t *testing.T, server, imageURL, path string, downl
 			st.State.DiskImage, st.State.Booted, st.State.Power, imageURL)
 	}
 	if path != "" {
-		if got := s.images.Downloads(path); got != downloads {
+		if got := s.Images.Downloads(path); got != downloads {
 			t.Errorf("bmcsim %s: the image was downloaded %d more times, want none (no new deploy)", server, got-downloads)
 		}
 	}
@@ -169,10 +169,10 @@ func (s *suite) wantUntouched(t *testing.T, server, imageURL, path string, downl
 // detach removes the host's Ironic node without touching the server; removing the annotation
 // registers it again and adopts it, without a new deploy.
 func (s *suite) detach(t *testing.T, ns string) { //nolint:thelper // a test body run as a subtest: failures must point into it
-	srv := s.take(t)
+	srv := s.Take(t)
 	img, path := s.diskImage(ns+"-detach", true)
 	h := s.provisioned(t, ns, "detach", srv, func(h *metal3.BareMetalHost) { lean(h); h.Spec.Image = &img })
-	oldNode, downloads := h.Status.Provisioning.ID, s.images.Downloads(path)
+	oldNode, downloads := h.Status.Provisioning.ID, s.Images.Downloads(path)
 
 	at := time.Now()
 	s.patch(t, ns, "detach", func(h *metal3.BareMetalHost) {
@@ -216,7 +216,7 @@ func (s *suite) detach(t *testing.T, ns string) { //nolint:thelper // a test bod
 // wrongCredentials: a Secret with the wrong password gives a registration error that names the
 // problem; fixing the Secret lets the host go on, without anyone touching the host.
 func (s *suite) wrongCredentials(t *testing.T, ns string) { //nolint:thelper // a test body run as a subtest: failures must point into it
-	srv := s.take(t)
+	srv := s.Take(t)
 	wrong := "wrong-" + randomHex(8)
 	s.mu.Lock()
 	s.wrongPasswords = append(s.wrongPasswords, wrong)
@@ -274,11 +274,11 @@ func (s *suite) wrongCredentials(t *testing.T, ns string) { //nolint:thelper // 
 // the host records a provisioning error and backs off; with the fault cleared the retry
 // provisions it.
 func (s *suite) bmcFailure(t *testing.T, ns string) { //nolint:thelper // a test body run as a subtest: failures must point into it
-	srv := s.take(t)
+	srv := s.Take(t)
 	img, path := s.diskImage(ns+"-crash", true)
 	s.newHost(t, ns, "crash", srv, "", lean)
 	s.waitState(t, ns, "crash", metal3.StateAvailable, stepTimeout)
-	if err := s.sim.Control.SetFaults(srv.Name, fault.Set{FailDeploy: true}); err != nil {
+	if err := s.Sim.Control.SetFaults(srv.Name, fault.Set{FailDeploy: true}); err != nil {
 		t.Fatal(err)
 	}
 	at := time.Now()
@@ -286,7 +286,7 @@ func (s *suite) bmcFailure(t *testing.T, ns string) { //nolint:thelper // a test
 	h := s.wait(t, ns, "crash", "provisioning error", stepTimeout, func(h *metal3.BareMetalHost) bool {
 		return h.Status.ErrorType == metal3.ProvisioningError
 	})
-	if err := s.sim.Control.ClearFaults(srv.Name); err != nil {
+	if err := s.Sim.Control.ClearFaults(srv.Name); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("provisioning error after %s: %s", time.Since(at).Round(time.Second), h.Status.ErrorMessage)
@@ -335,7 +335,7 @@ func (s *suite) bmcFailure(t *testing.T, ns string) { //nolint:thelper // a test
 func (s *suite) provisionedForWipe(t *testing.T, ns string) { //nolint:thelper // a test body run as a subtest: failures must point into it
 	var wg sync.WaitGroup
 	for i := range 2 {
-		srv := s.take(t)
+		srv := s.Take(t)
 		name := fmt.Sprintf("keep-%d", i)
 		img, path := s.diskImage(ns+"-"+name, i == 0)
 		wg.Go(func() {
@@ -366,11 +366,11 @@ func (s *suite) databaseWiped(t *testing.T) {
 		if h.Status.Provisioning.State != metal3.StateProvisioned {
 			t.Fatalf("%s/%s is %s before the wipe, want provisioned", sv.ns, sv.name, h.Status.Provisioning.State)
 		}
-		was[sv.ns+"/"+sv.name] = before{node: h.Status.Provisioning.ID, downloads: s.images.Downloads(sv.imagePath),
+		was[sv.ns+"/"+sv.name] = before{node: h.Status.Provisioning.ID, downloads: s.Images.Downloads(sv.imagePath),
 			disk: s.server(t, sv.server).State.DiskImage}
 	}
 	at := time.Now()
-	if err := s.ironic.Restart(true); err != nil {
+	if err := s.Ironic.Restart(true); err != nil {
 		t.Fatalf("restarting Ironic with an empty database: %v", err)
 	}
 	t.Logf("Ironic restarted with an empty database in %s; %d provisioned hosts to adopt", time.Since(at).Round(100*time.Millisecond), len(survivors))
@@ -398,7 +398,7 @@ func (s *suite) databaseWiped(t *testing.T) {
 			t.Errorf("%s: bmcsim disk %q→%q power %s after adoption; want the same disk, On", sv.name, b.disk, st.State.DiskImage, st.State.Power)
 		}
 		if sv.imagePath != "" {
-			if got := s.images.Downloads(sv.imagePath); got != b.downloads {
+			if got := s.Images.Downloads(sv.imagePath); got != b.downloads {
 				t.Errorf("%s: its image was downloaded %d more times after the wipe, want none (no new deploy)", sv.name, got-b.downloads)
 			}
 		}
@@ -409,7 +409,7 @@ func (s *suite) databaseWiped(t *testing.T) {
 // Event or the operator's log.
 func (s *suite) noPasswords(t *testing.T) {
 	secrets := map[string]string{}
-	for _, h := range s.sim.Hosts() {
+	for _, h := range s.Sim.Hosts() {
 		secrets[h.Password] = "the password of " + h.Name
 	}
 	s.mu.Lock()

@@ -55,7 +55,7 @@ func (s *suite) newHost(t *testing.T, ns, name string, srv bmcsim.Host, network 
 	bmc := builder.BMCSecret(ns, name+"-bmc", srv.Username, srv.Password)
 	nd := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-network"}, StringData: map[string]string{"nmstate": network}}
 	raw := "raw"
-	img := metal3.Image{URL: s.images.URL + "/disk.img", Checksum: s.images.SHA256("/disk.img"), ChecksumType: metal3.SHA256, DiskFormat: &raw}
+	img := metal3.Image{URL: s.Images.URL + "/disk.img", Checksum: s.Images.SHA256("/disk.img"), ChecksumType: metal3.SHA256, DiskFormat: &raw}
 	host := builder.BareMetalHost(ns, name).
 		WithBMC(srv.Addresses["redfish-virtualmedia+http"], bmc.Name).
 		WithBootMACAddress(srv.BootMAC).WithOnline(true).WithImageSpec(img).
@@ -139,7 +139,7 @@ func TestStaticAddresses(t *testing.T) {
 	}
 	var hosts []tc
 	for i := range 3 {
-		srv := s.take(t)
+		srv := s.Take(t)
 		h := tc{name: fmt.Sprintf("static-%d", i), mac: srv.BootMAC, ip: fmt.Sprintf("10.20.30.%d", 10+i)}
 		s.newHost(t, ns, h.name, srv, nmstate(h.mac, h.ip))
 		hosts = append(hosts, h)
@@ -195,7 +195,7 @@ func TestStaticAddresses(t *testing.T) {
 func TestInvalidNetworkDataRecovers(t *testing.T) {
 	s := e2e(t)
 	ns := s.namespace(t)
-	srv := s.take(t)
+	srv := s.Take(t)
 	bad := strings.Replace(nmstate(srv.BootMAC, "10.20.31.10"), "prefix-length: 24", "prefix-length: 33", 1)
 	s.newHost(t, ns, "broken", srv, bad)
 	h := s.wait(t, ns, "broken", "a registration error naming the field", func(b *metal3.BareMetalHost) bool {

@@ -9,23 +9,21 @@ package images
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/metalforge/metalforge/internal/bmcsim"
 	"github.com/metalforge/metalforge/internal/bmcsim/agent/deployimage"
 	"github.com/metalforge/metalforge/internal/test/ironicenv"
 	"github.com/metalforge/metalforge/internal/test/loopback"
 	"github.com/metalforge/metalforge/internal/test/sharedsuite"
 	"github.com/metalforge/metalforge/internal/test/subprocess"
-	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
 // servers is how many simulated servers the tests share.
@@ -44,18 +42,14 @@ post_deploy_get_power_state_retries = 30
 `
 
 type suite struct {
-	kube   *testenv.Env
-	c      client.Client
-	ironic *ironicenv.Instance
-	sim    *ironicenv.Sim
-	images *ironicenv.ImageServer
-	op     *subprocess.Process
-	icc    *subprocess.Process
+	*ironicenv.Bed
+	c   client.Client
+	op  *subprocess.Process
+	icc *subprocess.Process
 	// publish is the controller's image server.
 	publish string
 	// dir holds the binaries, base images and logs; removed after a run that passed.
-	dir  string
-	free chan bmcsim.Host
+	dir string
 }
 
 // theSuite starts on first use; TestMain stops it.
@@ -103,32 +97,18 @@ func startSuite() (s *suite, err error) {
 		return s, err
 	}
 	s.dir = dir
-	var wg sync.WaitGroup
-	var buildErr, ironicErr error
 	bins := map[string]string{}
-	wg.Go(func() { buildErr = build(dir, bins) })
-	wg.Go(func() {
-		s.ironic, ironicErr = ironicenv.Start(ironicenv.Options{
+	s.Bed, err = ironicenv.StartBed(ironicenv.BedOptions{
+		Ironic: ironicenv.Options{
 			Instance: fmt.Sprintf("e2e-images-%d", os.Getpid()), ExtraConf: ironicConf, WipeDB: true, OwnerPID: os.Getpid(),
-		})
+		},
+		Servers: servers,
+		Build:   func() error { return build(dir, bins) },
 	})
-	s.kube, err = testenv.Start(testenv.Options{})
-	wg.Wait()
-	if err = firstErr(err, buildErr, ironicErr); err != nil {
+	if err != nil {
 		return s, err
 	}
-	s.c = s.kube.Client
-
-	agentCfg := ironicenv.FastAgent(s.ironic.URL())
-	agentCfg.HeartbeatInterval, agentCfg.LookupInterval = 5*time.Second, time.Second
-	if s.sim, err = ironicenv.StartSim(ironicenv.SimOptions{Config: ironicenv.FastConfig(servers), Agent: agentCfg}); err != nil {
-		return s, err
-	}
-	s.free = make(chan bmcsim.Host, servers)
-	for _, h := range s.sim.Hosts() {
-		s.free <- h
-	}
-	s.images = ironicenv.NewImageServer()
+	s.c = s.Kube.Client
 
 	// The base images: a CoreOS-layout live ISO, its initramfs and kernel.
 	base := filepath.Join(dir, "ironic-python-agent.iso")
@@ -136,14 +116,14 @@ func startSuite() (s *suite, err error) {
 		return s, err
 	}
 	initrd, kernel := filepath.Join(dir, "ironic-python-agent.initramfs"), filepath.Join(dir, "ironic-python-agent.kernel")
-	if err := firstErr(os.WriteFile(initrd, deployimage.LiveInitramfs(), 0o644), os.WriteFile(kernel, deployimage.Kernel(), 0o644)); err != nil {
+	if err := errors.Join(os.WriteFile(initrd, deployimage.LiveInitramfs(), 0o644), os.WriteFile(kernel, deployimage.Kernel(), 0o644)); err != nil {
 		return s, err
 	}
 	addr, probe := loopback.FreeAddr(), loopback.FreeAddr()
 	s.publish = "http://" + addr
 	s.icc, err = subprocess.Start("icc", bins["icc"], dir, subprocess.Options{Env: []string{
-		"KUBECONFIG=" + s.kube.KubeconfigPath, "DEPLOY_ISO=" + base, "DEPLOY_INITRD=" + initrd, "DEPLOY_KERNEL=" + kernel,
-		"IRONIC_BASE_URL=" + s.ironic.URL(), "IRONIC_AGENT_IMAGE=quay.io/metal3-io/ironic-agent",
+		"KUBECONFIG=" + s.Kube.KubeconfigPath, "DEPLOY_ISO=" + base, "DEPLOY_INITRD=" + initrd, "DEPLOY_KERNEL=" + kernel,
+		"IRONIC_BASE_URL=" + s.Ironic.URL(), "IRONIC_AGENT_IMAGE=quay.io/metal3-io/ironic-agent",
 	}}, "-images-bind-addr="+addr, "-images-publish-addr="+s.publish, "-work-dir="+filepath.Join(dir, "icc-work"),
 		"-grace-period=1s", "-health-probe-bind-address="+probe, "-v=2")
 	if err != nil {
@@ -156,8 +136,8 @@ func startSuite() (s *suite, err error) {
 	}
 	opProbe := loopback.FreeAddr()
 	s.op, err = subprocess.Start("operator", bins["operator"], dir, subprocess.Options{Env: append([]string{
-		"KUBECONFIG=" + s.kube.KubeconfigPath, "METAL3_AUTH_ROOT_DIR=" + filepath.Join(dir, "no-auth"),
-	}, s.ironic.OperatorEnv()...)},
+		"KUBECONFIG=" + s.Kube.KubeconfigPath, "METAL3_AUTH_ROOT_DIR=" + filepath.Join(dir, "no-auth"),
+	}, s.Ironic.OperatorEnv()...)},
 		"--provisioner=ironic", "--webhook-port=0", "--build-preprov-image", "--external-preprov-image-builder",
 		"--metrics-bind-address=0", "--health-probe-bind-address="+opProbe,
 		"--error-backoff-base=2s", "--power-poll-interval=5s", "--provisioner-unavailable-delay=3s",
@@ -166,15 +146,6 @@ func startSuite() (s *suite, err error) {
 		return s, err
 	}
 	return s, s.op.WaitHTTP(ctx, "http://"+opProbe+"/readyz")
-}
-
-func firstErr(errs ...error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
-	}
-	return nil
 }
 
 // build builds the operator and the controller into dir (E2E_OPERATOR and E2E_ICC name binaries
@@ -208,29 +179,7 @@ func (s *suite) stop() {
 			p.Stop()
 		}
 	}
-	if s.sim != nil {
-		_ = s.sim.Close()
+	if s.Bed != nil {
+		s.Close()
 	}
-	if s.images != nil {
-		s.images.Close()
-	}
-	if s.ironic != nil {
-		if err := s.ironic.Purge(); err != nil {
-			fmt.Fprintln(os.Stderr, "e2e: stopping Ironic:", err)
-		}
-	}
-	if s.kube != nil {
-		_ = s.kube.Stop()
-	}
-}
-
-func (s *suite) take(t *testing.T) bmcsim.Host {
-	t.Helper()
-	select {
-	case h := <-s.free:
-		return h
-	default:
-		t.Fatal("no free simulated server: raise servers")
-	}
-	return bmcsim.Host{}
 }
