@@ -82,7 +82,8 @@ func (b *Bed) Take(t *testing.T) bmcsim.Host {
 	return bmcsim.Host{}
 }
 
-// Close stops what StartBed started, in reverse order; Ironic's instance is purged.
+// Close stops what StartBed started: the simulated servers and the image server first (they call
+// Ironic and are called by it), then Ironic (its instance purged) and the API server.
 func (b *Bed) Close() {
 	if b.Sim != nil {
 		_ = b.Sim.Close()
