@@ -43,6 +43,39 @@ func TestFailingProvisionerBacksOffAndRecovers(t *testing.T) {
 	}
 }
 
+// TestProvisioningRetryWaitsForItsBackoff: a failed deployment stays as it failed until its error
+// backoff is over, however often the host is looked at before (the provisioner's watch wakes a
+// failed host early by itself); a changed image is the user acting on the failure, at once.
+func TestProvisioningRetryWaitsForItsBackoff(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	fix.FailNextFor(ns, "h", fixture.OpProvision, 1)
+	op := startOperator(t, ns, fix, func(c *Config) { c.Backoff = func(int) time.Duration { return time.Hour } })
+	createHost(t, newHost(ns, "h").Build())
+	waitHost(t, ns, "h", "provisioning error", func(h *metal3.BareMetalHost) bool {
+		return h.Status.ErrorType == metal3.ProvisioningError
+	})
+	for i := range 3 {
+		op.waitSeen(t, ns, "h", annotate(t, ns, "h", "touch", fmt.Sprint(i)), 1)
+	}
+	h := getHost(t, ns, "h")
+	if h.Status.Provisioning.State != metal3.StateProvisioning || fix.Count(ns, "h", fixture.OpDeprovision) != 0 ||
+		fix.Count(ns, "h", fixture.OpProvision) != 1 {
+		t.Fatalf("within the backoff: %s, provisioned %d and deprovisioned %d times, want the failed attempt left alone",
+			describe(h), fix.Count(ns, "h", fixture.OpProvision), fix.Count(ns, "h", fixture.OpDeprovision))
+	}
+	if c := condition(h, metal3.ProgressingCondition); c == nil || !strings.Contains(c.Message, "a retry after provisioning error") {
+		t.Fatalf("Progressing within the backoff: %+v", c)
+	}
+
+	update(t, h, func(h *metal3.BareMetalHost) { h.Spec.Image.URL = "http://images.example/fixed.qcow2" })
+	h = waitState(t, ns, "h", metal3.StateProvisioned)
+	if h.Status.ErrorType != "" || fix.Count(ns, "h", fixture.OpProvision) != 2 {
+		t.Fatalf("after a new image: %s, provisioned %d times", describe(h), fix.Count(ns, "h", fixture.OpProvision))
+	}
+}
+
 // TestProvisioningRetryCap: each failed attempt goes through deprovisioning; after
 // --max-provisioning-retries the host stays available with a clear error; a new image starts over.
 func TestProvisioningRetryCap(t *testing.T) {

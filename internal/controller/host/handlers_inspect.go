@@ -18,6 +18,8 @@ func handleInspecting(s *hostScope) outcome {
 	if v, ok := s.annotation(metal3.InspectAnnotationPrefix); ok && v != metal3.InspectAnnotationValueDisabled {
 		s.removeAnnotation(metal3.InspectAnnotationPrefix)
 		refresh = true
+	} else if out, wait := s.backingOff(metal3.InspectionError); wait {
+		return out
 	}
 	opts := provisioner.InspectOptions{Refresh: refresh, RestartOnFailure: s.restartOnFailure(metal3.InspectionError)}
 	res, hw, err := s.prov.Inspect(s.ctx, s.provHost(), opts)
@@ -46,6 +48,9 @@ func handleMatchProfile(*hostScope) outcome { return advance(metal3.StatePrepari
 func handlePreparing(s *hostScope) outcome {
 	if fw := s.in.firmware; fw.uncheckedSettings || fw.uncheckedUpdates {
 		return waitFor(s.cfg.InputRetryDelay, "the firmware changes in spec to be checked by their controller")
+	}
+	if out, wait := s.backingOff(metal3.PreparationError); wait {
+		return out
 	}
 	data := s.prepareData()
 	res, err := s.prov.Prepare(s.ctx, s.provHost(), data, s.restartOnFailure(metal3.PreparationError))

@@ -82,6 +82,9 @@ func (s *hostScope) checkProvisioning() (outcome, bool) {
 
 func handleProvisioning(s *hostScope) outcome {
 	st := &s.host.Status
+	if out, wait := s.backingOff(metal3.ProvisioningError); wait {
+		return out // the failed attempt stays as it is until the retry (a changed image is at once)
+	}
 	if st.ErrorType == metal3.ProvisioningError {
 		// The failed attempt is cleaned up before the next one (metal3 goes through
 		// deprovisioning too); the cap in available ends the loop.

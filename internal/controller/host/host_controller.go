@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -97,6 +98,7 @@ type Reconciler struct {
 	// whose provisioner record is gone).
 	written patch.Tracker
 	regs    registrations
+	retries retryTimes
 	// images remembers our last write of each host's PreprovisioningImage (imageMemory).
 	images imageMemory
 	// skipNameValidation lets tests run several managers (operator restarts) in one process.
@@ -266,7 +268,9 @@ func (r *Reconciler) reconcile(ctx context.Context, host *metal3.BareMetalHost) 
 	}
 
 	p := patch.NewHelper(r.Client, host, &r.written)
-	s := &hostScope{ctx: ctx, cfg: &r.Config, prov: r.Provisioner, host: host, regs: &r.regs, now: r.now()}
+	wall := r.clock()
+	s := &hostScope{ctx: ctx, cfg: &r.Config, prov: r.Provisioner, host: host, regs: &r.regs, retries: &r.retries,
+		now: metav1.NewTime(wall.Truncate(time.Second)), wall: wall}
 	if err := r.loadInputs(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -293,7 +297,7 @@ func (r *Reconciler) reconcile(ctx context.Context, host *metal3.BareMetalHost) 
 }
 
 // write applies the handlers' effects in an order that keeps status truthful: HardwareData before
-// the status that says inspection finished, annotation removals, the status, then events.
+// the status that says inspection finished, the status, annotation removals, then events.
 func (r *Reconciler) write(ctx context.Context, s *hostScope, p *patch.Helper) error {
 	host := s.host
 	if s.fx.hardwareData != nil {
@@ -331,6 +335,17 @@ func (r *Reconciler) write(ctx context.Context, s *hostScope, p *patch.Helper) e
 			return err
 		}
 	}
+	if _, err := r.patchStatus(ctx, host, p, s.now); err != nil {
+		return err
+	}
+	if ra := s.fx.retryAt; ra != nil {
+		r.retries.record(host.UID, *ra)
+	}
+	// After the status write that records what an annotation asked for (a live update started,
+	// inspection started, hardware details taken): if that write fails, the annotation is still
+	// there to ask again. The other way round, a failed status write lost the request (a host whose
+	// power off is disabled stayed on without its live update). A removal that fails after the
+	// status write leaves the annotation to be seen again: at least once, as for a reboot.
 	if len(s.fx.removeAnnotations) > 0 {
 		if err := p.PatchMetadata(ctx, host, func() {
 			for key := range s.fx.removeAnnotations {
@@ -339,9 +354,6 @@ func (r *Reconciler) write(ctx context.Context, s *hostScope, p *patch.Helper) e
 		}); err != nil {
 			return err
 		}
-	}
-	if _, err := r.patchStatus(ctx, host, p, s.now); err != nil {
-		return err
 	}
 	if ppi := s.fx.image.remove; ppi != nil {
 		if err := r.deleteImage(ctx, ppi); err != nil {
@@ -361,6 +373,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *hostScope) error {
 	r.emit(host, &s.fx)
 	recordMetrics(&s.fx)
 	r.regs.forget(host.UID)
+	r.retries.forget(host.UID)
 	return r.removeFinalizer(ctx, host)
 }
 

@@ -100,8 +100,8 @@ func (s *hostScope) rebootInPlace(reboot rebootRequest) outcome {
 	if stateOf(s.state()).liveUpdates.is() {
 		if out, ok := s.startServicing(); ok {
 			if s.host.Status.OperationalStatus == metal3.OperationalStatusServicing {
-				// Removed with the status write that records the live update, which carries the
-				// reboot on.
+				// Removed once the status write that records the live update (which carries the
+				// reboot on) succeeded, so that a failed write leaves the request to ask again.
 				s.removeAnnotation(metal3.RebootAnnotationPrefix)
 			}
 			return out

@@ -23,14 +23,18 @@ type hostScope struct {
 	ctx  context.Context
 	cfg  *Config
 	prov provisioner.Provisioner
-	// now is the reconcile's time, truncated to seconds as the API stores it.
+	// now is the reconcile's time, truncated to seconds as the API stores it; wall is the same
+	// time untruncated (for the retry times, whose backoff tests measure in milliseconds).
 	now  metav1.Time
+	wall time.Time
 	host *metal3.BareMetalHost
 	in   inputs
 	fx   effects
 
 	// regs remembers what the host's last registration sent (see registrations).
 	regs *registrations
+	// retries remembers when failed operations may be retried (see retryTimes).
+	retries *retryTimes
 	// registered: Register succeeded in this reconcile, no need to ask again.
 	registered bool
 	// needsRegistration: the provisioner said it does not know the host.
@@ -99,6 +103,8 @@ type effects struct {
 	// counts a new servicing failure.
 	serviced        *time.Duration
 	servicingFailed bool
+	// retryAt: an operation failed; remembered once the status recording it is written.
+	retryAt *retryAt
 }
 
 type finishedOp struct {
@@ -189,7 +195,9 @@ func (s *hostScope) fail(t metal3.ErrorType, msg string) outcome {
 	st.ErrorCount++
 	s.fx.hostErrors = append(s.fx.hostErrors, t)
 	s.event(eventWarning, errorReason(t), "Failure", msg)
-	return waitFor(s.cfg.Backoff(st.ErrorCount), fmt.Sprintf("a retry after %s", t))
+	d := s.cfg.Backoff(st.ErrorCount)
+	s.fx.retryAt = &retryAt{errorType: t, errorCount: st.ErrorCount, generation: s.host.Generation, at: s.wall.Add(d)}
+	return waitFor(d, fmt.Sprintf("a retry after %s", t))
 }
 
 // inputFailure records bad input (missing Secret, malformed address). Unlike fail it is level

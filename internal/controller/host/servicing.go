@@ -117,7 +117,9 @@ func (s *hostScope) continueServicing() outcome {
 		return waitFor(s.cfg.InputRetryDelay, waitingChecked)
 	}
 	st := &s.host.Status
-	data.RetryFailed = st.ErrorType == metal3.ServicingError && st.ErrorCount <= s.cfg.ServicingRetries
+	retryLeft := st.ErrorType == metal3.ServicingError && st.ErrorCount <= s.cfg.ServicingRetries
+	backoff, backingOff := s.backingOff(metal3.ServicingError)
+	data.RetryFailed = retryLeft && !backingOff
 	res, err := s.prov.Service(s.ctx, s.provHost(), data)
 	if errors.Is(err, provisioner.ErrServicingUnsupported) {
 		supported := false
@@ -131,8 +133,12 @@ func (s *hostScope) continueServicing() outcome {
 	switch {
 	case res.Failed():
 		if !data.RetryFailed && st.ErrorType == metal3.ServicingError && st.ErrorMessage == res.ErrorMessage {
-			// The same failure, reported already, and no retry left: it stays until the changes do.
-			// (Asked to retry, a failure is the retry's own, even with the same message.)
+			// The same failure, reported already: retried once its backoff is over, or, with no
+			// retry left, it stays until the changes do. (Asked to retry, a failure is the
+			// retry's own, even with the same message.)
+			if retryLeft && backingOff {
+				return backoff
+			}
 			return s.waitForChangedServicing()
 		}
 		s.fx.servicingFailed = true

@@ -192,6 +192,45 @@ func TestServicingFailureRetryAndAbort(t *testing.T) {
 	}
 }
 
+// TestServicingRetryWaitsForItsBackoff: a failed live update is started again only once its
+// error backoff is over, however often the host is looked at before (the provisioner's watch
+// wakes a failed host early by itself); a changed request is not a retry and starts at once.
+func TestServicingRetryWaitsForItsBackoff(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	op := startWithFirmware(t, ns, fix, func(c *Config) {
+		c.ServicingRetries = 1
+		c.Backoff = func(int) time.Duration { return time.Hour }
+	})
+	provisionedWithFirmware(t, ns, "h", &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot})
+
+	fix.FailNextFor(ns, "h", fixture.OpService, 1)
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
+	reboot(t, ns, "h")
+	waitHost(t, ns, "h", "servicing error", func(h *metal3.BareMetalHost) bool {
+		return h.Status.ErrorType == metal3.ServicingError && h.Status.ErrorCount == 1
+	})
+	for i := range 3 {
+		op.waitSeen(t, ns, "h", annotate(t, ns, "h", "touch", fmt.Sprint(i)), 1)
+	}
+	h := getHost(t, ns, "h")
+	if n := fix.Count(ns, "h", fixture.OpService); n != 1 {
+		t.Fatalf("serviced %d times within the backoff, want 1 (no retry before it is over)", n)
+	}
+	if c := condition(h, metal3.ProgressingCondition); h.Status.ErrorType != metal3.ServicingError || c == nil ||
+		!strings.Contains(c.Message, "a retry after servicing error") {
+		t.Fatalf("within the backoff: %s, Progressing %+v", describe(h), c)
+	}
+
+	// The user changes the request: started at once, backoff or not.
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled", "LogicalProc": "Disabled"})
+	servicedOK(t, ns, "h", fix, 2)
+	if biosValue(t, fix, ns, "h", "LogicalProc") != "Disabled" {
+		t.Fatal("the changed request was not applied")
+	}
+}
+
 // TestServicingAbortWarnsOfStagedSettings: a live update failed after its BIOS settings were sent
 // to the BMC (a reboot the BMC refused); the user takes the change back. The abort cannot take the
 // settings back off the BMC, whose next boot applies them: the host says so in a Warning naming

@@ -30,12 +30,14 @@ func (r *Reconciler) patchStatus(ctx context.Context, host *metal3.BareMetalHost
 }
 
 // now is the controller's clock, truncated to seconds as the API server stores times.
-func (r *Reconciler) now() metav1.Time {
-	now := time.Now
+func (r *Reconciler) now() metav1.Time { return metav1.NewTime(r.clock().Truncate(time.Second)) }
+
+// clock is the controller's clock.
+func (r *Reconciler) clock() time.Time {
 	if r.Config.Now != nil {
-		now = r.Config.Now
+		return r.Config.Now()
 	}
-	return metav1.NewTime(now().Truncate(time.Second))
+	return time.Now()
 }
 
 // patchMetadata writes annotation and finalizer changes (optimistic lock: finalizers are a list

@@ -1,0 +1,70 @@
+package host
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+)
+
+// retryTimes remembers, per host, when the operation that last failed may be tried again (memory
+// only). The error backoff used to be only a requeue delay: any earlier reconcile retried at once,
+// and the provisioner's watch wakes a failed host early by itself (Ironic's power sync erases the
+// node's last_error about a minute after a failure), so a deploy or a live update that kept
+// failing was retried every minute instead of after 2, 4, 8... minutes, rebooting the server each
+// time. After an operator restart the memory is empty and the next reconcile retries, as before.
+type retryTimes struct {
+	m sync.Map // types.UID → retryAt
+}
+
+// retryAt is when the failure of one operation may be retried. The failure is the host's
+// errorType and errorCount, under the spec generation it failed with: a changed spec is the user
+// acting on the failure, which is retried at once.
+type retryAt struct {
+	errorType  metal3.ErrorType
+	errorCount int
+	generation int64
+	at         time.Time
+}
+
+// wait is how long the host must still wait before retrying a failure of type t, if it must.
+func (r *retryTimes) wait(host *metal3.BareMetalHost, t metal3.ErrorType, now time.Time) (time.Duration, bool) {
+	st := host.Status
+	if r == nil || st.ErrorType != t {
+		return 0, false
+	}
+	v, ok := r.m.Load(host.UID)
+	if !ok {
+		return 0, false
+	}
+	ra := v.(retryAt)
+	if ra.errorType != t || ra.errorCount != st.ErrorCount || ra.generation != host.Generation || !now.Before(ra.at) {
+		return 0, false
+	}
+	return ra.at.Sub(now), true
+}
+
+func (r *retryTimes) record(uid types.UID, ra retryAt) {
+	if r != nil {
+		r.m.Store(uid, ra)
+	}
+}
+
+func (r *retryTimes) forget(uid types.UID) {
+	if r != nil {
+		r.m.Delete(uid)
+	}
+}
+
+// backingOff answers a wait outcome while the failure of type t is still in its backoff: the
+// handler then leaves the failed operation alone instead of starting it again.
+func (s *hostScope) backingOff(t metal3.ErrorType) (outcome, bool) {
+	d, ok := s.retries.wait(s.host, t, s.wall)
+	if !ok {
+		return outcome{}, false
+	}
+	return waitFor(d, fmt.Sprintf("a retry after %s", t)), true
+}

@@ -1,0 +1,87 @@
+package host
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/client-go/rest"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner/fixture"
+	"github.com/metalforge/metalforge/internal/test/builder"
+)
+
+// TestLiveUpdateSurvivesAFailedStatusWrite: on a host whose power off is disabled the reboot
+// annotation itself starts the live update; the API server fails the status write that records it
+// (a 500, as an API server restart does). The annotation must still be there for the next
+// reconcile, which starts the live update again: removed before that write, the request was lost
+// and the host stayed on without its change.
+func TestLiveUpdateSurvivesAFailedStatusWrite(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	fault := &statusWriteFault{path: "/namespaces/" + ns + "/baremetalhosts/h/status", body: `"operationalStatus":"servicing"`}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(fault.wrap)
+	startManager(t, cfg, ns, fix, firmwareControllers(fix))
+	provisionedWithFirmware(t, ns, "h", &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot},
+		func(b *builder.BareMetalHostBuilder) { b.WithDisablePowerOff() })
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
+	reboot(t, ns, "h")
+	servicedOK(t, ns, "h", fix, 1)
+	if !fault.fired() {
+		t.Fatal("the status write that starts the live update was never failed: the test tested nothing")
+	}
+	if got := biosValue(t, fix, ns, "h", "ProcTurboMode"); got != "Disabled" {
+		t.Fatalf("ProcTurboMode %q after the live update, want Disabled", got)
+	}
+}
+
+// statusWriteFault fails, once, the first status write to path whose body contains body, with the
+// API server's 500.
+type statusWriteFault struct {
+	path, body string
+	mu         sync.Mutex
+	done       bool
+}
+
+func (f *statusWriteFault) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		if (req.Method != http.MethodPatch && req.Method != http.MethodPut) || !strings.HasSuffix(req.URL.Path, f.path) || req.Body == nil {
+			return rt.RoundTrip(req)
+		}
+		data, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(data))
+		f.mu.Lock()
+		fail := !f.done && bytes.Contains(data, []byte(f.body))
+		f.done = f.done || fail
+		f.mu.Unlock()
+		if !fail {
+			return rt.RoundTrip(req)
+		}
+		return &http.Response{
+			StatusCode: http.StatusInternalServerError,
+			Header:     http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(
+				`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"injected failure","reason":"InternalError","code":500}`)),
+			Request: req,
+		}, nil
+	})
+}
+
+func (f *statusWriteFault) fired() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.done
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (r roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return r(req) }
