@@ -122,7 +122,9 @@ type GitSource struct {
 	// URI of the repository.
 	// +kubebuilder:validation:MinLength=1
 	URI string `json:"uri"`
-	// Ref is the branch, tag or commit (default: the repository's default branch).
+	// Ref is the branch, tag or commit (default: the repository's default branch). OpenShift
+	// builds take it as given. Job (kaniko) builds fetch it as a git reference, where a bare
+	// name is a branch: write a tag as refs/tags/<tag> and a commit as its full 40-character id.
 	// +optional
 	Ref string `json:"ref,omitempty"`
 }

@@ -20,10 +20,11 @@ import (
 const reasonBuildStarted = "BuildStarted"
 
 // writeBuilds starts the builds the checks asked for and deletes the finished ones. A build the
-// builder refuses for good (OpenShift builds cannot mount spec.driverContainer.artifacts
-// hostPaths or claims) turns its check into an Error, reported as the SpecialResource
-// controller reports it (RecipeFailure, the builder's words), with one Warning event, and is
-// not tried again until the SpecialResource or the PreflightValidation changes.
+// builder refuses (build.Refused: OpenShift builds cannot mount spec.driverContainer.artifacts
+// hostPaths or claims; Job builds need a kubernetes.io/dockerconfigjson pull Secret) turns its
+// check into an Error, reported as the SpecialResource controller reports it (RecipeFailure, the
+// builder's words), with one Warning event, and is not tried again until the SpecialResource or
+// the PreflightValidation changes, or (for the pull Secret) the Secret's format does.
 func (r *Reconciler) writeBuilds(ctx context.Context, pv *sro.PreflightValidation, checks []*check, evs *events.List) error {
 	prev := map[string]sro.SpecialResourceVerification{}
 	for _, s := range pv.Status.SRStatuses {
@@ -34,8 +35,9 @@ func (r *Reconciler) writeBuilds(ctx context.Context, pv *sro.PreflightValidatio
 		if c.start != nil {
 			err := r.Builder.Start(ctx, *c.start)
 			switch {
-			case errors.Is(err, build.ErrVolumesUnsupported):
+			case build.Refused(err):
 				c.refuse(refusal{pvGeneration: pv.Generation, srUID: c.sr.UID, srGeneration: c.sr.Generation, build: c.start.Name,
+					pushSecretKey: c.start.PushSecretKey, final: !errors.Is(err, build.ErrDockerConfigJSONNeeded),
 					reason: fmt.Sprintf("cannot start %s %s: %v", r.Builder.Kind(), c.start.Name, err)})
 			case err != nil:
 				return err
@@ -63,7 +65,7 @@ func (r *Reconciler) writeBuilds(ctx context.Context, pv *sro.PreflightValidatio
 
 // refuse makes the check the Error of a build the builder refused.
 func (c *check) refuse(f refusal) {
-	c.status, c.reason, c.final, c.start, c.refused = sro.VerificationError, f.reason, true, nil, &f
+	c.status, c.reason, c.final, c.start, c.refused = sro.VerificationError, f.reason, f.final, nil, &f
 }
 
 // retry says whether to look again after RetryDelay: some check is neither True nor an Error
@@ -77,20 +79,28 @@ func retry(checks []*check) bool {
 	return false
 }
 
-// refusal is a build the builder refused, for the generations it was refused at.
+// refusal is a build the builder refused, for the generations (and the pull Secret's format) it
+// was refused at.
 type refusal struct {
 	pvGeneration, srGeneration int64
 	srUID                      types.UID
 	build                      string
-	reason                     string
+	// pushSecretKey is the key the pull Secret had (build.Request.PushSecretKey).
+	pushSecretKey string
+	reason        string
+	// final: only a change of the SpecialResource or the PreflightValidation can mend it. A
+	// refused pull Secret is mended by the Secret, which is not watched: looked at again by time.
+	final bool
 }
 
-// refusedBefore is the refusal of build for sr at these generations, or nil.
-func (f *refusals) refusedBefore(pv *sro.PreflightValidation, sr *sro.SpecialResource, build string) *refusal {
+// refusedBefore is the refusal of req for sr at these generations and this pull Secret format,
+// or nil.
+func (f *refusals) refusedBefore(pv *sro.PreflightValidation, sr *sro.SpecialResource, req build.Request) *refusal {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	old, ok := f.m[pv.Name][sr.Name]
-	if !ok || old.pvGeneration != pv.Generation || old.srUID != sr.UID || old.srGeneration != sr.Generation || old.build != build {
+	if !ok || old.pvGeneration != pv.Generation || old.srUID != sr.UID || old.srGeneration != sr.Generation ||
+		old.build != req.Name || old.pushSecretKey != req.PushSecretKey {
 		return nil
 	}
 	return &old

@@ -123,7 +123,8 @@ type check struct {
 	cleanup [2]string // namespace, build name
 	// final: an Error that only a change of a SpecialResource or the PreflightValidation can
 	// mend (an invalid spec, a cycle, a template or kernel-mapping error, a build the builder
-	// refused, failed dependencies that are all final), so not retried by time.
+	// refused but for its pull Secret's format, failed dependencies that are all final), so not
+	// retried by time.
 	final bool
 	// refused is the build the builder refused (nil: none).
 	refused *refusal

@@ -2,6 +2,7 @@ package preflightvalidation
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	buildv1 "github.com/openshift/api/build/v1"
 	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -130,4 +132,72 @@ func pvEvents(t *testing.T, pvName, reason string) []eventsv1.Event {
 		}
 	}
 	return out
+}
+
+// TestPreflightDockercfgSecret: with Job builds, a SpecialResource whose pull Secret is a legacy
+// kubernetes.io/dockercfg Secret cannot be built (the Job's pod could never mount its
+// .dockerconfigjson). Its check is an Error naming spec.driverContainer.pullSecret, the upgrade is
+// blocked as failed, one RecipeFailure warning is emitted and no BuildStarted, and no Job exists.
+// Secrets are not watched, so the check is looked at again every retry delay, without asking for
+// the build again while the Secret keeps its format; a kubernetes.io/dockerconfigjson Secret in
+// its place lets the build start.
+func TestPreflightDockercfgSecret(t *testing.T) {
+	w := startWorld(t)
+	var legacy *corev1.Secret
+	v := w.specialResource("v", true, func(sr *sro.SpecialResource) {
+		sr.Spec.DriverContainer.PullSecret = "pull"
+		legacy = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: sr.Spec.Namespace, Name: "pull"}, Type: corev1.SecretTypeDockercfg,
+			Data: map[string][]byte{corev1.DockerConfigKey: fmt.Appendf(nil, `{%q:{"auth":"dXNlcjpwdw=="}}`, w.registry)}}
+		if err := env.Client.Create(context.Background(), legacy); err != nil {
+			t.Fatal(err)
+		}
+	})
+	ns := v.Spec.Namespace
+	pv := &sro.PreflightValidation{ObjectMeta: metav1.ObjectMeta{Name: "upgrade-" + v.Name}, Spec: sro.PreflightValidationSpec{KernelVersion: kernelZ}}
+	if err := env.Client.Create(context.Background(), pv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) })
+
+	want := fmt.Sprintf("spec.driverContainer.pullSecret: Secret %s/pull has no .dockerconfigjson key", ns)
+	w.waitUpgradeable(configv1.ConditionFalse, sroclusteroperator.ReasonPreflightFailed, v.Name, want)
+	if got := verification(getPV(t, pv.Name), v.Name); got.VerificationStatus != sro.VerificationError || !strings.Contains(got.StatusReason, want) {
+		t.Fatalf("v: %+v", got)
+	}
+	_, checked := w.builder.counts(ns)
+	poll.Until(t, "v checked five more times", func() (bool, string) {
+		_, now := w.builder.counts(ns)
+		return now-checked >= 5, fmt.Sprint(now - checked)
+	})
+	if starts, _ := w.builder.counts(ns); starts != 1 {
+		t.Errorf("the refused build was asked for %d times, want 1", starts)
+	}
+	if evs := pvEvents(t, pv.Name, sro.ReasonRecipeFailure); len(evs) != 1 || !strings.Contains(evs[0].Note, want) {
+		t.Errorf("RecipeFailure events %+v, want one naming the Secret", evs)
+	}
+	if evs := pvEvents(t, pv.Name, reasonBuildStarted); len(evs) != 0 {
+		t.Errorf("BuildStarted events %+v of a refused build", evs)
+	}
+	if jobs := w.buildJobs(ns); len(jobs) != 0 {
+		t.Fatalf("%d build Jobs of a refused build", len(jobs))
+	}
+
+	// The type of a Secret cannot change: replace it.
+	if err := env.Client.Delete(context.Background(), legacy); err != nil {
+		t.Fatal(err)
+	}
+	auth := base64.StdEncoding.EncodeToString([]byte("user:pw"))
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull"}, Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: fmt.Appendf(nil, `{"auths":{%q:{"auth":%q}}}`, w.registry, auth)}}
+	if err := env.Client.Create(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "a build Job once the Secret is a dockerconfigjson one", func() (bool, string) {
+		jobs := w.buildJobs(ns)
+		return len(jobs) == 1, fmt.Sprint(len(jobs))
+	})
+	poll.Until(t, "a BuildStarted event for v", func() (bool, string) {
+		evs := pvEvents(t, pv.Name, reasonBuildStarted)
+		return len(evs) == 1 && strings.Contains(evs[0].Note, v.Name), fmt.Sprint(len(evs))
+	})
 }

@@ -131,8 +131,8 @@ func (v *verifier) verify(sr *sro.SpecialResource) (check, error) {
 	}
 	c.start = res.Start
 	if c.start != nil {
-		if f := v.r.refusals.refusedBefore(v.pv, sr, c.start.Name); f != nil {
-			// Refused for good at these generations: not asked again (see writeBuilds).
+		if f := v.r.refusals.refusedBefore(v.pv, sr, *c.start); f != nil {
+			// Refused at these generations and this pull Secret: not asked again (see writeBuilds).
 			c.refuse(*f)
 			return c, nil
 		}

@@ -163,9 +163,8 @@ func (r *Reconciler) imageState(s *scope, in pullorbuild.Input) (ki kernelImage,
 		return kernelImage{}, reg.refused, nil
 	}
 	if res.Start != nil {
+		// Announced and counted by write, once the builder started it: it may refuse it.
 		s.fx.startBuilds = append(s.fx.startBuilds, *res.Start)
-		s.fx.buildsStarted++
-		s.fx.events.Normal(reasonBuildStarted, "Build", fmt.Sprintf("Building %s for kernel %s (%s %s)", img, k, r.Builder.Kind(), res.Start.Name))
 	}
 	if res.State == sro.ImageBuildFailed {
 		if prev := kernelStatus(s.sr, k); prev == nil || prev.ImageState != sro.ImageBuildFailed {

@@ -55,6 +55,30 @@ type harness struct {
 
 	// reconciler is the operator's controller (a test makes it forget, as a restart does).
 	reconciler *Reconciler
+	// builder is the reconciler's build backend, counting the builds it was asked to start.
+	builder *countingBuilder
+}
+
+// countingBuilder counts, per namespace, the builds the controller asked to start (refused ones
+// too): a test that asserts something did not happen waits for the controller to ask again.
+type countingBuilder struct {
+	build.Builder
+	mu     sync.Mutex
+	starts map[string]int
+}
+
+func (b *countingBuilder) Start(ctx context.Context, req build.Request) error {
+	b.mu.Lock()
+	b.starts[req.Namespace]++
+	b.mu.Unlock()
+	return b.Builder.Start(ctx, req)
+}
+
+// started is how many builds of the namespace the controller asked to start.
+func (b *countingBuilder) started(namespace string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.starts[namespace]
 }
 
 // options tune the operator a test starts.
@@ -100,11 +124,12 @@ func start(t *testing.T, opts ...func(*options)) *harness {
 	}
 	r.Client = mgr.GetClient()
 	h.reconciler = r
+	var backend build.Builder = build.Job{Client: r.Client}
 	if o.openShiftBuilds {
-		r.Builder = build.OpenShift{Client: r.Client}
-	} else {
-		r.Builder = build.Job{Client: r.Client}
+		backend = build.OpenShift{Client: r.Client}
 	}
+	h.builder = &countingBuilder{Builder: backend, starts: map[string]int{}}
+	r.Builder = h.builder
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		cancel()

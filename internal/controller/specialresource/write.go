@@ -25,15 +25,24 @@ import (
 // fieldOwner is the server-side apply field manager of everything the operator applies.
 const fieldOwner = "special-resource-operator"
 
-// applyError is a failure to write a rendered object. permanent: the API server refused the
-// object itself (invalid, unknown kind): a recipe problem to report, not to retry at once.
+// applyError is a failure to write a rendered object or to start a build. permanent: the API
+// server refused the object itself (invalid, unknown kind), or the builder the build
+// (build.Refused): a problem of the spec to report, not to retry at once.
 type applyError struct {
+	// action is what failed ("applying" when empty).
+	action    string
 	obj       string
 	err       error
 	permanent bool
 }
 
-func (e *applyError) Error() string { return "applying " + e.obj + ": " + e.err.Error() }
+func (e *applyError) Error() string {
+	action := e.action
+	if action == "" {
+		action = "applying"
+	}
+	return action + " " + e.obj + ": " + e.err.Error()
+}
 func (e *applyError) Unwrap() error { return e.err }
 
 // write applies the effects in an order that keeps status truthful: the namespace before what
@@ -53,11 +62,15 @@ func (r *Reconciler) write(ctx context.Context, s *scope) error {
 		}
 	}
 	for _, req := range s.fx.startBuilds {
-		if err := r.Builder.Start(ctx, req); errors.Is(err, build.ErrVolumesUnsupported) {
-			return &applyError{obj: r.Builder.Kind() + " " + req.Name, err: err, permanent: true}
+		if err := r.Builder.Start(ctx, req); build.Refused(err) {
+			return &applyError{action: "cannot start", obj: r.Builder.Kind() + " " + req.Name, err: err, permanent: true}
 		} else if err != nil {
 			return err
 		}
+		// Only now: a build refused or failing to start is asked for again every RetryDelay,
+		// and would be announced and counted each time although it never runs.
+		s.fx.buildsStarted++
+		s.fx.events.Normal(reasonBuildStarted, "Build", fmt.Sprintf("Building %s for kernel %s (%s %s)", req.Image, req.Kernel, r.Builder.Kind(), req.Name))
 	}
 	for _, key := range s.fx.logsMatched {
 		if err := r.markLogsMatched(ctx, key); err != nil {

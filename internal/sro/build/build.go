@@ -11,6 +11,7 @@ package build
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -43,6 +44,11 @@ type Request struct {
 	BuildArgs []sro.BuildArg
 	// PushSecret names the pull/push Secret in Namespace ("" for none).
 	PushSecret string
+	// PushSecretKey is the key of PushSecret's docker config as the caller read the Secret
+	// (image.ConfigKey): corev1.DockerConfigJsonKey, or corev1.DockerConfigKey for a legacy
+	// kubernetes.io/dockercfg Secret, which Job builds refuse (ErrDockerConfigJSONNeeded). ""
+	// when not known: the Secret is taken to have corev1.DockerConfigJsonKey.
+	PushSecretKey string
 	// Artifacts are mounted into the build where the backend can.
 	Artifacts sro.DriverContainerArtifacts
 }
@@ -67,7 +73,9 @@ type Status struct {
 
 // Builder starts builds and reports on them.
 type Builder interface {
-	// Start creates the build's objects (an existing one is left as it is).
+	// Start creates the build's objects (an existing one is left as it is). A request the
+	// backend cannot build is refused before anything is created, with an error for which
+	// Refused is true.
 	Start(ctx context.Context, req Request) error
 	// Status reports on the build namespace/name; found is false when there is none.
 	Status(ctx context.Context, namespace, name string) (st Status, found bool, err error)
@@ -75,6 +83,14 @@ type Builder interface {
 	Delete(ctx context.Context, namespace, name string) error
 	// Kind names the backend ("Job" or "Build") for messages and the watch.
 	Kind() string
+}
+
+// Refused reports whether err is a backend's refusal of a request (ErrVolumesUnsupported,
+// ErrDockerConfigJSONNeeded): nothing was created, and asking again cannot help until the
+// SpecialResource or its pull Secret changes, so callers report it as the user's to fix (the
+// message names the field) rather than as a failure to retry at once.
+func Refused(err error) bool {
+	return errors.Is(err, ErrVolumesUnsupported) || errors.Is(err, ErrDockerConfigJSONNeeded)
 }
 
 // Name is the name of the build of req's inputs: the SpecialResource, the kernel and a hash of
@@ -135,7 +151,10 @@ func labels(req Request) map[string]string {
 	}
 }
 
-// gitContext is the source as kaniko wants it: git://host/path#ref.
+// gitContext is the source as kaniko wants it: git://host/path#ref. kaniko fetches ref as a git
+// reference, so a bare name is taken for a branch (refs/heads/<ref>): a tag must be written
+// refs/tags/<tag> and a commit as its full 40-character id (the API's GitSource.Ref says so). Not
+// guessed: a name can be a branch and a tag at once, and a short hex name a branch or a commit.
 func gitContext(g sro.GitSource) string {
 	uri := g.URI
 	for _, scheme := range []string{"https://", "http://", "git://"} {

@@ -2,10 +2,12 @@ package build
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -19,6 +21,11 @@ func TestGitContext(t *testing.T) {
 		{URI: "git://example/kmod", Ref: "refs/tags/v1"}:                    "git://example/kmod#refs/tags/v1",
 		{URI: "http://example/kmod", Ref: strings.Repeat("ab", 20)}:         "git://example/kmod#" + strings.Repeat("ab", 20),
 		{URI: "https://example/kmod", Ref: strings.Repeat("ab", 19) + "zz"}: "git://example/kmod#refs/heads/" + strings.Repeat("ab", 19) + "zz",
+		// Not guessed (the API and the user guide say so): a bare tag or a short commit is a
+		// branch; they are written refs/tags/<tag> and as the full 40-character id.
+		{URI: "https://example/kmod", Ref: "v1.0"}:           "git://example/kmod#refs/heads/v1.0",
+		{URI: "https://example/kmod", Ref: "refs/tags/v1.0"}: "git://example/kmod#refs/tags/v1.0",
+		{URI: "https://example/kmod", Ref: "abc1234"}:        "git://example/kmod#refs/heads/abc1234",
 	} {
 		if got := gitContext(in); got != want {
 			t.Errorf("gitContext(%+v) = %q, want %q", in, got, want)
@@ -110,5 +117,62 @@ func TestOpenShiftVolumesNamed(t *testing.T) {
 	}
 	if err := volumesSet(sro.DriverContainerArtifacts{Images: []sro.ImageArtifact{{Name: "r/base:1"}}}); err != nil {
 		t.Errorf("images only: %v", err)
+	}
+}
+
+// TestJobPushSecretKey: a Job build mounts the pull Secret's .dockerconfigjson as kaniko's
+// config.json; a legacy .dockercfg Secret is refused before anything is created (a Secret volume
+// of a missing key never mounts: the Job would run for ever), naming the field and the Secret.
+func TestJobPushSecretKey(t *testing.T) {
+	sr := &sro.SpecialResource{ObjectMeta: metav1.ObjectMeta{Name: "kmod", UID: "u1"}}
+	base := Request{Owner: sr, Namespace: "ns", Name: "b", Kernel: "k", Image: "r/kmod:k", Git: sro.GitSource{URI: "https://g/kmod"}}
+	const refusal = "spec.driverContainer.pullSecret: Secret ns/pull has no .dockerconfigjson key (only .dockercfg): " +
+		"a Job (kaniko) build needs a kubernetes.io/dockerconfigjson Secret"
+	for name, tc := range map[string]struct {
+		secret, key string
+		want        string
+	}{
+		"no Secret":        {},
+		"dockerconfigjson": {secret: "pull", key: corev1.DockerConfigJsonKey},
+		"key not known":    {secret: "pull"},
+		"legacy dockercfg": {secret: "pull", key: corev1.DockerConfigKey, want: refusal},
+	} {
+		t.Run(name, func(t *testing.T) {
+			req := base
+			req.PushSecret, req.PushSecretKey = tc.secret, tc.key
+			err := pushSecretUsable(req)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tc.want || !errors.Is(err, ErrDockerConfigJSONNeeded) || !Refused(err) {
+				t.Fatalf("got %v, want %q (ErrDockerConfigJSONNeeded, Refused)", err, tc.want)
+			}
+			// Refused before the client is used: a Job with no client would panic creating it.
+			if err := (Job{}).Start(t.Context(), req); err == nil || err.Error() != tc.want {
+				t.Fatalf("Start: %v", err)
+			}
+		})
+	}
+}
+
+// TestRefused: the refusals, however wrapped, are Refused; other failures of Start are not.
+func TestRefused(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err  error
+		want bool
+	}{
+		"none":            {err: nil},
+		"volumes":         {err: volumesSet(sro.DriverContainerArtifacts{Claims: []sro.ClaimArtifact{{Name: "c", MountPath: "/m"}}}), want: true},
+		"dockercfg":       {err: fmt.Errorf("starting: %w", ErrDockerConfigJSONNeeded), want: true},
+		"API server down": {err: errors.New("creating build Job ns/b: connection refused")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := Refused(tc.err); got != tc.want {
+				t.Errorf("Refused(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package build
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 
@@ -30,13 +31,31 @@ type Job struct {
 // Kind is "Job".
 func (Job) Kind() string { return "Job" }
 
+// ErrDockerConfigJSONNeeded is returned for a pull Secret without a .dockerconfigjson key (a
+// kubernetes.io/dockercfg Secret): the Job mounts that key as kaniko's config.json, and a Secret
+// volume of a missing key never mounts, so the pod, and the Job, would wait for ever (the legacy
+// .dockercfg also lacks the {"auths": …} wrapper kaniko reads).
+var ErrDockerConfigJSONNeeded = errors.New("a Job (kaniko) build needs a kubernetes.io/dockerconfigjson Secret")
+
 // Start creates the build Job unless it exists.
 func (j Job) Start(ctx context.Context, req Request) error {
+	if err := pushSecretUsable(req); err != nil {
+		return err
+	}
 	job := j.job(req)
 	if err := j.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating build Job %s/%s: %w", req.Namespace, req.Name, err)
 	}
 	return nil
+}
+
+// pushSecretUsable is ErrDockerConfigJSONNeeded naming the Secret and the key it has, or nil.
+func pushSecretUsable(req Request) error {
+	if req.PushSecret == "" || req.PushSecretKey == "" || req.PushSecretKey == corev1.DockerConfigJsonKey {
+		return nil
+	}
+	return fmt.Errorf("spec.driverContainer.pullSecret: Secret %s/%s has no %s key (only %s): %w",
+		req.Namespace, req.PushSecret, corev1.DockerConfigJsonKey, req.PushSecretKey, ErrDockerConfigJSONNeeded)
 }
 
 func (j Job) job(req Request) *batchv1.Job {

@@ -153,10 +153,10 @@ func Keychain(secret *corev1.Secret) (authn.Keychain, error) {
 		return authn.NewMultiKeychain(), nil
 	}
 	var data []byte
-	switch {
-	case len(secret.Data[corev1.DockerConfigJsonKey]) > 0:
+	switch ConfigKey(secret) {
+	case corev1.DockerConfigJsonKey:
 		data = secret.Data[corev1.DockerConfigJsonKey]
-	case len(secret.Data[corev1.DockerConfigKey]) > 0:
+	case corev1.DockerConfigKey:
 		data = append(append([]byte(`{"auths":`), secret.Data[corev1.DockerConfigKey]...), '}')
 	default:
 		return nil, fmt.Errorf("pull Secret %s/%s has neither %s nor %s", secret.Namespace, secret.Name, corev1.DockerConfigJsonKey, corev1.DockerConfigKey)
@@ -168,6 +168,22 @@ func Keychain(secret *corev1.Secret) (authn.Keychain, error) {
 	}
 	cf.CredentialsStore, cf.CredentialHelpers = "", nil
 	return secretKeychain{cf: cf}, nil
+}
+
+// ConfigKey is the key of the pull Secret whose docker config Keychain reads:
+// corev1.DockerConfigJsonKey, else corev1.DockerConfigKey (a legacy kubernetes.io/dockercfg
+// Secret), else "" (neither, or no Secret). Builds need to know it: a Job build can only mount the
+// first (build.Request.PushSecretKey).
+func ConfigKey(secret *corev1.Secret) string {
+	switch {
+	case secret == nil:
+		return ""
+	case len(secret.Data[corev1.DockerConfigJsonKey]) > 0:
+		return corev1.DockerConfigJsonKey
+	case len(secret.Data[corev1.DockerConfigKey]) > 0:
+		return corev1.DockerConfigKey
+	}
+	return ""
 }
 
 type secretKeychain struct{ cf *configfile.ConfigFile }

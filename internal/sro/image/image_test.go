@@ -124,3 +124,27 @@ func TestRemoteExists(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigKey: the key Keychain reads, .dockerconfigjson first, as builds are told it.
+func TestConfigKey(t *testing.T) {
+	secret := func(data map[string][]byte) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pull"}, Data: data}
+	}
+	for name, tc := range map[string]struct {
+		secret *corev1.Secret
+		want   string
+	}{
+		"none":                    {secret: nil, want: ""},
+		"dockerconfigjson":        {secret: secret(map[string][]byte{corev1.DockerConfigJsonKey: []byte("{}")}), want: corev1.DockerConfigJsonKey},
+		"legacy dockercfg":        {secret: secret(map[string][]byte{corev1.DockerConfigKey: []byte("{}")}), want: corev1.DockerConfigKey},
+		"both: the new one":       {secret: secret(map[string][]byte{corev1.DockerConfigKey: []byte("{}"), corev1.DockerConfigJsonKey: []byte("{}")}), want: corev1.DockerConfigJsonKey},
+		"empty .dockerconfigjson": {secret: secret(map[string][]byte{corev1.DockerConfigJsonKey: nil, corev1.DockerConfigKey: []byte("{}")}), want: corev1.DockerConfigKey},
+		"neither":                 {secret: secret(map[string][]byte{"token": []byte("x")}), want: ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := ConfigKey(tc.secret); got != tc.want {
+				t.Errorf("ConfigKey = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -80,7 +81,7 @@ func Check(ctx context.Context, reg image.Registry, b build.Builder, in Input) (
 	case !found:
 		return Result{State: sro.ImageBuilding, Message: building, Start: &build.Request{Owner: in.SR, Namespace: in.Namespace, Name: name,
 			Kernel: in.Kernel, Image: in.Image, Git: *git, BuildArgs: args, PushSecret: in.SR.Spec.DriverContainer.PullSecret,
-			Artifacts: in.SR.Spec.DriverContainer.Artifacts}}, nil
+			PushSecretKey: image.ConfigKey(in.PullSecret), Artifacts: in.SR.Spec.DriverContainer.Artifacts}}, nil
 	case st.Phase == build.Running:
 		return Result{State: sro.ImageBuilding, Message: building}, nil
 	case st.Phase == build.Failed:
@@ -96,7 +97,10 @@ func BuildName(in Input) string {
 }
 
 // RegistryError summarises a registry failure for status: the HTTP status and the registry's
-// error codes, not the response body or the URL (which may carry tokens).
+// error codes, not the response body or the URL (which may carry tokens). Any other failure (the
+// registry unreachable, TLS) is the error's text with the URL of each failed request removed,
+// keeping the operation and the cause ("Get request: dial tcp 10.0.0.1:443: connect: connection
+// refused").
 func RegistryError(err error) string {
 	var terr *transport.Error
 	if errors.As(err, &terr) {
@@ -110,5 +114,10 @@ func RegistryError(err error) string {
 		}
 		return msg
 	}
-	return strings.Join(strings.Fields(err.Error()), " ")
+	return strings.Join(strings.Fields(requestURL.ReplaceAllString(err.Error(), "$1 request")), " ")
 }
+
+// requestURL is a failed request as *url.Error prints it: the operation ("Get", "Head") and the
+// quoted URL. The text is searched rather than the error chain: go-containerregistry joins the
+// errors of its HTTPS and HTTP attempts in a type that errors.As sees only the first of.
+var requestURL = regexp.MustCompile(`\b([A-Z][a-z]+) "[a-zA-Z][a-zA-Z0-9+.-]*://(?:[^"\\]|\\.)*"`)

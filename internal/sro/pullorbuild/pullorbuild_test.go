@@ -3,7 +3,11 @@ package pullorbuild
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -13,6 +17,7 @@ import (
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/build"
+	"github.com/metalforge/metalforge/internal/sro/image"
 )
 
 type registry struct {
@@ -79,5 +84,71 @@ func TestCheck(t *testing.T) {
 				t.Fatalf("build request %+v", res.Start)
 			}
 		})
+	}
+}
+
+// TestBuildRequestSecretKey: the build request says which docker config key the pull Secret has,
+// so that a Job build can refuse a legacy .dockercfg Secret before it starts a pod that never
+// mounts it.
+func TestBuildRequestSecretKey(t *testing.T) {
+	sr := &sro.SpecialResource{ObjectMeta: metav1.ObjectMeta{Name: "kmod"}, Spec: sro.SpecialResourceSpec{
+		DriverContainer: sro.SpecialResourceDriverContainer{PullSecret: "pull", Source: sro.DriverContainerSource{Git: &sro.GitSource{URI: "https://g/k.git"}}}}}
+	secret := func(key string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pull"}, Data: map[string][]byte{key: []byte("{}")}}
+	}
+	for name, tc := range map[string]struct {
+		secret *corev1.Secret
+		want   string
+	}{
+		"dockerconfigjson": {secret: secret(corev1.DockerConfigJsonKey), want: corev1.DockerConfigJsonKey},
+		"legacy dockercfg": {secret: secret(corev1.DockerConfigKey), want: corev1.DockerConfigKey},
+		"none read":        {want: ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res, err := Check(context.Background(), registry{}, builder{}, Input{SR: sr, Namespace: "ns", Kernel: "k", Image: "r/kmod:k", PullSecret: tc.secret})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Start == nil || res.Start.PushSecret != "pull" || res.Start.PushSecretKey != tc.want {
+				t.Fatalf("build request %+v, want PushSecretKey %q", res.Start, tc.want)
+			}
+		})
+	}
+}
+
+// TestRegistryErrorNoURL: a registry that cannot be reached is reported with the operation and
+// the cause, never the URL of the request (it may carry user information or a token): for a
+// *url.Error however wrapped or joined, and for the error go-containerregistry really returns.
+func TestRegistryErrorNoURL(t *testing.T) {
+	dial := &net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 443}, Err: errors.New("connect: connection refused")}
+	head := &url.Error{Op: "Head", URL: "https://user:pa55@r.example/v2/vendor/kmod/manifests/k?token=s3cr3t", Err: dial}
+	get := &url.Error{Op: "Get", URL: `http://r.example/v2/"odd"`, Err: dial}
+	for name, tc := range map[string]struct {
+		err  error
+		want string
+	}{
+		"url.Error": {err: head, want: "Head request: dial tcp 10.0.0.1:443: connect: connection refused"},
+		"wrapped":   {err: fmt.Errorf("looking up image r.example/vendor/kmod:k: %w", head), want: "looking up image r.example/vendor/kmod:k: Head request: dial tcp 10.0.0.1:443: connect: connection refused"},
+		"joined":    {err: errors.Join(head, get), want: "Head request: dial tcp 10.0.0.1:443: connect: connection refused Get request: dial tcp 10.0.0.1:443: connect: connection refused"},
+		"no URL":    {err: dial, want: "dial tcp 10.0.0.1:443: connect: connection refused"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := RegistryError(tc.err); got != tc.want {
+				t.Errorf("RegistryError = %q, want %q", got, tc.want)
+			}
+		})
+	}
+
+	// A registry that went away, asked by the real client.
+	srv := httptest.NewServer(http.NotFoundHandler())
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	srv.Close()
+	_, err := image.Remote{}.Exists(context.Background(), addr+"/vendor/kmod:k", nil)
+	if err == nil {
+		t.Fatal("a closed registry answered")
+	}
+	got := RegistryError(err)
+	if strings.Contains(got, "://") || strings.Contains(got, "/v2/") || !strings.Contains(got, "connection refused") {
+		t.Fatalf("RegistryError(%q) = %q: want the cause without the URL", err, got)
 	}
 }
