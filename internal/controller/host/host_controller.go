@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -270,7 +269,7 @@ func (r *Reconciler) reconcile(ctx context.Context, host *metal3.BareMetalHost) 
 	p := patch.NewHelper(r.Client, host, &r.written)
 	wall := r.clock()
 	s := &hostScope{ctx: ctx, cfg: &r.Config, prov: r.Provisioner, host: host, regs: &r.regs, retries: &r.retries,
-		now: metav1.NewTime(wall.Truncate(time.Second)), wall: wall}
+		now: apiTime(wall), wall: wall}
 	if err := r.loadInputs(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -1,7 +1,6 @@
 package host
 
 import (
-	"fmt"
 	"sync"
 	"time"
 
@@ -66,5 +65,5 @@ func (s *hostScope) backingOff(t metal3.ErrorType) (outcome, bool) {
 	if !ok {
 		return outcome{}, false
 	}
-	return waitFor(d, fmt.Sprintf("a retry after %s", t)), true
+	return waitFor(d, waitingRetry(t)), true
 }

@@ -197,8 +197,11 @@ func (s *hostScope) fail(t metal3.ErrorType, msg string) outcome {
 	s.event(eventWarning, errorReason(t), "Failure", msg)
 	d := s.cfg.Backoff(st.ErrorCount)
 	s.fx.retryAt = &retryAt{errorType: t, errorCount: st.ErrorCount, generation: s.host.Generation, at: s.wall.Add(d)}
-	return waitFor(d, fmt.Sprintf("a retry after %s", t))
+	return waitFor(d, waitingRetry(t))
 }
+
+// waitingRetry is what a host whose operation failed waits for.
+func waitingRetry(t metal3.ErrorType) string { return fmt.Sprintf("a retry after %s", t) }
 
 // inputFailure records bad input (missing Secret, malformed address). Unlike fail it is level
 // triggered: the same error seen again changes nothing (no write, no event), and the host is

@@ -30,7 +30,10 @@ func (r *Reconciler) patchStatus(ctx context.Context, host *metal3.BareMetalHost
 }
 
 // now is the controller's clock, truncated to seconds as the API server stores times.
-func (r *Reconciler) now() metav1.Time { return metav1.NewTime(r.clock().Truncate(time.Second)) }
+func (r *Reconciler) now() metav1.Time { return apiTime(r.clock()) }
+
+// apiTime is t truncated to seconds, as the API server stores times.
+func apiTime(t time.Time) metav1.Time { return metav1.NewTime(t.Truncate(time.Second)) }
 
 // clock is the controller's clock.
 func (r *Reconciler) clock() time.Time {

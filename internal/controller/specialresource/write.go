@@ -29,20 +29,14 @@ const fieldOwner = "special-resource-operator"
 // server refused the object itself (invalid, unknown kind), or the builder the build
 // (build.Refused): a problem of the spec to report, not to retry at once.
 type applyError struct {
-	// action is what failed ("applying" when empty).
+	// action is what failed: "applying", "cannot start".
 	action    string
 	obj       string
 	err       error
 	permanent bool
 }
 
-func (e *applyError) Error() string {
-	action := e.action
-	if action == "" {
-		action = "applying"
-	}
-	return action + " " + e.obj + ": " + e.err.Error()
-}
+func (e *applyError) Error() string { return e.action + " " + e.obj + ": " + e.err.Error() }
 func (e *applyError) Unwrap() error { return e.err }
 
 // write applies the effects in an order that keeps status truthful: the namespace before what
@@ -114,7 +108,7 @@ func (r *Reconciler) apply(ctx context.Context, u *unstructured.Unstructured) er
 	err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldOwner), client.ForceOwnership)
 	if err != nil {
 		permanent := apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err)
-		return &applyError{obj: u.GetKind() + " " + objName(keyOf(u)), err: err, permanent: permanent}
+		return &applyError{action: "applying", obj: u.GetKind() + " " + objName(keyOf(u)), err: err, permanent: permanent}
 	}
 	r.applied.record(obj)
 	return nil
