@@ -257,7 +257,8 @@ const (
 	ImageBuilding ImageState = "Building"
 	// ImageBuildFailed: the build failed; see the message.
 	ImageBuildFailed ImageState = "BuildFailed"
-	// ImageMissing: the registry does not have it and there is no source to build it from.
+	// ImageMissing: the registry does not have it and there is no source to build it from,
+	// or the builder refused to build it from this spec (the message says why).
 	ImageMissing ImageState = "Missing"
 	// ImageUnknown: not checked yet, or the registry could not be asked.
 	ImageUnknown ImageState = "Unknown"

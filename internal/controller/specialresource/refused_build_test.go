@@ -73,14 +73,17 @@ func TestDockercfgSecretRefusedForJobBuild(t *testing.T) {
 }
 
 // refusedBuild waits until the SpecialResource is Errored/RecipeFailure with a message containing
-// want and the builder was asked for the build three times (the first reconcile and two retries
-// after RetryDelay), then checks that no build object exists (count), and that the build was
-// neither announced nor counted.
+// want (its kernel's image Missing with that message, not Building) and the builder was asked for
+// the build three times (the first reconcile and two retries after RetryDelay), then checks that
+// no build object exists (count), and that the build was neither announced nor counted.
 func (h *harness) refusedBuild(srName, ns, want string, count func() int) {
 	h.t.Helper()
 	got := h.waitSR(srName, "Errored RecipeFailure", isTrue(sro.ConditionErrored, sro.ReasonRecipeFailure))
 	if msg := conditionMessage(got, sro.ConditionErrored); !strings.Contains(msg, want) {
 		h.t.Fatalf("Errored message %q, want it to contain %q", msg, want)
+	}
+	if ks := kernelStatus(got, kernelY); ks == nil || ks.ImageState != sro.ImageMissing || !strings.Contains(ks.Message, want) {
+		h.t.Errorf("status.kernels[%s] = %+v, want imageState Missing with a message containing %q", kernelY, ks, want)
 	}
 	h.waitWarning(srName, sro.ReasonRecipeFailure, want)
 	poll.Until(h.t, "the build asked for again twice", func() (bool, string) {
@@ -107,6 +110,7 @@ func (h *harness) startedOnce(srName string, count func() int) {
 		return n > 0, fmt.Sprint(n)
 	})
 	h.waitEvent(srName, reasonBuildStarted, "for kernel "+kernelY)
+	h.waitImageState(srName, kernelY, sro.ImageBuilding)
 	if n := testutil.ToFloat64(metricBuilds.WithLabelValues(srName, "started")); n != 1 {
 		h.t.Errorf(`sro_builds_total{result="started"} = %v, want 1`, n)
 	}

@@ -113,7 +113,10 @@ type effects struct {
 	createNamespace *corev1.Namespace
 	createDeps      []*sro.SpecialResource
 	startBuilds     []build.Request
-	deleteBuilds    []string
+	// refusedBuilds are the kernels whose build the builder refused (write), with why: their
+	// image is Missing, not Building.
+	refusedBuilds map[string]string
+	deleteBuilds  []string
 	// logsMatched are the pods whose log matched their wait-for-logs in this reconcile, to be
 	// marked with sro.LogsMatchedAnnotation.
 	logsMatched   []types.NamespacedName

@@ -61,6 +61,10 @@ func kernelStatuses(sr *sro.SpecialResource, s *scope) []sro.KernelStatus {
 		if ki, ok := s.in.images[g.kernel]; ok {
 			ks.Image, ks.ImageState, ks.Message = ki.image, ki.state, ki.message
 		}
+		if why, ok := s.fx.refusedBuilds[g.kernel]; ok {
+			// No build runs: the spec must change before one can.
+			ks.ImageState, ks.Message = sro.ImageMissing, message.Sanitize(why)
+		}
 		if s.plan != nil {
 			if ds := s.plan.driverDaemonSets[g.kernel]; ds != nil {
 				ks.DaemonSet = ds.GetName()

@@ -1,6 +1,7 @@
 package specialresource
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,9 +56,17 @@ func (r *Reconciler) write(ctx context.Context, s *scope) error {
 			return fmt.Errorf("creating dependency SpecialResource %s: %w", dep.Name, err)
 		}
 	}
+	var refused error
 	for _, req := range s.fx.startBuilds {
 		if err := r.Builder.Start(ctx, req); build.Refused(err) {
-			return &applyError{action: "cannot start", obj: r.Builder.Kind() + " " + req.Name, err: err, permanent: true}
+			// Every build is tried: a refusal of one kernel's build does not hold the others'.
+			applyErr := &applyError{action: "cannot start", obj: r.Builder.Kind() + " " + req.Name, err: err, permanent: true}
+			if s.fx.refusedBuilds == nil {
+				s.fx.refusedBuilds = map[string]string{}
+			}
+			s.fx.refusedBuilds[req.Kernel] = applyErr.Error()
+			refused = cmp.Or(refused, error(applyErr))
+			continue
 		} else if err != nil {
 			return err
 		}
@@ -65,6 +74,9 @@ func (r *Reconciler) write(ctx context.Context, s *scope) error {
 		// and would be announced and counted each time although it never runs.
 		s.fx.buildsStarted++
 		s.fx.events.Normal(reasonBuildStarted, "Build", fmt.Sprintf("Building %s for kernel %s (%s %s)", req.Image, req.Kernel, r.Builder.Kind(), req.Name))
+	}
+	if refused != nil {
+		return refused
 	}
 	for _, key := range s.fx.logsMatched {
 		if err := r.markLogsMatched(ctx, key); err != nil {
