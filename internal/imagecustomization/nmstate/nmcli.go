@@ -142,7 +142,7 @@ func Profiles(s *State) []Profile {
 		if bond, isPort := ports[in.Name]; isPort {
 			args = append(args, "connection.master", bond, "connection.slave-type", "bond")
 		} else {
-			var servers4, servers6, domains []string
+			var servers4, servers6, search4, search6 []string
 			for _, a := range s.DNS.Servers {
 				if a.Is4() && dns4 == in {
 					servers4 = append(servers4, a.String())
@@ -150,11 +150,15 @@ func Profiles(s *State) []Profile {
 					servers6 = append(servers6, a.String())
 				}
 			}
-			if search == in {
-				domains = s.DNS.Search
+			// NetworkManager ignores the settings of a disabled family: the domains go with
+			// IPv4 when the interface has it, else with IPv6 (an IPv6-only interface).
+			if search == in && in.IPv4.Enabled {
+				search4 = s.DNS.Search
+			} else if search == in {
+				search6 = s.DNS.Search
 			}
-			args = append(args, ipArgs("ipv4", in.IPv4, false, routes[in.Name], servers4, domains)...)
-			args = append(args, ipArgs("ipv6", in.IPv6, true, routes[in.Name], servers6, nil)...)
+			args = append(args, ipArgs("ipv4", in.IPv4, false, routes[in.Name], servers4, search4)...)
+			args = append(args, ipArgs("ipv6", in.IPv6, true, routes[in.Name], servers6, search6)...)
 		}
 		out = append(out, Profile{Name: in.Name, Field: index("interfaces", in.Index), Args: args})
 	}

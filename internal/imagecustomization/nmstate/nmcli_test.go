@@ -94,14 +94,24 @@ interfaces:
 	}
 }
 
+// An IPv6-only interface keeps its DNS servers and search domains: NetworkManager ignores the
+// [ipv4] settings of a disabled family, so the domains go in [ipv6].
 func TestKeyfilesIPv6Only(t *testing.T) {
 	kf := keyfiles(t, `
 interfaces:
 - name: eno1
   type: ethernet
   ipv6: {enabled: true, autoconf: true}
+dns-resolver:
+  config:
+    server: ["2001:db8::53"]
+    search: [example.com]
 `)
-	wantLines(t, "eno1", kf["eno1.nmconnection"], "[ipv4]", "method=disabled", "[ipv6]", "method=auto")
+	k := kf["eno1.nmconnection"]
+	wantLines(t, "eno1", k, "[ipv4]", "method=disabled", "[ipv6]", "method=auto", "dns=2001:db8::53;", "dns-search=example.com;")
+	if ipv4, _, _ := strings.Cut(strings.SplitN(k, "[ipv4]", 2)[1], "[ipv6]"); strings.Contains(ipv4, "dns-search") {
+		t.Errorf("search domains in the disabled [ipv4] section:\n%s", k)
+	}
 }
 
 func TestMissingNMCLI(t *testing.T) {
