@@ -32,14 +32,14 @@ func SetFailed(st *metal3.PreprovisioningImageStatus, generation int64, reason, 
 	conditions.Set(&st.Conditions, conditions.True(errorTyp, reason, msg), generation, now)
 }
 
-// SetNotReady is metal3's setUnready: Ready False with reason ImageSuccess (nothing failed) and
-// what the image waits for; an existing Error condition is left as it is (False when there is
-// none). The URLs stay: the image they name is still served until its replacement is.
+// SetNotReady is metal3's setUnready: Ready False with reason ImageSuccess and what the image
+// waits for. Nothing failed, so Error is False too: an earlier failure left True (a missing
+// Secret, since created) would otherwise read as the image's current error, with the current
+// generation, and the host would report it. The URLs stay: the image they name is still served
+// until its replacement is.
 func SetNotReady(st *metal3.PreprovisioningImageStatus, generation int64, msg string, now time.Time) {
 	conditions.Set(&st.Conditions, conditions.False(ready, metal3.ImageSuccessReason, msg), generation, now)
-	if conditions.Get(st.Conditions, errorTyp) == nil {
-		conditions.Set(&st.Conditions, conditions.False(errorTyp, metal3.ImageSuccessReason, ""), generation, now)
-	}
+	conditions.Set(&st.Conditions, conditions.False(errorTyp, metal3.ImageSuccessReason, ""), generation, now)
 }
 
 // RetryDelay is metal3's growing retry (for a missing network data Secret, say): minimum after the

@@ -40,8 +40,9 @@ func TestSetters(t *testing.T) {
 			"False", metal3.ImageSuccessReason, "Config changed", "False", metal3.ImageSuccessReason, "", true},
 		{"failed: URL cleared", func() { SetFailed(&st, 2, metal3.ImageBuildInvalidReason, "bad", now) },
 			"False", metal3.ImageBuildInvalidReason, "", "True", metal3.ImageBuildInvalidReason, "bad", false},
-		{"waiting after a failure keeps the error", func() { SetNotReady(&st, 2, "Waiting", now) },
-			"False", metal3.ImageSuccessReason, "Waiting", "True", metal3.ImageBuildInvalidReason, "bad", false},
+		// The failure is over (the Secret exists now, say): a host must not read it as current.
+		{"waiting after a failure clears the error", func() { SetNotReady(&st, 2, "Waiting", now) },
+			"False", metal3.ImageSuccessReason, "Waiting", "False", metal3.ImageSuccessReason, "", false},
 	}
 	for _, s := range steps {
 		s.apply()

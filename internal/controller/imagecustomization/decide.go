@@ -68,9 +68,9 @@ func (s *scope) run() outcome {
 	nd := metal3.SecretStatus{}
 	if ppi.Spec.NetworkDataName != "" {
 		if s.missing {
-			delay := retryDelay(ppi, errorType, s.cfg.MinRetryDelay, s.cfg.MaxRetryDelay, s.now)
+			// The delay grows with the time the error has lasted: measured once it is set.
 			out := s.fail(metal3.ImageMissingNetworkDataReason, fmt.Sprintf("spec.networkDataName: secret %q not found", ppi.Spec.NetworkDataName))
-			out.after = delay
+			out.after = retryDelay(ppi, errorType, s.cfg.MinRetryDelay, s.cfg.MaxRetryDelay, s.now)
 			return out
 		}
 		nd = metal3.SecretStatus{Name: ppi.Spec.NetworkDataName, Version: s.secret.ResourceVersion}
@@ -94,9 +94,8 @@ func (s *scope) run() outcome {
 		}
 		return out
 	case errors.As(err, &override):
-		delay := retryDelay(ppi, readyType, s.cfg.MinRetryDelay, s.cfg.MaxRetryDelay, s.now)
 		setUnready(ppi, "Waiting for the Ignition override: "+override.Msg, s.now)
-		return outcome{after: delay}
+		return outcome{after: retryDelay(ppi, readyType, s.cfg.MinRetryDelay, s.cfg.MaxRetryDelay, s.now)}
 	case errors.Is(err, imagebuild.ErrUnsupported):
 		return s.fail(metal3.ImageConfigurationErrorReason, err.Error())
 	case err != nil:

@@ -1,13 +1,21 @@
 package imagecustomization
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/testr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/imagecustomization/baseimage"
+	"github.com/metalforge/metalforge/internal/imagecustomization/ignition"
+	"github.com/metalforge/metalforge/internal/imagecustomization/imagebuild"
+	"github.com/metalforge/metalforge/internal/imagecustomization/imagestore"
 )
 
 func TestWaitFor(t *testing.T) {
@@ -86,4 +94,54 @@ func cond(ppi *metal3.PreprovisioningImage, t string) metav1.Condition {
 		}
 	}
 	return metav1.Condition{}
+}
+
+// The first retry of a failure comes MinRetryDelay after it, however long the image was Ready
+// before: the delay grows with the time the failure (or the wait) has lasted, not the time since
+// the conditions last changed before it.
+func TestFirstRetryAfterTheMinimum(t *testing.T) {
+	catalog, err := baseimage.Load(basePaths(t))
+	must(t, err)
+	store, err := imagestore.Open(t.TempDir())
+	must(t, err)
+	b, err := imagebuild.New(imagebuild.Config{Catalog: catalog, Store: store, PublishURL: "http://192.0.2.1:8084", Log: testr.New(t),
+		Agent: ignition.AgentConfig{IronicURLs: []string{"http://192.0.2.2:6385"}, AgentImage: "quay.io/metal3-io/ironic-agent"}})
+	must(t, err)
+	unavailable := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }))
+	defer unavailable.Close()
+	builtAt := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	now := builtAt.Add(48 * time.Hour)
+	cfg := DefaultConfig()
+	tests := map[string]struct {
+		edit    func(p *metal3.PreprovisioningImage)
+		missing bool
+		reason  string // of the Error condition, "" for a wait (Error False)
+	}{
+		"network data Secret deleted": {func(p *metal3.PreprovisioningImage) { p.Spec.NetworkDataName = "gone" }, true, metal3.ImageMissingNetworkDataReason},
+		"override unreachable": {func(p *metal3.PreprovisioningImage) {
+			p.Annotations = map[string]string{metal3.IgnitionOverrideURIAnnotation: unavailable.URL + "/agent.ign"}
+		}, false, ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			p := newPPI("ns", "host-0")
+			p.UID, p.Generation = "uid-0", 1
+			p.Status.ImageURL = "http://192.0.2.1:8084/old.iso"
+			setImage(p, p.Status.ImageURL, &imagestore.Record{}, metal3.ImageFormatISO, metal3.SecretStatus{}, builtAt)
+			tc.edit(p)
+			s := &scope{ctx: context.Background(), cfg: &cfg, b: b, ppi: p, now: now, missing: tc.missing}
+			out := s.run()
+			if out.err != nil || out.after != cfg.MinRetryDelay {
+				t.Errorf("outcome %+v, want a retry after %v", out, cfg.MinRetryDelay)
+			}
+			if e := cond(p, errorType); (e.Status == metav1.ConditionTrue) != (tc.reason != "") || (tc.reason != "" && e.Reason != tc.reason) {
+				t.Errorf("Error condition %+v, want reason %q", e, tc.reason)
+			}
+			// The same failure a minute later: the delay grows.
+			s = &scope{ctx: context.Background(), cfg: &cfg, b: b, ppi: p, now: now.Add(time.Minute), missing: tc.missing}
+			if out := s.run(); out.after != time.Minute+cfg.MinRetryDelay {
+				t.Errorf("a minute on: retry after %v, want %v", out.after, time.Minute+cfg.MinRetryDelay)
+			}
+		})
+	}
 }
