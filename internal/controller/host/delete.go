@@ -33,9 +33,12 @@ func (s *hostScope) checkDeletion() (outcome, bool) {
 	}
 	// Already on the way out (deprovisioning, powering off): a host that cannot get further skips
 	// to deleting rather than block deletion forever.
+	// A host the provisioner does not know (never registered, or its node lost: needsRegistration)
+	// cannot be registered again with unusable BMC input (ensureRegistered leaves a deleting
+	// host alone then): nothing more can be done there.
 	stuck := s.host.Status.ErrorType == metal3.RegistrationError && s.host.Status.ErrorCount > maxDeleteErrors
-	neverRegistered := s.host.Status.Provisioning.ID == "" && s.in.bmcErr != nil
-	if st != metal3.StateDeleting && (stuck || neverRegistered) {
+	unknown := (s.host.Status.Provisioning.ID == "" || s.needsRegistration) && s.in.bmcErr != nil
+	if st != metal3.StateDeleting && (stuck || unknown) {
 		return advanceKeepingError(metal3.StateDeleting), true
 	}
 	return outcome{}, false

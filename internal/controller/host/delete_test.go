@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -179,4 +180,28 @@ func TestSharedSecretReleasedByLastHost(t *testing.T) {
 	if s := getSecret(t, ns, "shared"); len(s.Finalizers) != 0 {
 		t.Fatalf("secret not released by the last host: %v", s.Finalizers)
 	}
+}
+
+// TestDeleteAfterNodeLostWithUnusableSecret: a host being deleted whose node the provisioner lost
+// while it deprovisioned (Ironic lost its database), and whose credentials Secret no longer
+// works, cannot be registered again to finish cleaning: it goes on to deleting and is gone,
+// rather than ask the provisioner for the lost node again and again.
+func TestDeleteAfterNodeLostWithUnusableSecret(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{PollInterval: 50 * time.Millisecond})
+	startOperator(t, ns, fix)
+	h := withImage(ns)
+	createHost(t, h)
+	waitState(t, ns, "h", metal3.StateProvisioned)
+	fix.SetLatency(fixture.OpDeprovision, hold)
+	deleteHost(t, ns, "h")
+	waitState(t, ns, "h", metal3.StateDeprovisioning)
+	secret := getSecret(t, ns, h.Spec.BMC.CredentialsName)
+	delete(secret.Data, "password")
+	if err := env.Client.Update(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	fix.Forget(ns, "h")
+	waitGone(t, ns, "h")
 }
