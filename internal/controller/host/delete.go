@@ -49,7 +49,9 @@ func handlePoweringOffBeforeDelete(s *hostScope) outcome {
 	if s.host.Spec.DisablePowerOff || st.Provisioning.ID == "" {
 		return advance(metal3.StateDeleting)
 	}
-	if st.ErrorCount > maxDeleteErrors {
+	// Only its own failures skip the power off: a host whose cleaning was given up (errorCount
+	// above maxDeleteErrors, kept) is still powered off, or tried once more at least.
+	if st.ErrorType == metal3.PowerManagementError && st.ErrorCount > maxDeleteErrors {
 		return advanceKeepingError(metal3.StateDeleting)
 	}
 	on, known, err := s.prov.PowerState(s.ctx, s.provHost())

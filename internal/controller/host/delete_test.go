@@ -205,3 +205,24 @@ func TestDeleteAfterNodeLostWithUnusableSecret(t *testing.T) {
 	fix.Forget(ns, "h")
 	waitGone(t, ns, "h")
 }
+
+// TestDeleteAfterCleaningGivenUpPowersOff: a deleted host whose cleaning fails more than three
+// times goes on without it, and is still powered off before it leaves the provisioner (the
+// failures of cleaning do not count as failures of the power off).
+func TestDeleteAfterCleaningGivenUpPowersOff(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{PollInterval: 50 * time.Millisecond})
+	startOperator(t, ns, fix)
+	createHost(t, withImage(ns))
+	waitState(t, ns, "h", metal3.StateProvisioned)
+	fix.FailNext(fixture.OpDeprovision, maxDeleteErrors+10)
+	deleteHost(t, ns, "h")
+	waitGone(t, ns, "h")
+	if got := fix.Count(ns, "h", fixture.OpDeprovision); got != maxDeleteErrors+1 {
+		t.Errorf("cleaning tried %d times, want %d", got, maxDeleteErrors+1)
+	}
+	if got := fix.Count(ns, "h", fixture.OpPowerOff); got != 1 {
+		t.Errorf("powered off %d times before deletion, want 1", got)
+	}
+}
