@@ -2,7 +2,9 @@ package host
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,6 +75,34 @@ func TestProvisioningRetryWaitsForItsBackoff(t *testing.T) {
 	h = waitState(t, ns, "h", metal3.StateProvisioned)
 	if h.Status.ErrorType != "" || fix.Count(ns, "h", fixture.OpProvision) != 2 {
 		t.Fatalf("after a new image: %s, provisioned %d times", describe(h), fix.Count(ns, "h", fixture.OpProvision))
+	}
+}
+
+// TestProvisioningBackoffGrowsAcrossAttempts: each failed deployment of an image is cleaned up
+// (deprovisioning, which ends with errorCount 0) before the next; the backoff still grows with
+// the attempts that failed before (provisioningFailCount), not restarting at its first step.
+func TestProvisioningBackoffGrowsAcrossAttempts(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	fix.FailNextFor(ns, "h", fixture.OpProvision, 3)
+	var mu sync.Mutex
+	var asked []int
+	startOperator(t, ns, fix, func(c *Config) {
+		short := c.Backoff
+		c.Backoff = func(n int) time.Duration {
+			mu.Lock()
+			defer mu.Unlock()
+			asked = append(asked, n)
+			return short(n)
+		}
+	})
+	createHost(t, newHost(ns, "h").Build())
+	waitState(t, ns, "h", metal3.StateProvisioned)
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []int{1, 2, 3}; !slices.Equal(asked, want) {
+		t.Errorf("backoff asked for failures %v, want %v", asked, want)
 	}
 }
 

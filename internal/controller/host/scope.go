@@ -195,7 +195,13 @@ func (s *hostScope) fail(t metal3.ErrorType, msg string) outcome {
 	st.ErrorCount++
 	s.fx.hostErrors = append(s.fx.hostErrors, t)
 	s.event(eventWarning, errorReason(t), "Failure", msg)
-	d := s.cfg.Backoff(st.ErrorCount)
+	n := st.ErrorCount
+	if t == metal3.ProvisioningError {
+		// The cleaning between two deployments of an image ends with errorCount 0: the earlier
+		// failed attempts (provisioningFailCount) keep the backoff growing.
+		n += st.ProvisioningFailCount
+	}
+	d := s.cfg.Backoff(n)
 	s.fx.retryAt = &retryAt{errorType: t, errorCount: st.ErrorCount, generation: s.host.Generation, at: s.wall.Add(d)}
 	return waitFor(d, waitingRetry(t))
 }
