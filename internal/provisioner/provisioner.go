@@ -48,6 +48,11 @@ type Result struct {
 	// firmware settings the engine had already sent to the BMC without seeing them applied: a BMC
 	// applies staged settings at the server's next boot, which the abort does not undo.
 	StagedSettings []string
+	// Started, on a busy Inspect, says the engine is inspecting the host: this call started the
+	// inspection or one was already running. A requested re-inspection (the inspect annotation)
+	// is under way then, and not before (the engine may first have to take the host back, which
+	// takes more than one call).
+	Started bool
 }
 
 // Done is a finished operation.

@@ -134,6 +134,10 @@ func (s *suite) lifecycle(t *testing.T, ns string, i int) { //nolint:thelper // 
 		t.Errorf("%s: never seen deprovisioning; history:%s", name, formatHistory(s.rec.history(ns, name, deprovStart)))
 	}
 
+	if i == 0 {
+		s.reinspect(t, ns, name, srv.Name)
+	}
+
 	notes := transitionNotes(s.events(t, ns, name))
 	for _, state := range []string{"registering", "inspecting", "available", "provisioning", "provisioned", "deprovisioning"} {
 		if !strings.Contains(notes, state) {
@@ -147,6 +151,32 @@ func (s *suite) lifecycle(t *testing.T, ns string, i int) { //nolint:thelper // 
 			t.Errorf("%s: had an error during its lifecycle: %s", name, snap)
 		}
 	}
+}
+
+// reinspect asks an available host whose Ironic node is available (cleaned) for a new inspection
+// with the inspect annotation. Ironic must take the node back to manageable first, which takes
+// more than one reconcile: the request must survive that (it was lost until the annotation stayed
+// until inspection started, and the host came back with its old inventory). The annotation goes,
+// and Ironic's node has an inspection that finished after the request.
+func (s *suite) reinspect(t *testing.T, ns, name, server string) {
+	t.Helper()
+	asked := time.Now()
+	s.patch(t, ns, name, func(h *metal3.BareMetalHost) {
+		if h.Annotations == nil {
+			h.Annotations = map[string]string{}
+		}
+		h.Annotations[metal3.InspectAnnotationPrefix] = ""
+	})
+	h := s.wait(t, ns, name, "inspected again", stepTimeout, func(h *metal3.BareMetalHost) bool {
+		_, requested := h.Annotations[metal3.InspectAnnotationPrefix]
+		op := h.Status.OperationHistory.Inspect
+		return !requested && h.Status.Provisioning.State == metal3.StateAvailable && !op.Start.Time.Before(asked.Truncate(time.Second)) && !op.End.IsZero()
+	})
+	wantOperation(t, h, "inspect", h.Status.OperationHistory.Inspect, asked)
+	if n := s.node(t, h.Status.Provisioning.ID); n == nil || n.InspectionFinishedAt == nil || n.InspectionFinishedAt.Before(asked) {
+		t.Errorf("%s: re-inspection asked for at %s, but Ironic's node has no inspection since: %+v", name, asked.UTC().Format(time.RFC3339), n)
+	}
+	s.checkHardware(t, ns, name, server)
 }
 
 func seen(h []snapshot, state metal3.ProvisioningState) bool {

@@ -483,6 +483,35 @@ func TestOperatorRestartMidProvisioning(t *testing.T) {
 	}
 }
 
+// TestDelayedEndsWhenNoLongerWaiting: a host delayed for capacity (an image to provision) whose
+// image is removed no longer waits for anything: operationalStatus goes back to OK at once, not
+// when capacity comes back.
+func TestDelayedEndsWhenNoLongerWaiting(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{Capacity: 1, PollInterval: 50 * time.Millisecond})
+	startOperator(t, ns, fix)
+	createHost(t, noImage(ns))
+	waitState(t, ns, "h", metal3.StateAvailable)
+	fix.SetLatency(fixture.OpInspect, hold)
+	busy := noImage(ns)
+	busy.Name, busy.Spec.BMC.CredentialsName = "busy", "bmc-busy"
+	createHost(t, busy)
+	waitState(t, ns, "busy", metal3.StateInspecting)
+
+	update(t, getHost(t, ns, "h"), func(h *metal3.BareMetalHost) { h.Spec.Image = &metal3.Image{URL: testImage} })
+	waitHost(t, ns, "h", "delayed", func(h *metal3.BareMetalHost) bool {
+		return h.Status.OperationalStatus == metal3.OperationalStatusDelayed
+	})
+	update(t, getHost(t, ns, "h"), func(h *metal3.BareMetalHost) { h.Spec.Image = nil })
+	h := waitHost(t, ns, "h", "no longer delayed", func(h *metal3.BareMetalHost) bool {
+		return h.Status.OperationalStatus != metal3.OperationalStatusDelayed
+	})
+	if h.Status.OperationalStatus != metal3.OperationalStatusOK || h.Status.Provisioning.State != metal3.StateAvailable {
+		t.Fatalf("after the image was removed: %s", describe(h))
+	}
+}
+
 // TestCapacityDelaysHosts: with room for one busy host, the second waits as delayed and goes on
 // when the first is done.
 func TestCapacityDelaysHosts(t *testing.T) {

@@ -13,18 +13,27 @@ import (
 )
 
 func handleInspecting(s *hostScope) outcome {
-	refresh := s.refreshInspection
-	// The annotation asked for this inspection; it is removed as soon as inspection starts.
-	if v, ok := s.annotation(metal3.InspectAnnotationPrefix); ok && v != metal3.InspectAnnotationValueDisabled {
-		s.removeAnnotation(metal3.InspectAnnotationPrefix)
-		refresh = true
-	} else if out, wait := s.backingOff(metal3.InspectionError); wait {
-		return out
+	// The annotation asks for a new inspection. It stays until the provisioner has one under way
+	// (or it ended): it is the only record of the request, and taking the host back (Ironic's
+	// available → manageable) takes more than one reconcile.
+	v, requested := s.annotation(metal3.InspectAnnotationPrefix)
+	requested = requested && v != metal3.InspectAnnotationValueDisabled
+	if !requested {
+		if out, wait := s.backingOff(metal3.InspectionError); wait {
+			return out
+		}
 	}
-	opts := provisioner.InspectOptions{Refresh: refresh, RestartOnFailure: s.restartOnFailure(metal3.InspectionError)}
+	opts := provisioner.InspectOptions{Refresh: requested, RestartOnFailure: s.restartOnFailure(metal3.InspectionError)}
 	res, hw, err := s.prov.Inspect(s.ctx, s.provHost(), opts)
 	if err != nil {
 		return s.provError(err, "inspecting")
+	}
+	if requested && (res.Started || !res.Busy) {
+		s.removeAnnotation(metal3.InspectAnnotationPrefix) // a failure is not asked for again
+		if res.Started {
+			// The new inspection replaces a failed one: its backoff no longer holds the host.
+			s.clearErrorOf(metal3.InspectionError)
+		}
 	}
 	if out, done := s.follow(res, metal3.InspectionError, "the provisioner to finish inspecting the hardware"); !done {
 		return out
@@ -32,7 +41,6 @@ func handleInspecting(s *hostScope) outcome {
 	if hw == nil {
 		return internalError(errors.New("provisioner finished inspection without hardware details"))
 	}
-	s.refreshInspection = false
 	s.setHardware(hw)
 	return advance(metal3.StatePreparing)
 }

@@ -18,9 +18,7 @@ func handleAvailable(s *hostScope) outcome {
 		return advance(metal3.StateExternallyProvisioned)
 	}
 	if v, ok := s.annotation(metal3.InspectAnnotationPrefix); ok && v != metal3.InspectAnnotationValueDisabled {
-		s.removeAnnotation(metal3.InspectAnnotationPrefix)
-		s.refreshInspection = true
-		return advance(metal3.StateInspecting)
+		return advance(metal3.StateInspecting) // handleInspecting removes the annotation
 	}
 	if s.needsPreparing() {
 		return advance(metal3.StatePreparing)

@@ -39,8 +39,8 @@ type hostScope struct {
 	registered bool
 	// needsRegistration: the provisioner said it does not know the host.
 	needsRegistration bool
-	// refreshInspection: inspection was requested by the inspect annotation.
-	refreshInspection bool
+	// capacityAsked: this reconcile asked the provisioner for capacity (settleDelayed).
+	capacityAsked bool
 	// servicedNow: a live update ended in this reconcile.
 	servicedNow bool
 }
@@ -271,6 +271,7 @@ func (fx *effects) provisionerUnavailable() { metricProvisionerUnavailable.Inc()
 // checkCapacity holds a host back (operationalStatus delayed) when the provisioner is busy with
 // too many hosts.
 func (s *hostScope) checkCapacity() (outcome, bool) {
+	s.capacityAsked = true
 	ok, err := s.prov.HasCapacity(s.ctx)
 	if err != nil {
 		return s.provError(err, "checking provisioner capacity for"), true
@@ -287,4 +288,13 @@ func (s *hostScope) checkCapacity() (outcome, bool) {
 		st.OperationalStatus = metal3.OperationalStatusOK
 	}
 	return outcome{}, false
+}
+
+// settleDelayed ends operationalStatus delayed when the reconcile did not ask for capacity: the
+// host no longer needs it (its image was removed, its pending live update taken back, it is being
+// deleted), and delayed would otherwise stay for good. A host still waiting asks every time.
+func (s *hostScope) settleDelayed() {
+	if st := &s.host.Status; st.OperationalStatus == metal3.OperationalStatusDelayed && !s.capacityAsked {
+		st.OperationalStatus = metal3.OperationalStatusOK
+	}
 }

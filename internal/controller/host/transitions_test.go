@@ -118,6 +118,42 @@ func TestReinspection(t *testing.T) {
 	}
 }
 
+// TestReinspectionWaitsForCapacity: the inspect annotation on an available host while the
+// provisioner has no capacity holds the host (delayed) and stays: the inspection happens once
+// there is capacity, and only then is the annotation removed.
+func TestReinspectionWaitsForCapacity(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	createHost(t, noImageHost(ns, "h"))
+	waitState(t, ns, "h", metal3.StateAvailable)
+	fix.SetLatency(fixture.OpInspect, hold)
+	createHost(t, noImageHost(ns, "busy"))
+	waitState(t, ns, "busy", metal3.StateInspecting)
+	fix.SetCapacity(1)
+
+	annotate(t, ns, "h", metal3.InspectAnnotationPrefix, "")
+	h := waitHost(t, ns, "h", "delayed", func(h *metal3.BareMetalHost) bool {
+		return h.Status.OperationalStatus == metal3.OperationalStatusDelayed
+	})
+	if _, ok := h.Annotations[metal3.InspectAnnotationPrefix]; !ok || h.Status.Provisioning.State != metal3.StateAvailable {
+		t.Fatalf("held back for capacity: %s, annotations %v; want available with the request kept", describe(h), h.Annotations)
+	}
+	fix.SetLatency(fixture.OpInspect, 0)
+	fix.SetCapacity(0)
+	waitHost(t, ns, "h", "re-inspected and annotation removed", func(h *metal3.BareMetalHost) bool {
+		_, ok := h.Annotations[metal3.InspectAnnotationPrefix]
+		return !ok && h.Status.Provisioning.State == metal3.StateAvailable && fix.Count(ns, "h", fixture.OpInspect) == 2
+	})
+}
+
+func noImageHost(ns, name string) *metal3.BareMetalHost {
+	h := newHost(ns, name).Build()
+	h.Spec.Image = nil
+	return h
+}
+
 // TestPreparingForRootDeviceHints: a root device hints change on an available host prepares it
 // again; the applied hints land in status.
 func TestPreparingForRootDeviceHints(t *testing.T) {

@@ -45,6 +45,7 @@ func (p *Provisioner) Inspect(ctx context.Context, host provisioner.Host, opts p
 			host.Namespace, host.Name, n.UUID, n.ProvisionState)
 	}
 	res, _ := p.result(d, n, host)
+	res.Started = res.Busy && (state(n) == nodes.Inspecting || state(n) == nodes.InspectWait)
 	return res, nil, nil
 }
 
@@ -65,7 +66,9 @@ func (p *Provisioner) startInspection(ctx context.Context, s *session, n *nodes.
 		return res, err
 	}
 	p.logger(ctx).Info("Starting hardware inspection", "node", n.UUID, "interface", iface)
-	return p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, p.long())
+	res, accepted, err := p.startState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetInspect}, p.long())
+	res.Started = accepted && err == nil
+	return res, err
 }
 
 // hardwareDetails reads the node's inventory; nil when Ironic has none.
