@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/statustext"
 )
 
 // Environment variables, named as metal3's default image provider reads them. Each has
@@ -115,7 +116,8 @@ func (im Images) Formats(arch string) []metal3.ImageFormat {
 	return out
 }
 
-// String lists what is configured (the startup log).
+// String lists what is configured (the startup log), credentials in the URLs (user:password@,
+// token parameters) redacted.
 func (im Images) String() string {
 	keys := make([]string, 0, len(im.env))
 	for k := range im.env {
@@ -124,7 +126,7 @@ func (im Images) String() string {
 	sort.Strings(keys)
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%s", k, im.env[k]))
+		parts = append(parts, fmt.Sprintf("%s=%s", k, statustext.Redact(im.env[k])))
 	}
 	return strings.Join(parts, " ")
 }

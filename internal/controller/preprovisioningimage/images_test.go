@@ -2,6 +2,7 @@ package preprovisioningimage
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
@@ -67,5 +68,13 @@ func TestImagesConfigured(t *testing.T) {
 	im := ImagesFromEnv([]string{"DEPLOY_ISO_URL=http://i/x.iso", "DEPLOY_RAMDISK_URL=http://i/r", "DEPLOY_KERNEL_URL=http://i/k"})
 	if got := im.Formats("x86_64"); !reflect.DeepEqual(got, []metal3.ImageFormat{metal3.ImageFormatISO, metal3.ImageFormatInitRD}) {
 		t.Errorf("formats %v", got)
+	}
+}
+
+// The startup log line lists the configured URLs without their credentials.
+func TestImagesStringRedactsCredentials(t *testing.T) {
+	got := ImagesFromEnv([]string{"DEPLOY_ISO_URL=https://user:s3cret@images.example/a.iso", "DEPLOY_KERNEL_URL=http://i/k?token=s3cret"}).String()
+	if strings.Contains(got, "s3cret") || !strings.Contains(got, "DEPLOY_ISO_URL=https://") || !strings.Contains(got, "images.example/a.iso") {
+		t.Errorf("String() = %q: want the URLs without credentials", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,6 +92,25 @@ func TestOpenISORefusesOtherISOs(t *testing.T) {
 	}
 	if _, err := OpenISO(p); err == nil || !strings.Contains(err.Error(), "not a CoreOS live ISO") {
 		t.Errorf("error %v", err)
+	}
+}
+
+// An aarch64 controller finds the x86_64 images beside its own (the architecture name has an
+// underscore), and takes no other underscored suffix for an architecture.
+func TestVariantsX86_64(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"agent.iso", "agent_x86_64.iso", "agent.x86_64.initramfs", "agent_old_2.iso"} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := variants(filepath.Join(dir, "agent.iso"), "aarch64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"aarch64": filepath.Join(dir, "agent.iso"), "x86_64": filepath.Join(dir, "agent_x86_64.iso")}
+	if !maps.Equal(got, want) {
+		t.Errorf("variants %v, want %v", got, want)
 	}
 }
 

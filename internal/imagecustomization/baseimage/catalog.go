@@ -114,7 +114,7 @@ func variants(path, hostArch string) (map[string]string, error) {
 		}
 		mid := strings.TrimSuffix(n, ext)
 		for _, sep := range []string{"_", "."} {
-			if arch, ok := strings.CutPrefix(mid, stem+sep); ok && arch != "" && !strings.ContainsAny(arch, "._") {
+			if arch, ok := strings.CutPrefix(mid, stem+sep); ok && archName(arch) {
 				if _, dup := out[arch]; !dup {
 					out[arch] = filepath.Join(dir, n)
 				}
@@ -122,6 +122,12 @@ func variants(path, hostArch string) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// archName tells an architecture from other suffixes ("agent.iso.bak", "agent_old_2.iso"): no
+// dot or underscore, except in x86_64.
+func archName(s string) bool {
+	return s == "x86_64" || (s != "" && !strings.ContainsAny(s, "._"))
 }
 
 // For returns the images for arch ("" means the host's), or nil.

@@ -32,6 +32,10 @@ type Store struct {
 	// Fresh: the work directory had no key, so every image built before (if any) is lost.
 	Fresh bool
 
+	// writes serialises the changes (Put, SetChecksum, Delete): each checks, writes its file and
+	// indexes as one step, so that a checksum arriving while an image is deleted or replaced
+	// cannot bring the old record back.
+	writes sync.Mutex
 	mu     sync.RWMutex
 	byUID  map[string]*Record
 	byName map[string]*Record
@@ -121,6 +125,12 @@ func (s *Store) Name(parts ...[]byte) string {
 
 // Put stores r (replacing the record of the same UID) on disk, then serves it.
 func (s *Store) Put(r *Record) error {
+	s.writes.Lock()
+	defer s.writes.Unlock()
+	return s.put(r)
+}
+
+func (s *Store) put(r *Record) error {
 	if err := r.Check(); err != nil {
 		return err
 	}
@@ -147,15 +157,15 @@ func (s *Store) index(r *Record) {
 
 // SetChecksum records the image's sha256 if the UID's record is still that image.
 func (s *Store) SetChecksum(uid, image, sum string) error {
-	s.mu.RLock()
-	cur := s.byUID[uid]
-	s.mu.RUnlock()
+	s.writes.Lock()
+	defer s.writes.Unlock()
+	cur := s.Get(uid)
 	if cur == nil || cur.Image != image {
 		return nil
 	}
 	r := *cur
 	r.SHA256 = sum
-	return s.Put(&r)
+	return s.put(&r)
 }
 
 // Get returns the record of a PreprovisioningImage, or nil. Callers must not change it.
@@ -174,6 +184,8 @@ func (s *Store) Lookup(image string) *Record {
 
 // Delete forgets a PreprovisioningImage's image: it is no longer served.
 func (s *Store) Delete(uid string) error {
+	s.writes.Lock()
+	defer s.writes.Unlock()
 	s.mu.Lock()
 	if r := s.byUID[uid]; r != nil {
 		if s.byName[r.Image] == r {

@@ -160,3 +160,33 @@ func TestStorePersistsAndNamesAreKeyed(t *testing.T) {
 		t.Error("without the key nothing old may be served and names must change")
 	}
 }
+
+// A checksum that arrives while its image is deleted never brings the record back: once Delete
+// returned, the image is neither served nor on disk, whatever the order the two ran in.
+func TestChecksumRacingDelete(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		r := &Record{UID: "uid-1", Namespace: "ns", Name: "host-0", Image: s.Name([]byte{byte(i)}) + ".iso", Base: "/b", BaseSize: 10, Size: 10, PatchOffset: 2, PatchLength: 4, Patch: []byte("ab")}
+		if err := s.Put(r); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error)
+		go func() { done <- s.SetChecksum(r.UID, r.Image, "sum") }()
+		if err := s.Delete(r.UID); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if s.Get(r.UID) != nil || s.Lookup(r.Image) != nil {
+			t.Fatalf("iteration %d: a deleted image is served again after a racing checksum", i)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "images", "uid-1.json")); err == nil {
+			t.Fatalf("iteration %d: a deleted image's record is back on disk after a racing checksum", i)
+		}
+	}
+}
