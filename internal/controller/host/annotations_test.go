@@ -55,6 +55,29 @@ func TestDetachAndReattach(t *testing.T) {
 	waitEvent(t, ns, "h", reasonAttached)
 }
 
+// TestFailedDetachWithdrawn: a detach that fails shows a detach error; removing the annotation
+// withdraws the request and clears the error, the host stays attached and provisioned.
+func TestFailedDetachWithdrawn(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	op := startOperator(t, ns, fix, func(c *Config) { c.Backoff = func(int) time.Duration { return time.Hour } })
+	createHost(t, newHost(ns, "h").Build())
+	waitState(t, ns, "h", metal3.StateProvisioned)
+	fix.FailNext(fixture.OpDetach, 100)
+	annotate(t, ns, "h", metal3.DetachedAnnotation, "")
+	waitHost(t, ns, "h", "detach error", func(h *metal3.BareMetalHost) bool { return h.Status.ErrorType == metal3.DetachError })
+	rv := unannotate(t, ns, "h", metal3.DetachedAnnotation)
+	op.waitSeen(t, ns, "h", rv, 1)
+	h := waitHost(t, ns, "h", "error cleared", func(h *metal3.BareMetalHost) bool { return h.Status.ErrorType == "" })
+	if h.Status.OperationalStatus != metal3.OperationalStatusOK || h.Status.Provisioning.State != metal3.StateProvisioned {
+		t.Fatalf("after withdrawing a failed detach: %s", describe(h))
+	}
+	if _, ok := fix.Node(ns, "h"); !ok {
+		t.Fatal("the node is gone although the detach failed")
+	}
+}
+
 // TestDetachNeedsForceOutsideSteadyStates: a detached annotation on an inspecting host waits for
 // a steady state unless it says force.
 func TestDetachNeedsForceOutsideSteadyStates(t *testing.T) {

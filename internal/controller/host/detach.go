@@ -19,6 +19,9 @@ func (s *hostScope) checkDetached() (outcome, bool) {
 		if s.detached() {
 			s.needsRegistration = true
 		}
+		// A detach that failed is no longer asked for: its error would stay until the next state
+		// change (and make the next power off hard).
+		s.clearErrorOf(metal3.DetachError)
 		return outcome{}, false
 	}
 	const waiting = "the detached annotation to be removed"

@@ -121,7 +121,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	ppi := &metal3.PreprovisioningImage{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ppi); apierrors.IsNotFound(err) {
 		r.written.Forget(req.NamespacedName)
-		return ctrl.Result{}, nil
+		// Gone without our finalizer's step (removed by hand): its image is not served any more.
+		return ctrl.Result{}, r.Builder.DiscardNamed(req.Namespace, req.Name)
 	} else if err != nil {
 		return ctrl.Result{}, fmt.Errorf("reading preprovisioning image %s: %w", req.NamespacedName, err)
 	}

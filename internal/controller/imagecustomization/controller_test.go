@@ -342,6 +342,27 @@ func TestDeletion(t *testing.T) {
 	}
 }
 
+// An image whose object went without ICC's finalizer step (every finalizer removed by hand while
+// another held the deleted object) is not served any more either.
+func TestDeletedWithoutFinalizerStep(t *testing.T) {
+	ns := env.Namespace(t)
+	startICC(t, ns)
+	ppi := newPPI(ns, "host-0")
+	ppi.Finalizers = []string{metal3.HostPreprovisioningImageFinalizer}
+	create(t, ppi)
+	p := waitReady(t, ns, "host-0")
+	must(t, env.Client.Delete(context.Background(), p))
+	p = get(t, ns, "host-0")
+	if code, _ := download(t, p.Status.ImageURL); code != http.StatusOK {
+		t.Fatalf("the image must stay while the host holds it: %d", code)
+	}
+	update(t, p, func() { p.Finalizers = nil })
+	poll.Until(t, "the image no longer served", func() (bool, string) {
+		code, _ := download(t, p.Status.ImageURL)
+		return code == http.StatusNotFound, "HTTP " + strconv.Itoa(code)
+	})
+}
+
 // A large ISO's checksum comes from the background worker: the annotation appears afterwards.
 func TestBackgroundChecksum(t *testing.T) {
 	ns := env.Namespace(t)

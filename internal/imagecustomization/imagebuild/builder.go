@@ -225,6 +225,19 @@ func (b *Builder) Current(uid string) *imagestore.Record {
 // Discard stops serving a PreprovisioningImage's image.
 func (b *Builder) Discard(uid string) error { return b.cfg.Store.Delete(uid) }
 
+// DiscardNamed discards the images of the PreprovisioningImage namespace/name, whatever its UID
+// (the object is gone, so none of them is its current one).
+func (b *Builder) DiscardNamed(namespace, name string) error {
+	for _, r := range b.cfg.Store.All() {
+		if r.Namespace == namespace && r.Name == name {
+			if err := b.cfg.Store.Delete(r.UID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Start computes the checksums left to do in the background until ctx ends (a manager
 // Runnable).
 func (b *Builder) Start(ctx context.Context) error {
