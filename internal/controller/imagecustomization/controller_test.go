@@ -321,15 +321,7 @@ func TestConfigurationErrors(t *testing.T) {
 func TestDeletion(t *testing.T) {
 	ns := env.Namespace(t)
 	startICC(t, ns)
-	ppi := newPPI(ns, "host-0")
-	ppi.Finalizers = []string{metal3.HostPreprovisioningImageFinalizer}
-	create(t, ppi)
-	p := waitReady(t, ns, "host-0")
-	must(t, env.Client.Delete(context.Background(), p))
-	p = get(t, ns, "host-0")
-	if code, _ := download(t, p.Status.ImageURL); code != 200 || !slices.Contains(p.Finalizers, metal3.PreprovisioningImageFinalizer) {
-		t.Fatalf("the image must stay while the host holds it: %d, %v", code, p.Finalizers)
-	}
+	p := deletedWhileHeld(t, ns, "host-0")
 	update(t, p, func() {
 		p.Finalizers = slices.DeleteFunc(p.Finalizers, func(f string) bool { return f == metal3.HostPreprovisioningImageFinalizer })
 	})
@@ -342,20 +334,28 @@ func TestDeletion(t *testing.T) {
 	}
 }
 
+// deletedWhileHeld builds an image held by the host's finalizer, deletes it, and checks that it is
+// still served, with ICC's finalizer on it.
+func deletedWhileHeld(t *testing.T, ns, name string) *metal3.PreprovisioningImage {
+	t.Helper()
+	ppi := newPPI(ns, name)
+	ppi.Finalizers = []string{metal3.HostPreprovisioningImageFinalizer}
+	create(t, ppi)
+	p := waitReady(t, ns, name)
+	must(t, env.Client.Delete(context.Background(), p))
+	p = get(t, ns, name)
+	if code, _ := download(t, p.Status.ImageURL); code != http.StatusOK || !slices.Contains(p.Finalizers, metal3.PreprovisioningImageFinalizer) {
+		t.Fatalf("the image must stay while the host holds it: %d, %v", code, p.Finalizers)
+	}
+	return p
+}
+
 // An image whose object went without ICC's finalizer step (every finalizer removed by hand while
 // another held the deleted object) is not served any more either.
 func TestDeletedWithoutFinalizerStep(t *testing.T) {
 	ns := env.Namespace(t)
 	startICC(t, ns)
-	ppi := newPPI(ns, "host-0")
-	ppi.Finalizers = []string{metal3.HostPreprovisioningImageFinalizer}
-	create(t, ppi)
-	p := waitReady(t, ns, "host-0")
-	must(t, env.Client.Delete(context.Background(), p))
-	p = get(t, ns, "host-0")
-	if code, _ := download(t, p.Status.ImageURL); code != http.StatusOK {
-		t.Fatalf("the image must stay while the host holds it: %d", code)
-	}
+	p := deletedWhileHeld(t, ns, "host-0")
 	update(t, p, func() { p.Finalizers = nil })
 	poll.Until(t, "the image no longer served", func() (bool, string) {
 		code, _ := download(t, p.Status.ImageURL)
