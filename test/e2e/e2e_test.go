@@ -173,8 +173,11 @@ func (s *suite) reinspect(t *testing.T, ns, name, server string) {
 		return !requested && h.Status.Provisioning.State == metal3.StateAvailable && !op.Start.Time.Before(asked.Truncate(time.Second)) && !op.End.IsZero()
 	})
 	wantOperation(t, h, "inspect", h.Status.OperationHistory.Inspect, asked)
-	if n := s.node(t, h.Status.Provisioning.ID); n == nil || n.InspectionFinishedAt == nil || n.InspectionFinishedAt.Before(asked) {
-		t.Errorf("%s: re-inspection asked for at %s, but Ironic's node has no inspection since: %+v", name, asked.UTC().Format(time.RFC3339), n)
+	if n := s.node(t, h.Status.Provisioning.ID); n == nil {
+		t.Errorf("%s: no Ironic node %s after re-inspection", name, h.Status.Provisioning.ID)
+	} else if n.InspectionFinishedAt == nil || n.InspectionFinishedAt.Before(asked) {
+		t.Errorf("%s: re-inspection asked for at %s, but Ironic's node (%s) last finished an inspection at %v",
+			name, asked.UTC().Format(time.RFC3339), n.ProvisionState, n.InspectionFinishedAt)
 	}
 	s.checkHardware(t, ns, name, server)
 }
