@@ -122,6 +122,11 @@ func (b *Builder) prepare(arch string, set *baseimage.Set) error {
 	}
 	if set.Initrd != nil {
 		b.validIDs[set.Initrd.Path] = set.Initrd.ID()
+		if b.rootfsURL[arch] == "" {
+			// A CoreOS live initramfs finds its root filesystem only at coreos.live.rootfs_url:
+			// without one every initrd image would fail to boot.
+			return fmt.Errorf("initrd images need the live root filesystem: %s has no ISO beside it with one, and no IRONIC_ROOTFS_URL is set", set.Initrd.Path)
+		}
 	}
 	if set.ISO == nil {
 		return nil

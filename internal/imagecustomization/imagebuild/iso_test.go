@@ -12,8 +12,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr/testr"
+
 	"github.com/metalforge/metalforge/internal/bmcsim/agent"
+	"github.com/metalforge/metalforge/internal/bmcsim/agent/deployimage"
 	"github.com/metalforge/metalforge/internal/imagecustomization/baseimage"
+	"github.com/metalforge/metalforge/internal/imagecustomization/ignition"
+	"github.com/metalforge/metalforge/internal/imagecustomization/imagestore"
 )
 
 // unpackArea decompresses an embed area or appended archive with Debian's gzip and cpio: it
@@ -174,6 +179,29 @@ func TestInitrd(t *testing.T) {
 	}
 	if rec.SHA256 != sum(got) {
 		t.Error("initrd checksum")
+	}
+}
+
+// An initramfs without a root filesystem to point at (no ISO beside it, no IRONIC_ROOTFS_URL)
+// would build images that cannot boot: the builder refuses it at start, naming what is missing;
+// with IRONIC_ROOTFS_URL it starts and the images point there.
+func TestInitrdNeedsRootfs(t *testing.T) {
+	dir := t.TempDir()
+	paths := baseimage.Paths{Initrd: filepath.Join(dir, "agent.initramfs"), Kernel: filepath.Join(dir, "agent.kernel")}
+	must(t, os.WriteFile(paths.Initrd, deployimage.LiveInitramfs(), 0o644))
+	must(t, os.WriteFile(paths.Kernel, deployimage.Kernel(), 0o644))
+	cat, err := baseimage.Load(paths)
+	must(t, err)
+	store, err := imagestore.Open(filepath.Join(dir, "work"))
+	must(t, err)
+	cfg := Config{Catalog: cat, Store: store, PublishURL: "http://192.0.2.1:8084", Log: testr.New(t),
+		Agent: ignition.AgentConfig{IronicURLs: []string{"http://192.0.2.2:6385"}, AgentImage: "quay.io/metal3-io/ironic-agent"}}
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "IRONIC_ROOTFS_URL") || !strings.Contains(err.Error(), paths.Initrd) {
+		t.Fatalf("New without a root filesystem: %v, want an error naming the initramfs and IRONIC_ROOTFS_URL", err)
+	}
+	cfg.RootfsURL = "http://images.example/rootfs.img"
+	if _, err := New(cfg); err != nil {
+		t.Fatalf("New with IRONIC_ROOTFS_URL: %v", err)
 	}
 }
 
