@@ -78,6 +78,33 @@ func TestProvisioningRetryWaitsForItsBackoff(t *testing.T) {
 	}
 }
 
+// TestCleaningRetryWaitsForItsBackoff: failed cleaning (deprovisioning) is not started again,
+// rebooting the server, by reconciles within its backoff; a spec change retries it at once.
+func TestCleaningRetryWaitsForItsBackoff(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	op := startOperator(t, ns, fix, func(c *Config) { c.Backoff = func(int) time.Duration { return time.Hour } })
+	createHost(t, newHost(ns, "h").Build())
+	waitState(t, ns, "h", metal3.StateProvisioned)
+	fix.FailNextFor(ns, "h", fixture.OpDeprovision, 1)
+	update(t, getHost(t, ns, "h"), func(h *metal3.BareMetalHost) { h.Spec.Image = nil })
+	waitHost(t, ns, "h", "cleaning failed", func(h *metal3.BareMetalHost) bool {
+		return h.Status.ErrorType == metal3.ProvisioningError && h.Status.Provisioning.State == metal3.StateDeprovisioning
+	})
+	for i := range 3 {
+		op.waitSeen(t, ns, "h", annotate(t, ns, "h", "touch", fmt.Sprint(i)), 1)
+	}
+	if n := fix.Count(ns, "h", fixture.OpDeprovision); n != 1 {
+		t.Fatalf("cleaning started %d times within its backoff, want 1", n)
+	}
+	update(t, getHost(t, ns, "h"), func(h *metal3.BareMetalHost) { h.Spec.Online = !h.Spec.Online })
+	h := waitState(t, ns, "h", metal3.StateAvailable)
+	if h.Status.ErrorType != "" || fix.Count(ns, "h", fixture.OpDeprovision) != 2 {
+		t.Fatalf("after a spec change: %s, cleaning started %d times", describe(h), fix.Count(ns, "h", fixture.OpDeprovision))
+	}
+}
+
 // TestProvisioningBackoffGrowsAcrossAttempts: each failed deployment of an image is cleaned up
 // (deprovisioning, which ends with errorCount 0) before the next; the backoff still grows with
 // the attempts that failed before (provisioningFailCount), not restarting at its first step.

@@ -190,6 +190,9 @@ func (s *hostScope) steadyState() outcome {
 }
 
 func handleDeprovisioning(s *hostScope) outcome {
+	if out, wait := s.backingOff(metal3.ProvisioningError); wait {
+		return out // failed cleaning is not restarted (rebooting the server) before its backoff
+	}
 	res, err := s.prov.Deprovision(s.ctx, s.provHost(), s.restartOnFailure(metal3.ProvisioningError))
 	if err != nil {
 		return s.provError(err, "deprovisioning")
