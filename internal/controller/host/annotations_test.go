@@ -59,11 +59,7 @@ func TestDetachAndReattach(t *testing.T) {
 // withdraws the request and clears the error, the host stays attached and provisioned.
 func TestFailedDetachWithdrawn(t *testing.T) {
 	t.Parallel()
-	ns := env.Namespace(t)
-	fix := fixture.New(fixture.Config{})
-	op := startOperator(t, ns, fix, func(c *Config) { c.Backoff = func(int) time.Duration { return time.Hour } })
-	createHost(t, newHost(ns, "h").Build())
-	waitState(t, ns, "h", metal3.StateProvisioned)
+	ns, fix, op := provisionedWithHourBackoff(t)
 	fix.FailNext(fixture.OpDetach, 100)
 	annotate(t, ns, "h", metal3.DetachedAnnotation, "")
 	waitHost(t, ns, "h", "detach error", func(h *metal3.BareMetalHost) bool { return h.Status.ErrorType == metal3.DetachError })

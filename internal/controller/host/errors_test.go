@@ -82,11 +82,7 @@ func TestProvisioningRetryWaitsForItsBackoff(t *testing.T) {
 // rebooting the server, by reconciles within its backoff; a spec change retries it at once.
 func TestCleaningRetryWaitsForItsBackoff(t *testing.T) {
 	t.Parallel()
-	ns := env.Namespace(t)
-	fix := fixture.New(fixture.Config{})
-	op := startOperator(t, ns, fix, func(c *Config) { c.Backoff = func(int) time.Duration { return time.Hour } })
-	createHost(t, newHost(ns, "h").Build())
-	waitState(t, ns, "h", metal3.StateProvisioned)
+	ns, fix, op := provisionedWithHourBackoff(t)
 	fix.FailNextFor(ns, "h", fixture.OpDeprovision, 1)
 	update(t, getHost(t, ns, "h"), func(h *metal3.BareMetalHost) { h.Spec.Image = nil })
 	waitHost(t, ns, "h", "cleaning failed", func(h *metal3.BareMetalHost) bool {
@@ -103,6 +99,18 @@ func TestCleaningRetryWaitsForItsBackoff(t *testing.T) {
 	if h.Status.ErrorType != "" || fix.Count(ns, "h", fixture.OpDeprovision) != 2 {
 		t.Fatalf("after a spec change: %s, cleaning started %d times", describe(h), fix.Count(ns, "h", fixture.OpDeprovision))
 	}
+}
+
+// provisionedWithHourBackoff starts an operator whose failed operations wait an hour before a
+// retry, with one provisioned host "h".
+func provisionedWithHourBackoff(t *testing.T) (string, *fixture.Fixture, *operator) {
+	t.Helper()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	op := startOperator(t, ns, fix, func(c *Config) { c.Backoff = func(int) time.Duration { return time.Hour } })
+	createHost(t, newHost(ns, "h").Build())
+	waitState(t, ns, "h", metal3.StateProvisioned)
+	return ns, fix, op
 }
 
 // TestProvisioningBackoffGrowsAcrossAttempts: each failed deployment of an image is cleaned up
