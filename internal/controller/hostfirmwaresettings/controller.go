@@ -126,9 +126,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		if err != nil {
 			return companion.ProvisionerError(ctx, err, "reading the firmware settings of host "+req.String())
 		}
-		if exists && hfs.Status.Settings != nil && companion.Applying(host) {
+		if exists && hfs.Status.LastUpdated != nil && companion.Applying(host) {
 			// Keep the settings as they were until the host's preparing or servicing ends (it
-			// wakes this controller): a spec edit is still judged, against them.
+			// wakes this controller): a spec edit is still judged, against them. Only settings
+			// read from the provisioner (lastUpdated): an object created before its host has an
+			// empty list, which is no reading.
 			settings = hfs.Status.Settings
 		}
 		published := publishedSchema(schema)
@@ -167,10 +169,11 @@ func (r *Reconciler) noHost(ctx context.Context, obj client.Object) error {
 	p := patch.NewHelper(r.Client, hfs, &r.written)
 	list := companion.NoHost(&hfs.Status.Conditions, "HostFirmwareSettings", string(metal3.FirmwareSettingsValid),
 		metal3.FirmwareConfigurationErrorReason, hfs, r.now())
-	if hfs.Status.Settings == nil {
-		hfs.Status.Settings = metal3.SettingsMap{} // required: the first write carries the whole status
-	}
-	if _, err := p.PatchStatus(ctx, hfs, patch.Replacing(hfs.Status.LastUpdated == nil)); err != nil {
+	// No host, no reading: settings of a host gone before must not be taken for the next one of
+	// that name. (Settings are required: a replacing write carries the whole status.)
+	replacing := hfs.Status.LastUpdated == nil
+	hfs.Status.Settings, hfs.Status.LastUpdated, hfs.Status.FirmwareSchema = metal3.SettingsMap{}, nil, nil
+	if _, err := p.PatchStatus(ctx, hfs, patch.Replacing(replacing)); err != nil {
 		return err
 	}
 	list.Emit(r.Recorder, hfs)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
 	"github.com/metalforge/metalforge/internal/test/companiontest"
 )
@@ -86,5 +87,46 @@ func TestSettingsWithoutHost(t *testing.T) {
 	}
 	if n := companiontest.Count(companiontest.Events(t, env.Client, ns, "HostFirmwareSettings", "owned"), "HostNotFound"); n != 0 {
 		t.Errorf("%d HostNotFound events for a deleted host's own settings", n)
+	}
+}
+
+// TestSettingsBeforeHostThatPreparesAtOnce: HostFirmwareSettings created before their host, whose
+// host is first seen registered while it prepares (inspection disabled: registering goes straight
+// to preparing), are judged against the settings read from the provisioner, not against the empty
+// list the object had while it had no host (which said "no firmware settings" and let the host
+// prepare without the change).
+func TestSettingsBeforeHostThatPreparesAtOnce(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, env.Config, ns, fix)
+	const name = "early"
+	hfs := &metal3.HostFirmwareSettings{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: metal3.HostFirmwareSettingsSpec{Settings: metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")}}}
+	if err := env.Client.Create(context.Background(), hfs); err != nil {
+		t.Fatal(err)
+	}
+	waitHFS(t, ns, name, "marked as having no host", func(hfs *metal3.HostFirmwareSettings) bool {
+		return condition(hfs, metal3.FirmwareSettingsValid).Reason == "ConfigurationError"
+	})
+	h := companiontest.NewHost(t, env.Client, nil, ns, name)
+	_, id, err := fix.Register(context.Background(), provisioner.Host{Namespace: ns, Name: name, BMCAddress: h.Spec.BMC.Address}, provisioner.RegisterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setHostStatus(t, h, func(st *metal3.BareMetalHostStatus) {
+		st.Provisioning.ID, st.Provisioning.State, st.OperationalStatus = id, metal3.StatePreparing, metal3.OperationalStatusOK
+	})
+	got := waitHFS(t, ns, name, "read for the preparing host", func(hfs *metal3.HostFirmwareSettings) bool {
+		return current(hfs) && hfs.Status.LastUpdated != nil
+	})
+	if got.Status.Settings["ProcTurboMode"] != "Enabled" {
+		t.Errorf("settings %v, want the host's as the provisioner reports them (ProcTurboMode Enabled)", got.Status.Settings)
+	}
+	if c := condition(got, metal3.FirmwareSettingsValid); c.Status != metav1.ConditionTrue {
+		t.Errorf("Valid %+v, want True", c)
+	}
+	if c := condition(got, metal3.FirmwareSettingsChangeDetected); c.Status != metav1.ConditionTrue {
+		t.Errorf("ChangeDetected %+v, want True (ProcTurboMode differs)", c)
 	}
 }
