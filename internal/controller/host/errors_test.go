@@ -101,6 +101,54 @@ func TestCleaningRetryWaitsForItsBackoff(t *testing.T) {
 	}
 }
 
+// TestRetriedFailureReportedAgain: with a provisioner whose operations fail some time after they
+// start (as Ironic's do), a failed operation retried after its backoff that fails again is
+// reported again (errorCount 2, a longer backoff), not started over at once by every later
+// reconcile until it succeeds, rebooting the server each time unseen. For preparation, cleaning
+// and inspection alike.
+func TestRetriedFailureReportedAgain(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		op      fixture.Op
+		errType metal3.ErrorType
+		host    func(ns string) *metal3.BareMetalHost
+		then    func(t *testing.T, ns string)
+		final   metal3.ProvisioningState
+	}{
+		{fixture.OpPrepare, metal3.PreparationError, withHints, nil, metal3.StateAvailable},
+		{fixture.OpInspect, metal3.InspectionError, noImage, nil, metal3.StateAvailable},
+		{fixture.OpDeprovision, metal3.ProvisioningError, withImage, func(t *testing.T, ns string) {
+			t.Helper()
+			update(t, getHost(t, ns, "h"), func(h *metal3.BareMetalHost) { h.Spec.Image = nil })
+		}, metal3.StateAvailable},
+	} {
+		t.Run(string(tc.op), func(t *testing.T) {
+			t.Parallel()
+			ns := env.Namespace(t)
+			fix := fixture.New(fixture.Config{LateFailures: true, PollInterval: 20 * time.Millisecond})
+			fix.SetLatency(tc.op, 100*time.Millisecond)
+			var backoffs backoffRecorder
+			startOperator(t, ns, fix, backoffs.record)
+			if tc.then != nil {
+				createHost(t, tc.host(ns))
+				waitState(t, ns, "h", metal3.StateProvisioned)
+				fix.FailNextFor(ns, "h", tc.op, 3)
+				tc.then(t, ns)
+			} else {
+				fix.FailNextFor(ns, "h", tc.op, 3)
+				createHost(t, tc.host(ns))
+			}
+			waitState(t, ns, "h", tc.final)
+			if asked, want := backoffs.asked(), []int{1, 2, 3}; !slices.Equal(asked, want) {
+				t.Errorf("backoff asked for failures %v, want %v (each failure reported, once)", asked, want)
+			}
+			if n := fix.Count(ns, "h", tc.op); n != 4 {
+				t.Errorf("%s started %d times, want 4 (three failures, one success)", tc.op, n)
+			}
+		})
+	}
+}
+
 // provisionedWithHourBackoff starts an operator whose failed operations wait an hour before a
 // retry, with one provisioned host "h".
 func provisionedWithHourBackoff(t *testing.T) (string, *fixture.Fixture, *operator) {
@@ -121,22 +169,11 @@ func TestProvisioningBackoffGrowsAcrossAttempts(t *testing.T) {
 	ns := env.Namespace(t)
 	fix := fixture.New(fixture.Config{})
 	fix.FailNextFor(ns, "h", fixture.OpProvision, 3)
-	var mu sync.Mutex
-	var asked []int
-	startOperator(t, ns, fix, func(c *Config) {
-		short := c.Backoff
-		c.Backoff = func(n int) time.Duration {
-			mu.Lock()
-			defer mu.Unlock()
-			asked = append(asked, n)
-			return short(n)
-		}
-	})
+	var backoffs backoffRecorder
+	startOperator(t, ns, fix, backoffs.record)
 	createHost(t, newHost(ns, "h").Build())
 	waitState(t, ns, "h", metal3.StateProvisioned)
-	mu.Lock()
-	defer mu.Unlock()
-	if want := []int{1, 2, 3}; !slices.Equal(asked, want) {
+	if asked, want := backoffs.asked(), []int{1, 2, 3}; !slices.Equal(asked, want) {
 		t.Errorf("backoff asked for failures %v, want %v", asked, want)
 	}
 }
@@ -576,4 +613,27 @@ func TestCapacityDelaysHosts(t *testing.T) {
 	if c := condition(h, metal3.ProgressingCondition); c == nil || c.Status != metav1.ConditionFalse {
 		t.Fatalf("Progressing of an available host: %+v", c)
 	}
+}
+
+// backoffRecorder records the failure counts the operator asks the backoff for (its record tunes
+// a Config; the delays stay the test's short ones).
+type backoffRecorder struct {
+	mu sync.Mutex
+	ns []int
+}
+
+func (b *backoffRecorder) record(c *Config) {
+	short := c.Backoff
+	c.Backoff = func(n int) time.Duration {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.ns = append(b.ns, n)
+		return short(n)
+	}
+}
+
+func (b *backoffRecorder) asked() []int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.ns)
 }

@@ -28,6 +28,7 @@ func handleInspecting(s *hostScope) outcome {
 	if err != nil {
 		return s.provError(err, "inspecting")
 	}
+	s.retryUnderWay(metal3.InspectionError, opts.RestartOnFailure, res)
 	if requested && (res.Started || !res.Busy) {
 		s.removeAnnotation(metal3.InspectAnnotationPrefix) // a failure is not asked for again
 		if res.Started {
@@ -61,10 +62,12 @@ func handlePreparing(s *hostScope) outcome {
 		return out
 	}
 	data := s.prepareData()
-	res, err := s.prov.Prepare(s.ctx, s.provHost(), data, s.restartOnFailure(metal3.PreparationError))
+	retried := s.restartOnFailure(metal3.PreparationError)
+	res, err := s.prov.Prepare(s.ctx, s.provHost(), data, retried)
 	if err != nil {
 		return s.provError(err, "preparing")
 	}
+	s.retryUnderWay(metal3.PreparationError, retried, res)
 	if out, done := s.follow(res, metal3.PreparationError, "the provisioner to apply RAID, root device hints and firmware changes"); !done {
 		return out
 	}

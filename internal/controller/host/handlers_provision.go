@@ -175,10 +175,12 @@ func handleExternallyProvisioned(s *hostScope) outcome {
 // steadyState adopts the host (a no-op unless the provisioner lost it) and manages its power.
 func (s *hostScope) steadyState() outcome {
 	errType := metal3.ProvisionedRegistrationError
-	res, err := s.prov.Adopt(s.ctx, s.provHost(), s.provisionData(), s.restartOnFailure(errType))
+	retried := s.restartOnFailure(errType)
+	res, err := s.prov.Adopt(s.ctx, s.provHost(), s.provisionData(), retried)
 	if err != nil {
 		return s.provError(err, "adopting")
 	}
+	s.retryUnderWay(errType, retried, res)
 	if out, done := s.follow(res, errType, "the provisioner to adopt the host"); !done {
 		return out
 	}
@@ -193,10 +195,12 @@ func handleDeprovisioning(s *hostScope) outcome {
 	if out, wait := s.backingOff(metal3.ProvisioningError); wait {
 		return out // failed cleaning is not restarted (rebooting the server) before its backoff
 	}
-	res, err := s.prov.Deprovision(s.ctx, s.provHost(), s.restartOnFailure(metal3.ProvisioningError))
+	retried := s.restartOnFailure(metal3.ProvisioningError)
+	res, err := s.prov.Deprovision(s.ctx, s.provHost(), retried)
 	if err != nil {
 		return s.provError(err, "deprovisioning")
 	}
+	s.retryUnderWay(metal3.ProvisioningError, retried, res)
 	if res.Failed() {
 		out := s.fail(metal3.ProvisioningError, res.ErrorMessage)
 		if s.deleting() && s.host.Status.ErrorCount > maxDeleteErrors {

@@ -167,6 +167,23 @@ func (s *hostScope) provHost() provisioner.Host {
 // than report the old failure.
 func (s *hostScope) restartOnFailure(t metal3.ErrorType) bool { return s.host.Status.ErrorType == t }
 
+// retryUnderWay is told the answer of a call that retried the reported failure of type t
+// (restartOnFailure): busy, the retry runs, and that failure is no longer current. Its type and
+// message go (errorCount stays: the next failure's backoff is longer), so that the next call
+// reports a new failure instead of retrying it at once; the engine fails some time after it
+// starts, and every later reconcile restarted the operation, rebooting the server each time,
+// with the first failure shown all along.
+func (s *hostScope) retryUnderWay(t metal3.ErrorType, retried bool, res provisioner.Result) {
+	st := &s.host.Status
+	if !retried || !res.Busy || st.ErrorType != t {
+		return
+	}
+	st.ErrorType, st.ErrorMessage = "", ""
+	if st.OperationalStatus == metal3.OperationalStatusError {
+		st.OperationalStatus = metal3.OperationalStatusOK
+	}
+}
+
 // clearError forgets the last error after a success.
 func (s *hostScope) clearError() {
 	st := &s.host.Status
