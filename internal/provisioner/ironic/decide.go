@@ -330,6 +330,14 @@ func decideServicing(n *nodes.Node, hasSteps, finished, sameRequest, retry, stal
 	return do(actUnexpected)
 }
 
+// provisionStateChanging: Ironic is moving the node to target_provision_state. A failed state
+// keeps its target (Ironic clears it only in stable states) although nothing moves until someone
+// asks: power changes are taken there, and waiting for the target would wait for ever (a host
+// deleted after a failed inspection or cleaning was never powered off).
+func provisionStateChanging(n *nodes.Node) bool {
+	return n.TargetProvisionState != "" && !failedStates[state(n)] // history.go
+}
+
 // decidePowerOn: last is the power change this provisioner asked for last ("" when none): asked,
 // not pending, not on, and Ironic recorded an error means the power on failed.
 func decidePowerOn(n *nodes.Node, last string, force bool) decision {
@@ -340,7 +348,7 @@ func decidePowerOn(n *nodes.Node, last string, force bool) decision {
 		return do(actWaitShort)
 	case last == powerOn && n.LastError != "" && !force:
 		return fail("Power on failed", n)
-	case n.TargetProvisionState != "":
+	case provisionStateChanging(n):
 		return do(actWaitShort) // Ironic refuses power changes during a provision state change
 	}
 	return do(actPowerOn)
@@ -358,7 +366,7 @@ func decidePowerOff(n *nodes.Node, mode metal3.RebootMode, last string, force bo
 		return decision{act: actFail, msg: "power off is disabled for this host (spec.disablePowerOff)"}
 	case last == powerOff && n.LastError != "" && !force:
 		return fail("Power off failed", n)
-	case n.TargetProvisionState != "":
+	case provisionStateChanging(n):
 		return do(actWaitShort)
 	case last == softPowerOff || mode == metal3.RebootModeHard || force:
 		return do(actPowerOff)
@@ -380,7 +388,7 @@ func decideReboot(n *nodes.Node, mode metal3.RebootMode, last string) decision {
 		return fail("Reboot failed", n)
 	case asked:
 		return do(actDone)
-	case n.TargetProvisionState != "":
+	case provisionStateChanging(n):
 		return do(actWaitShort) // Ironic refuses power changes during a provision state change
 	case mode == metal3.RebootModeSoft && n.PowerState == powerOn:
 		return do(actSoftReboot)

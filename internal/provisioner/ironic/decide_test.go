@@ -237,7 +237,10 @@ func TestDecidePower(t *testing.T) {
 		"off: soft did not take":     {got: decidePowerOff(node(nodes.Active, power(powerOn, ""), lastError("timeout")), soft, softPowerOff, false), want: actPowerOff},
 		"off: pending soft":          {got: decidePowerOff(node(nodes.Active, power(powerOn, softPowerOff)), soft, softPowerOff, false), want: actWaitShort},
 		"off: hard failed":           {got: decidePowerOff(node(nodes.Active, power(powerOn, ""), lastError("bmc")), hard, powerOff, false), want: actFail, wantMsg: "Power off failed: bmc"},
-		"off: disabled":              {got: decidePowerOff(node(nodes.Active, power(powerOn, ""), func(n *nodes.Node) { n.DisablePowerOff = true }), hard, "", false), want: actFail, wantMsg: "disablePowerOff"},
+		// A failed state keeps its target, and Ironic takes power changes there.
+		"off: inspect failed keeps its target": {got: decidePowerOff(node(nodes.InspectFail, power(powerOn, ""), target("manageable")), hard, "", false), want: actPowerOff},
+		"on: clean failed keeps its target":    {got: decidePowerOn(node(nodes.CleanFail, power(powerOff, ""), target("available")), "", false), want: actPowerOn},
+		"off: disabled":                        {got: decidePowerOff(node(nodes.Active, power(powerOn, ""), func(n *nodes.Node) { n.DisablePowerOff = true }), hard, "", false), want: actFail, wantMsg: "disablePowerOff"},
 	})
 }
 
@@ -247,18 +250,19 @@ func TestDecideReboot(t *testing.T) {
 	soft, hard := metal3.RebootModeSoft, metal3.RebootModeHard
 	disabled := func(n *nodes.Node) { n.DisablePowerOff = true }
 	checkDecisions(t, map[string]decideCase{
-		"soft from on":                {got: decideReboot(node(nodes.Active, power(powerOn, "")), soft, ""), want: actSoftReboot},
-		"hard from on":                {got: decideReboot(node(nodes.Active, power(powerOn, "")), hard, ""), want: actReboot},
-		"soft from off is hard":       {got: decideReboot(node(nodes.Active, power(powerOff, "")), soft, ""), want: actReboot},
-		"power off disabled":          {got: decideReboot(node(nodes.Active, power(powerOn, ""), disabled), soft, ""), want: actSoftReboot},
-		"another power change":        {got: decideReboot(node(nodes.Active, power(powerOn, powerOff)), hard, ""), want: actWaitShort},
-		"provision state change":      {got: decideReboot(node(nodes.Deploying, power(powerOn, ""), target("active")), hard, ""), want: actWaitShort},
-		"asked, running":              {got: decideReboot(node(nodes.Active, power(powerOn, powerOn)), hard, rebooting), want: actWaitShort},
-		"asked, done":                 {got: decideReboot(node(nodes.Active, power(powerOn, "")), hard, rebooting), want: actDone},
-		"asked soft, done":            {got: decideReboot(node(nodes.Active, power(powerOn, ""), disabled), soft, softRebooting), want: actDone},
-		"asked, failed":               {got: decideReboot(node(nodes.Active, power(powerOn, ""), lastError("bmc")), hard, rebooting), want: actFail, wantMsg: "Reboot failed: bmc"},
-		"old error, not ours":         {got: decideReboot(node(nodes.Active, power(powerOn, ""), lastError("old")), hard, ""), want: actReboot},
-		"after a power off, a reboot": {got: decideReboot(node(nodes.Active, power(powerOff, "")), hard, powerOff), want: actReboot},
+		"soft from on":                   {got: decideReboot(node(nodes.Active, power(powerOn, "")), soft, ""), want: actSoftReboot},
+		"hard from on":                   {got: decideReboot(node(nodes.Active, power(powerOn, "")), hard, ""), want: actReboot},
+		"soft from off is hard":          {got: decideReboot(node(nodes.Active, power(powerOff, "")), soft, ""), want: actReboot},
+		"deploy failed keeps its target": {got: decideReboot(node(nodes.DeployFail, power(powerOn, ""), target("active")), hard, ""), want: actReboot},
+		"power off disabled":             {got: decideReboot(node(nodes.Active, power(powerOn, ""), disabled), soft, ""), want: actSoftReboot},
+		"another power change":           {got: decideReboot(node(nodes.Active, power(powerOn, powerOff)), hard, ""), want: actWaitShort},
+		"provision state change":         {got: decideReboot(node(nodes.Deploying, power(powerOn, ""), target("active")), hard, ""), want: actWaitShort},
+		"asked, running":                 {got: decideReboot(node(nodes.Active, power(powerOn, powerOn)), hard, rebooting), want: actWaitShort},
+		"asked, done":                    {got: decideReboot(node(nodes.Active, power(powerOn, "")), hard, rebooting), want: actDone},
+		"asked soft, done":               {got: decideReboot(node(nodes.Active, power(powerOn, ""), disabled), soft, softRebooting), want: actDone},
+		"asked, failed":                  {got: decideReboot(node(nodes.Active, power(powerOn, ""), lastError("bmc")), hard, rebooting), want: actFail, wantMsg: "Reboot failed: bmc"},
+		"old error, not ours":            {got: decideReboot(node(nodes.Active, power(powerOn, ""), lastError("old")), hard, ""), want: actReboot},
+		"after a power off, a reboot":    {got: decideReboot(node(nodes.Active, power(powerOff, "")), hard, powerOff), want: actReboot},
 	})
 }
 

@@ -22,10 +22,13 @@ func (p *Provisioner) Delete(ctx context.Context, host provisioner.Host) (provis
 	return p.remove(withOp(ctx, "delete"), host)
 }
 
-// deletableStates are where Ironic deletes a node without maintenance.
+// deletableStates are where Ironic deletes a node without maintenance: its DELETE_ALLOWED_STATES,
+// and available ([conductor] allow_deleting_available_nodes, on by default). Anywhere else it
+// answers 409 ("Can not delete node … while it is in provision state …"), which reads as a locked
+// node: a node in inspect failed, or in clean failed without the maintenance a failed clean step
+// sets, waited for ever.
 var deletableStates = map[nodes.ProvisionState]bool{
-	nodes.Enroll: true, nodes.Manageable: true, nodes.Available: true,
-	nodes.InspectFail: true, nodes.CleanFail: true, nodes.AdoptFail: true,
+	nodes.Enroll: true, nodes.Manageable: true, nodes.Available: true, nodes.AdoptFail: true,
 }
 
 func (p *Provisioner) remove(ctx context.Context, host provisioner.Host) (provisioner.Result, error) {
