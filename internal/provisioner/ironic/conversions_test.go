@@ -349,6 +349,26 @@ func TestSteps(t *testing.T) {
 	}
 }
 
+// Hints taken out of the spec are removed from the node; hints kept are not written again.
+func TestRootDevicePropertyRemoved(t *testing.T) {
+	have := map[string]any{"root_device": map[string]any{"name": "s== /dev/sdb"}}
+	var removed patch
+	removed.setKeys("properties", have, map[string]any{"root_device": rootDeviceProperty(nil)})
+	if len(removed) != 1 || removed[0].Op != nodes.RemoveOp || removed[0].Path != "/properties/root_device" {
+		t.Errorf("without hints: %+v, want the removal of /properties/root_device", removed)
+	}
+	var same patch
+	same.setKeys("properties", have, map[string]any{"root_device": rootDeviceProperty(&metal3.RootDeviceHints{DeviceName: "/dev/sdb"})})
+	if len(same) != 0 {
+		t.Errorf("same hints: %+v, want no change", same)
+	}
+	var none patch
+	none.setKeys("properties", map[string]any{}, map[string]any{"root_device": rootDeviceProperty(nil)})
+	if len(none) != 0 {
+		t.Errorf("no hints on either side: %+v, want no change", none)
+	}
+}
+
 func TestRootDeviceHints(t *testing.T) {
 	yes := true
 	got := rootDeviceHints(&metal3.RootDeviceHints{

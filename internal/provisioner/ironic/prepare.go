@@ -95,9 +95,7 @@ func (p *Provisioner) startCleaning(ctx context.Context, s *session, n *nodes.No
 	if raid.iface != "" {
 		pt.setField("raid_interface", raid.iface, n.RAIDInterface)
 	}
-	if hints := rootDeviceHints(data.RootDeviceHints); hints != nil {
-		pt.setKeys("properties", n.Properties, map[string]any{"root_device": hints})
-	}
+	pt.setKeys("properties", n.Properties, map[string]any{"root_device": rootDeviceProperty(data.RootDeviceHints)})
 	if err := p.setDeployImage(&pt, n, host, access); err != nil {
 		return provisioner.Result{}, err
 	}
@@ -154,12 +152,10 @@ func (p *Provisioner) beforeCleaning(ctx context.Context, s *session, n *nodes.N
 	return res, true, err
 }
 
-// setRootDeviceHints writes properties/root_device when hints are given; done either way.
+// setRootDeviceHints writes properties/root_device (removes it without hints); done either way.
 func (p *Provisioner) setRootDeviceHints(ctx context.Context, s *session, n *nodes.Node, data provisioner.PrepareData) (provisioner.Result, error) {
 	var pt patch
-	if hints := rootDeviceHints(data.RootDeviceHints); hints != nil {
-		pt.setKeys("properties", n.Properties, map[string]any{"root_device": hints})
-	}
+	pt.setKeys("properties", n.Properties, map[string]any{"root_device": rootDeviceProperty(data.RootDeviceHints)})
 	if _, res, err, ok := p.update(ctx, s, n, pt); !ok {
 		return res, err
 	}

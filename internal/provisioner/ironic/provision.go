@@ -95,11 +95,8 @@ func (p *Provisioner) deploy(ctx context.Context, s *session, n *nodes.Node, hos
 	}
 	var pt patch
 	plan.apply(&pt, n)
-	props := map[string]any{"capabilities": capabilities(n.Properties["capabilities"], data.BootMode)}
-	if hints := rootDeviceHints(data.RootDeviceHints); hints != nil {
-		props["root_device"] = hints
-	}
-	pt.setKeys("properties", n.Properties, props)
+	pt.setKeys("properties", n.Properties, map[string]any{"capabilities": capabilities(n.Properties["capabilities"], data.BootMode),
+		"root_device": rootDeviceProperty(data.RootDeviceHints)})
 	if !plan.liveISO {
 		if err := p.setDeployImage(&pt, n, host, access); err != nil {
 			return provisioner.Result{}, err

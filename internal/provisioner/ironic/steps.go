@@ -132,6 +132,16 @@ func customDeploySteps(cd *metal3.CustomDeploy) []nodes.DeployStep {
 
 // rootDeviceHints converts hints to Ironic's properties/root_device, with the operators metal3 uses
 // ("s==" exact string, "<in>" substring, ">=" size).
+// rootDeviceProperty is the value of properties/root_device for the hints: nil (an untyped nil,
+// which setKeys removes) when there are none, so that hints taken out of the spec leave the node
+// too rather than steer the next deployment to the old disk.
+func rootDeviceProperty(h *metal3.RootDeviceHints) any {
+	if hints := rootDeviceHints(h); hints != nil {
+		return hints
+	}
+	return nil
+}
+
 func rootDeviceHints(h *metal3.RootDeviceHints) map[string]any {
 	if h == nil {
 		return nil
