@@ -22,7 +22,10 @@ type SchemaReference struct {
 // HostFirmwareSettingsSpec is the firmware settings to apply.
 type HostFirmwareSettingsSpec struct {
 	// Settings to apply, by name. Applied while preparing, or on reboot of a provisioned host when
-	// its HostUpdatePolicy allows.
+	// its HostUpdatePolicy allows. Integers must fit 32 bits (the API type's): a larger one would be
+	// stored and then fail to decode in every client, breaking all lists of HostFirmwareSettings.
+	// +kubebuilder:validation:MaxProperties=1024
+	// +kubebuilder:validation:XValidation:rule="self.all(k, type(self[k]) == string || (self[k] >= -2147483648 && self[k] <= 2147483647))",message="integer values must be between -2147483648 and 2147483647; write a larger number as a string"
 	Settings DesiredSettingsMap `json:"settings"`
 }
 
