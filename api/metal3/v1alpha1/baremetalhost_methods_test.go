@@ -183,6 +183,17 @@ func TestPendingFirmwareChanges(t *testing.T) {
 	if got := hfs.PendingSettings(); got != nil {
 		t.Errorf("pending settings %v, want none", got)
 	}
+	// As Ironic reports them: a Boolean as Python prints it, an integer without padding.
+	hfs.Status.Settings = SettingsMap{"Bool": "True", "Off": "False", "Int": "30", "Enum": "Enabled"}
+	hfs.Spec.Settings = DesiredSettingsMap{"Bool": intstr.FromString("true"), "Off": intstr.FromString("FALSE"),
+		"Int": intstr.FromString("030"), "Enum": intstr.FromString("Enabled")}
+	if got := hfs.PendingSettings(); got != nil {
+		t.Errorf("pending settings %v, want none (the same values written otherwise)", got)
+	}
+	hfs.Spec.Settings = DesiredSettingsMap{"Bool": intstr.FromString("false"), "Int": intstr.FromInt32(31), "Enum": intstr.FromString("enabled")}
+	if got := hfs.PendingSettings(); len(got) != 3 {
+		t.Errorf("pending settings %v, want all three (another boolean, another number, an enumeration value differing in case)", got)
+	}
 	applied, next := FirmwareUpdate{Component: "bios", URL: "http://x/1"}, FirmwareUpdate{Component: "bios", URL: "http://x/2"}
 	hfc := &HostFirmwareComponents{Spec: HostFirmwareComponentsSpec{Updates: []FirmwareUpdate{next}}, Status: HostFirmwareComponentsStatus{Updates: []FirmwareUpdate{applied}}}
 	if got := hfc.PendingUpdates(); len(got) != 1 || got[0] != next {

@@ -79,7 +79,8 @@ func validateSetting(name string, v intstr.IntOrString, schema map[string]metal3
 			return fmt.Errorf("%q is %d characters long, the length must be in %s", value, n, rng)
 		}
 	case typeBoolean:
-		if value != "true" && value != "false" {
+		// Any case: status shows Ironic's True and False, which a user may copy.
+		if !strings.EqualFold(value, "true") && !strings.EqualFold(value, "false") {
 			return fmt.Errorf("%q is not a boolean (true or false)", value)
 		}
 	default:

@@ -50,6 +50,7 @@ func TestValidateSetting(t *testing.T) {
 		"enumeration of numbers":        {"ProcCores", num(4), ""},
 		"enumeration of numbers, other": {"ProcCores", num(3), `"3" is not an allowed value; allowed: 1, 2, 4`},
 		"boolean":                       {"SerialConsole", str("true"), ""},
+		"boolean as status shows it":    {"SerialConsole", str("True"), ""},
 		"boolean, not a boolean":        {"SerialConsole", str("yes"), `"yes" is not a boolean (true or false)`},
 		"read-only":                     {"SystemModelName", str("X"), "read-only setting"},
 		"password by type":              {"AdminPwd", str("secret"), "password settings cannot be set"},

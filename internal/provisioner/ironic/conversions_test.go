@@ -298,6 +298,7 @@ func TestTypeBIOSSteps(t *testing.T) {
 		"string written as a number":   {intstr.FromInt32(1234), "AssetTag", `"1234"`},
 		"boolean":                      {intstr.FromString("true"), "SerialConsole", `true`},
 		"boolean false":                {intstr.FromString("false"), "SerialConsole", `false`},
+		"boolean as status shows it":   {intstr.FromString("True"), "SerialConsole", `true`},
 		"boolean that does not parse":  {intstr.FromString("yes"), "SerialConsole", `"yes"`},
 		"no type: as written (number)": {intstr.FromInt32(7), "Untyped", `7`},
 		"not in the registry":          {intstr.FromString("x"), "Missing", `"x"`},

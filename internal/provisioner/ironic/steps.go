@@ -96,8 +96,8 @@ func typeBIOSValue(v any, attrType string) any {
 		}
 		return v
 	case biosBoolean:
-		if text == "true" || text == "false" {
-			return text == "true"
+		if strings.EqualFold(text, "true") || strings.EqualFold(text, "false") {
+			return strings.EqualFold(text, "true")
 		}
 		return v
 	}
