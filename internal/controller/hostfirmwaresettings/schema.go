@@ -73,6 +73,14 @@ func (s *schemas) ensure(ctx context.Context, key types.NamespacedName, build fu
 	existing := &metal3.FirmwareSchema{}
 	err := s.client.Get(ctx, key, existing)
 	if err == nil {
+		// Used now, by a host whose status may name it only after the cleaner, having found no
+		// user, would delete it: it waits a grace period (recentlyCreated) and looks again.
+		s.mu.Lock()
+		if s.created == nil {
+			s.created = map[types.NamespacedName]time.Time{}
+		}
+		s.created[key] = s.now()
+		s.mu.Unlock()
 		return nil
 	}
 	if !apierrors.IsNotFound(err) {
@@ -106,7 +114,8 @@ func (s *schemas) forget(key types.NamespacedName) {
 	delete(s.created, key)
 }
 
-// recentlyCreated reports whether this process created the schema within the grace period.
+// recentlyCreated reports whether this process created the schema, or found it for a host, within
+// the grace period.
 func (s *schemas) recentlyCreated(key types.NamespacedName) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
