@@ -3,6 +3,8 @@ package bmc
 import (
 	"net"
 	"strings"
+
+	"github.com/metalforge/metalforge/internal/statustext"
 )
 
 // Access is what one BMC address means for Ironic. Parse fills every field; it holds no credentials,
@@ -196,6 +198,8 @@ func RedactDriverInfo(info map[string]any) map[string]any {
 	for k, v := range info {
 		if isSecretKey(k) && v != nil && v != "" {
 			v = redactedValue
+		} else if text, ok := v.(string); ok {
+			v = statustext.Redact(text) // user:password@ and tokens in URLs (deploy_iso, …)
 		}
 		out[k] = v
 	}

@@ -137,6 +137,7 @@ func TestRedactDriverInfo(t *testing.T) {
 		"auth_token":        "tok",
 		"kek_passphrase":    nil,
 		"redfish_verify_ca": false,
+		"deploy_iso":        "https://user:pw@images.example/agent.iso",
 	}
 	want := map[string]any{
 		"redfish_address":   "https://10.0.0.1",
@@ -147,6 +148,7 @@ func TestRedactDriverInfo(t *testing.T) {
 		"auth_token":        "******",
 		"kek_passphrase":    nil,
 		"redfish_verify_ca": false,
+		"deploy_iso":        "https://***@images.example/agent.iso",
 	}
 	got := RedactDriverInfo(in)
 	if !reflect.DeepEqual(got, want) {

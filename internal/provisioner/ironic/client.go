@@ -16,6 +16,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/utils"
 
 	"github.com/metalforge/metalforge/internal/provisioner"
+	"github.com/metalforge/metalforge/internal/statustext"
 )
 
 // Microversions. 1.89 (Ironic 24.0, 2024) is the floor, as in metal3 since v0.12: virtual media
@@ -190,7 +191,7 @@ func (p *Provisioner) session(ctx context.Context) (*session, error) {
 	sc.Microversion = f.Microversion
 	s := &session{sc: &sc, features: f}
 	p.sess.Store(s)
-	p.logger(ctx).Info("Negotiated the Ironic API microversion", "endpoint", p.cfg.Endpoint,
+	p.logger(ctx).Info("Negotiated the Ironic API microversion", "endpoint", statustext.Redact(p.cfg.Endpoint),
 		"microversion", f.Microversion, "max", f.MaxVersion)
 	return s, nil
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/metalforge/metalforge/internal/statustext"
 )
 
 // Environment variables, named as metal3 names them.
@@ -100,14 +102,15 @@ type Config struct {
 	StalledNodeAfter time.Duration
 }
 
-// String never shows the password.
+// String never shows the password, nor credentials in the URLs.
 func (c Config) String() string {
 	auth := "noauth"
 	if c.Username != "" {
 		auth = "http_basic user " + c.Username
 	}
+	r := statustext.Redact
 	return fmt.Sprintf("ironic %s (%s, timeout %s), deploy kernel %q ramdisk %q iso %q, provisioning limit %d",
-		c.Endpoint, auth, c.ClientTimeout, c.DeployKernelURL, c.DeployRamdiskURL, c.DeployISOURL, c.ProvisioningLimit)
+		r(c.Endpoint), auth, c.ClientTimeout, r(c.DeployKernelURL), r(c.DeployRamdiskURL), r(c.DeployISOURL), c.ProvisioningLimit)
 }
 
 // DefaultConfig is a Config with every default set and no endpoint.

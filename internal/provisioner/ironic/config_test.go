@@ -48,20 +48,20 @@ func TestConfigFromEnv(t *testing.T) {
 			env: map[string]string{
 				EnvEndpoint: "https://ironic.example:6385/v1/", EnvInsecure: "True", EnvClientTimeout: "45s",
 				EnvProvisioningLimit: "7", EnvDeployKernelURL: "http://x/k", EnvDeployRamdiskURL: "http://x/r",
-				EnvDeployISOURL: "http://x/iso", EnvLiveISOPersistent: "Never",
+				EnvDeployISOURL: "http://user:urlpass@x/iso", EnvLiveISOPersistent: "Never",
 			},
 			auth: map[string]string{"username": "admin\n", "password": "s3cret\n"},
 			check: func(t *testing.T, c Config) {
 				t.Helper()
 				if !c.Insecure || c.ClientTimeout != 45*time.Second || c.ProvisioningLimit != 7 ||
-					c.DeployISOURL != "http://x/iso" || c.LiveISOForcePersistentBootDevice != "Never" {
+					c.DeployISOURL != "http://user:urlpass@x/iso" || c.LiveISOForcePersistentBootDevice != "Never" {
 					t.Errorf("config %s", c)
 				}
 				if c.Username != "admin" || c.Password != "s3cret" {
 					t.Errorf("credentials %q/%q, want admin/s3cret (trimmed)", c.Username, c.Password)
 				}
-				if strings.Contains(c.String(), "s3cret") {
-					t.Errorf("String shows the password: %s", c)
+				if strings.Contains(c.String(), "s3cret") || strings.Contains(c.String(), "urlpass") {
+					t.Errorf("String shows a password: %s", c)
 				}
 			},
 		},
