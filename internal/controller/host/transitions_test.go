@@ -1,13 +1,16 @@
 package host
 
 import (
+	"fmt"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
 	"github.com/metalforge/metalforge/internal/test/builder"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // TestUnmanagedThenRegistered: no BMC details → unmanaged (discovered); BMC added → available.
@@ -60,6 +63,19 @@ func TestExternallyProvisioned(t *testing.T) {
 	h = waitState(t, ns, "avail", metal3.StateAvailable)
 	update(t, h, func(h *metal3.BareMetalHost) { h.Spec.ExternallyProvisioned = true })
 	waitState(t, ns, "avail", metal3.StateExternallyProvisioned)
+	// The test's last step: the reconcile that wrote the state must also have counted it before
+	// the operator stops (a stop in between cancels the status call after the API server applied
+	// it, and the state table's coverage check misses the transition).
+	waitTransitionCounted(t, metal3.StateAvailable, metal3.StateExternallyProvisioned)
+}
+
+// waitTransitionCounted waits until the operator counted a transition (metricStateChanges).
+func waitTransitionCounted(t *testing.T, from, to metal3.ProvisioningState) {
+	t.Helper()
+	poll.Until(t, fmt.Sprintf("%s → %s counted", from, to), func() (bool, string) {
+		n := testutil.ToFloat64(metricStateChanges.WithLabelValues(string(from), string(to)))
+		return n > 0, fmt.Sprint(n)
+	})
 }
 
 // TestInspectionDisabledUsesHardwareDetailsAnnotation: registering → preparing without
