@@ -98,6 +98,8 @@ type Reconciler struct {
 	written patch.Tracker
 	regs    registrations
 	retries retryTimes
+	// finished remembers the live updates the provisioner finished (servicing_memory.go).
+	finished finishedServicings
 	// images remembers our last write of each host's PreprovisioningImage (imageMemory).
 	images imageMemory
 	// skipNameValidation lets tests run several managers (operator restarts) in one process.
@@ -268,7 +270,7 @@ func (r *Reconciler) reconcile(ctx context.Context, host *metal3.BareMetalHost) 
 
 	p := patch.NewHelper(r.Client, host, &r.written)
 	wall := r.clock()
-	s := &hostScope{ctx: ctx, cfg: &r.Config, prov: r.Provisioner, host: host, regs: &r.regs, retries: &r.retries,
+	s := &hostScope{ctx: ctx, cfg: &r.Config, prov: r.Provisioner, host: host, regs: &r.regs, retries: &r.retries, finished: &r.finished,
 		now: apiTime(wall), wall: wall}
 	if err := r.loadInputs(ctx, s); err != nil {
 		return ctrl.Result{}, err
@@ -374,6 +376,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *hostScope) error {
 	recordMetrics(&s.fx)
 	r.regs.forget(host.UID)
 	r.retries.forget(host.UID)
+	r.finished.forget(host.UID)
 	return r.removeFinalizer(ctx, host)
 }
 

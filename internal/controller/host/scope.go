@@ -35,6 +35,8 @@ type hostScope struct {
 	regs *registrations
 	// retries remembers when failed operations may be retried (see retryTimes).
 	retries *retryTimes
+	// finished: the live updates the provisioner finished, by host.
+	finished *finishedServicings
 	// registered: Register succeeded in this reconcile, no need to ask again.
 	registered bool
 	// needsRegistration: the provisioner said it does not know the host.

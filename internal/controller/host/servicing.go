@@ -116,6 +116,12 @@ func (s *hostScope) continueServicing() outcome {
 	if unchecked {
 		return waitFor(s.cfg.InputRetryDelay, waitingChecked)
 	}
+	if s.finished.has(s.host.UID, data.Since) {
+		// The provisioner finished this live update, and the status write that ended it failed.
+		// Asked again, the request would differ (applied updates are recorded by then, settings
+		// still show their old values): a request never run, which it would run again.
+		return s.completeServicing(data)
+	}
 	st := &s.host.Status
 	retryLeft := st.ErrorType == metal3.ServicingError && st.ErrorCount <= s.cfg.ServicingRetries
 	backoff, backingOff := s.backingOff(metal3.ServicingError)
@@ -167,6 +173,13 @@ func (s *hostScope) continueServicing() outcome {
 		}
 		return repeat()
 	}
+	s.finished.record(s.host.UID, data.Since)
+	return s.completeServicing(data)
+}
+
+// completeServicing ends a live update the provisioner finished: applied updates recorded, the
+// host back to OK and powered as spec.online says.
+func (s *hostScope) completeServicing(data provisioner.ServiceData) outcome {
 	if !data.Since.IsZero() {
 		d := s.now.Sub(data.Since)
 		s.fx.serviced = &d

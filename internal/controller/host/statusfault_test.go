@@ -41,12 +41,48 @@ func TestLiveUpdateSurvivesAFailedStatusWrite(t *testing.T) {
 	}
 }
 
+// TestLiveUpdateEndsOnceAfterAFailedStatusWrite: a live update of settings and a firmware update
+// completes; the update is recorded in HostFirmwareComponents, then the status write that ends the
+// live update fails. The next reconcile, finding the host still servicing, must end it: asked
+// again, the request now looked like the settings alone (the update recorded, the settings still
+// shown as before), a request never run, and the provisioner serviced the host a second time.
+func TestLiveUpdateEndsOnceAfterAFailedStatusWrite(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	fault := &statusWriteFault{path: "/namespaces/" + ns + "/baremetalhosts/h/status", body: `"operationalStatus":"OK"`, manual: true}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(fault.wrap)
+	op := startManager(t, cfg, ns, fix, firmwareControllers(fix))
+	provisionedWithFirmware(t, ns, "h", &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot, FirmwareUpdates: onReboot})
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
+	setUpdates(t, ns, "h", metal3.FirmwareUpdate{Component: "bios", URL: newBIOS})
+	fault.arm()
+	reboot(t, ns, "h")
+	h := servicedOK(t, ns, "h", fix, 1)
+	if !fault.fired() {
+		t.Fatal("the status write that ends the live update was never failed: the test tested nothing")
+	}
+	op.waitSeen(t, ns, "h", h.ResourceVersion, 2)
+	if n := fix.Count(ns, "h", fixture.OpService); n != 1 {
+		t.Fatalf("serviced %d times, want 1", n)
+	}
+}
+
 // statusWriteFault fails, once, the first status write to path whose body contains body, with the
-// API server's 500.
+// API server's 500; with manual, only once armed.
 type statusWriteFault struct {
 	path, body string
+	manual     bool
 	mu         sync.Mutex
+	armed      bool
 	done       bool
+}
+
+func (f *statusWriteFault) arm() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.armed = true
 }
 
 func (f *statusWriteFault) wrap(rt http.RoundTripper) http.RoundTripper {
@@ -60,7 +96,7 @@ func (f *statusWriteFault) wrap(rt http.RoundTripper) http.RoundTripper {
 		}
 		req.Body = io.NopCloser(bytes.NewReader(data))
 		f.mu.Lock()
-		fail := !f.done && bytes.Contains(data, []byte(f.body))
+		fail := !f.done && (!f.manual || f.armed) && bytes.Contains(data, []byte(f.body))
 		f.done = f.done || fail
 		f.mu.Unlock()
 		if !fail {
