@@ -299,7 +299,8 @@ func (r *Reconciler) reconcile(ctx context.Context, host *metal3.BareMetalHost) 
 }
 
 // write applies the handlers' effects in an order that keeps status truthful: HardwareData before
-// the status that says inspection finished, the status, annotation removals, then events.
+// the status that says inspection finished, the status, its events and metrics, then annotation
+// removals and the image deletion.
 func (r *Reconciler) write(ctx context.Context, s *hostScope, p *patch.Helper) error {
 	host := s.host
 	if s.fx.hardwareData != nil {
@@ -343,6 +344,10 @@ func (r *Reconciler) write(ctx context.Context, s *hostScope, p *patch.Helper) e
 	if ra := s.fx.retryAt; ra != nil {
 		r.retries.record(host.UID, *ra)
 	}
+	// What the status now says happened is announced and counted at once: a write below that
+	// fails is retried by a reconcile that starts from this status, which would not announce it.
+	r.emit(host, &s.fx)
+	recordMetrics(&s.fx)
 	// After the status write that records what an annotation asked for (a live update started,
 	// inspection started, hardware details taken): if that write fails, the annotation is still
 	// there to ask again. The other way round, a failed status write lost the request (a host whose
@@ -362,8 +367,6 @@ func (r *Reconciler) write(ctx context.Context, s *hostScope, p *patch.Helper) e
 			return err
 		}
 	}
-	r.emit(host, &s.fx)
-	recordMetrics(&s.fx)
 	return nil
 }
 

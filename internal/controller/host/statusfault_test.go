@@ -7,12 +7,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
 	"github.com/metalforge/metalforge/internal/test/builder"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // TestLiveUpdateSurvivesAFailedStatusWrite: on a host whose power off is disabled the reboot
@@ -67,6 +69,43 @@ func TestLiveUpdateEndsOnceAfterAFailedStatusWrite(t *testing.T) {
 	if n := fix.Count(ns, "h", fixture.OpService); n != 1 {
 		t.Fatalf("serviced %d times, want 1", n)
 	}
+}
+
+// TestEventsSurviveAFailedAnnotationRemoval: the reconcile that takes an available host to
+// inspecting for the inspect annotation writes the status, then removes the annotation; the API
+// server fails that removal. The state change was written, so its Event must be there too: the
+// retry starts from inspecting and has no change to announce.
+func TestEventsSurviveAFailedAnnotationRemoval(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{PollInterval: 50 * time.Millisecond})
+	fault := &statusWriteFault{path: "/namespaces/" + ns + "/baremetalhosts/h", body: `"` + metal3.InspectAnnotationPrefix + `":null`}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(fault.wrap)
+	startManager(t, cfg, ns, fix, nil)
+	// Another annotation keeps the map: the removal's patch then names the inspect annotation.
+	h := newHost(ns, "h").WithAnnotation("example.com/keep", "1").Build()
+	h.Spec.Image = nil
+	createHost(t, h)
+	waitState(t, ns, "h", metal3.StateAvailable)
+	fix.SetLatency(fixture.OpInspect, 300*time.Millisecond)
+	annotate(t, ns, "h", metal3.InspectAnnotationPrefix, "")
+	waitHost(t, ns, "h", "inspected again, annotation removed", func(h *metal3.BareMetalHost) bool {
+		_, ok := h.Annotations[metal3.InspectAnnotationPrefix]
+		return !ok && h.Status.Provisioning.State == metal3.StateAvailable && fix.Count(ns, "h", fixture.OpInspect) == 2
+	})
+	if !fault.fired() {
+		t.Fatal("the annotation removal was never failed: the test tested nothing")
+	}
+	poll.Until(t, "the available → inspecting Event", func() (bool, string) {
+		got := eventsFor(t, ns, "h", true)
+		for _, e := range got {
+			if strings.Contains(e, "State changed: available → inspecting") {
+				return true, ""
+			}
+		}
+		return false, strings.Join(got, " | ")
+	})
 }
 
 // statusWriteFault fails, once, the first status write to path whose body contains body, with the
