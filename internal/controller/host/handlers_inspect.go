@@ -31,10 +31,6 @@ func handleInspecting(s *hostScope) outcome {
 	s.retryUnderWay(metal3.InspectionError, opts.RestartOnFailure, res)
 	if requested && (res.Started || !res.Busy) {
 		s.removeAnnotation(metal3.InspectAnnotationPrefix) // a failure is not asked for again
-		if res.Started {
-			// The new inspection replaces a failed one: its backoff no longer holds the host.
-			s.clearErrorOf(metal3.InspectionError)
-		}
 	}
 	if out, done := s.follow(res, metal3.InspectionError, "the provisioner to finish inspecting the hardware"); !done {
 		return out

@@ -76,10 +76,7 @@ func (s *schemas) ensure(ctx context.Context, key types.NamespacedName, build fu
 		// Used now, by a host whose status may name it only after the cleaner, having found no
 		// user, would delete it: it waits a grace period (recentlyCreated) and looks again.
 		s.mu.Lock()
-		if s.created == nil {
-			s.created = map[types.NamespacedName]time.Time{}
-		}
-		s.created[key] = s.now()
+		s.stamp(key, s.now())
 		s.mu.Unlock()
 		return nil
 	}
@@ -92,10 +89,7 @@ func (s *schemas) ensure(ctx context.Context, key types.NamespacedName, build fu
 		s.mu.Unlock()
 		return nil // created a moment ago; the cache does not show it yet
 	}
-	if s.created == nil {
-		s.created = map[types.NamespacedName]time.Time{}
-	}
-	s.created[key] = now
+	s.stamp(key, now)
 	s.mu.Unlock()
 
 	fs := build()
@@ -105,6 +99,14 @@ func (s *schemas) ensure(ctx context.Context, key types.NamespacedName, build fu
 		return fmt.Errorf("creating firmware schema %s: %w", key, err)
 	}
 	return nil
+}
+
+// stamp records that the schema was created or found for a host at now; s.mu is held.
+func (s *schemas) stamp(key types.NamespacedName, now time.Time) {
+	if s.created == nil {
+		s.created = map[types.NamespacedName]time.Time{}
+	}
+	s.created[key] = now
 }
 
 // forget drops the memory of a schema's creation (it was deleted, or creating it failed).

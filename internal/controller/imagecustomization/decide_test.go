@@ -13,7 +13,6 @@ import (
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/imagecustomization/baseimage"
-	"github.com/metalforge/metalforge/internal/imagecustomization/ignition"
 	"github.com/metalforge/metalforge/internal/imagecustomization/imagebuild"
 	"github.com/metalforge/metalforge/internal/imagecustomization/imagestore"
 )
@@ -105,7 +104,7 @@ func TestFirstRetryAfterTheMinimum(t *testing.T) {
 	store, err := imagestore.Open(t.TempDir())
 	must(t, err)
 	b, err := imagebuild.New(imagebuild.Config{Catalog: catalog, Store: store, PublishURL: "http://192.0.2.1:8084", Log: testr.New(t),
-		Agent: ignition.AgentConfig{IronicURLs: []string{"http://192.0.2.2:6385"}, AgentImage: "quay.io/metal3-io/ironic-agent"}})
+		Agent: testAgent})
 	must(t, err)
 	unavailable := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }))
 	defer unavailable.Close()

@@ -114,6 +114,9 @@ func startICCWith(t *testing.T, ns string, btune []func(*imagebuild.Config), tun
 	return c
 }
 
+// testAgent is the agent configuration every test builder writes into its images.
+var testAgent = ignition.AgentConfig{IronicURLs: []string{"http://192.0.2.2:6385"}, AgentImage: "quay.io/metal3-io/ironic-agent"}
+
 // start runs the controller on c.work, wired as main wires it.
 func (c *icc) start() {
 	t := c.t
@@ -125,7 +128,7 @@ func (c *icc) start() {
 	r := &Reconciler{skipNameValidation: true}
 	bcfg := imagebuild.Config{
 		Catalog: catalog, Store: store, PublishURL: c.srv.URL, Log: testr.New(t),
-		Agent:      ignition.AgentConfig{IronicURLs: []string{"http://192.0.2.2:6385"}, AgentImage: "quay.io/metal3-io/ironic-agent"},
+		Agent:      testAgent,
 		OnChecksum: func(rec *imagestore.Record) { r.Checksummed(rec.Namespace, rec.Name) },
 	}
 	for _, f := range c.btune {

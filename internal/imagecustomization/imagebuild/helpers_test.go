@@ -35,6 +35,9 @@ routes:
   - {destination: 0.0.0.0/0, next-hop-address: 192.0.2.1, next-hop-interface: eno1}
 `
 
+// testAgent is the agent configuration every test builder writes into its images.
+var testAgent = ignition.AgentConfig{IronicURLs: []string{"http://192.0.2.2:6385"}, AgentImage: "quay.io/metal3-io/ironic-agent"}
+
 // env is a builder over freshly written base images, with its image server.
 type env struct {
 	t       *testing.T
@@ -78,7 +81,7 @@ func (e *env) start(work string) {
 	srv := &imageserver.Server{Store: e.store}
 	cfg := Config{
 		Catalog: cat, Store: e.store, PublishURL: e.srv.URL,
-		Agent:      ignition.AgentConfig{IronicURLs: []string{"http://192.0.2.2:6385"}, AgentImage: "quay.io/metal3-io/ironic-agent"},
+		Agent:      testAgent,
 		OnChecksum: func(r *imagestore.Record) { e.summed <- r.UID },
 		Log:        testr.New(e.t),
 	}

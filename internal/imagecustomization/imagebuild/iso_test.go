@@ -17,7 +17,6 @@ import (
 	"github.com/metalforge/metalforge/internal/bmcsim/agent"
 	"github.com/metalforge/metalforge/internal/bmcsim/agent/deployimage"
 	"github.com/metalforge/metalforge/internal/imagecustomization/baseimage"
-	"github.com/metalforge/metalforge/internal/imagecustomization/ignition"
 	"github.com/metalforge/metalforge/internal/imagecustomization/imagestore"
 )
 
@@ -195,7 +194,7 @@ func TestInitrdNeedsRootfs(t *testing.T) {
 	store, err := imagestore.Open(filepath.Join(dir, "work"))
 	must(t, err)
 	cfg := Config{Catalog: cat, Store: store, PublishURL: "http://192.0.2.1:8084", Log: testr.New(t),
-		Agent: ignition.AgentConfig{IronicURLs: []string{"http://192.0.2.2:6385"}, AgentImage: "quay.io/metal3-io/ironic-agent"}}
+		Agent: testAgent}
 	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "IRONIC_ROOTFS_URL") || !strings.Contains(err.Error(), paths.Initrd) {
 		t.Fatalf("New without a root filesystem: %v, want an error naming the initramfs and IRONIC_ROOTFS_URL", err)
 	}
