@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -73,7 +74,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
 
 // SetupWithManager registers the controller: PreprovisioningImages, the labelled Secrets they
-// name, and background checksums as they finish.
+// name, background checksums as they finish, and the start-up sweep of orphaned images.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -87,6 +88,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	r.checksums = make(chan ctrlevent.TypedGenericEvent[*metal3.PreprovisioningImage], 1024)
 	secrets, err := imagebuilder.IndexNetworkData(ctx, mgr)
 	if err != nil {
+		return err
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { return r.sweepOrphans(ctx, mgr) })); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).

@@ -363,6 +363,26 @@ func TestDeletedWithoutFinalizerStep(t *testing.T) {
 	})
 }
 
+// The same while the controller was down: no event will come for the object, and the start-up
+// sweep stops serving its image; an image whose object exists stays served.
+func TestDeletedWhileDown(t *testing.T) {
+	ns := env.Namespace(t)
+	c := startICC(t, ns)
+	create(t, newPPI(ns, "kept"))
+	kept := waitReady(t, ns, "kept")
+	p := deletedWhileHeld(t, ns, "gone")
+	c.stop()
+	update(t, p, func() { p.Finalizers = nil })
+	c.start()
+	poll.Until(t, "the orphaned image no longer served", func() (bool, string) {
+		code, _ := download(t, p.Status.ImageURL)
+		return code == http.StatusNotFound, "HTTP " + strconv.Itoa(code)
+	})
+	if code, _ := download(t, kept.Status.ImageURL); code != http.StatusOK {
+		t.Errorf("the sweep discarded an image whose object exists: HTTP %d", code)
+	}
+}
+
 // A large ISO's checksum comes from the background worker: the annotation appears afterwards.
 func TestBackgroundChecksum(t *testing.T) {
 	ns := env.Namespace(t)

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // URLs are stable while the content is: the same request after a restart is not rebuilt and has
@@ -154,5 +156,32 @@ func TestBackgroundChecksum(t *testing.T) {
 	got := e.store.Get("s").SHA256
 	if got == "" || got != sum(e.download(e.b.URL(rec))) {
 		t.Errorf("background checksum %q does not match the image", got)
+	}
+}
+
+// A background checksum that failed (the base unreadable for a while) is tried again, and the
+// image gets its checksum once the base is back.
+func TestBackgroundChecksumRetried(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.SyncChecksumLimit = 1 })
+	e.b.sums.retryMin = 50 * time.Millisecond
+	away := e.paths.ISO + ".away"
+	must(t, os.Rename(e.paths.ISO, away))
+	rec := e.build(request("r"))
+	deadline := time.Now().Add(time.Second)
+	for e.b.sums.failedAttempts("r", rec.Image) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the checksum did not fail without its base")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	must(t, os.Rename(away, e.paths.ISO))
+	if uid := <-e.summed; uid != "r" {
+		t.Fatalf("checksum reported for %s", uid)
+	}
+	if got := e.store.Get("r").SHA256; got == "" || got != sum(e.download(e.b.URL(rec))) {
+		t.Errorf("retried checksum %q does not match the image", got)
+	}
+	if n := e.b.sums.failedAttempts("r", rec.Image); n != 0 {
+		t.Errorf("%d failures still counted after success", n)
 	}
 }

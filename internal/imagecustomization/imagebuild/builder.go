@@ -230,6 +230,16 @@ func (b *Builder) Current(uid string) *imagestore.Record {
 // Discard stops serving a PreprovisioningImage's image.
 func (b *Builder) Discard(uid string) error { return b.cfg.Store.Delete(uid) }
 
+// Stored lists the PreprovisioningImage UIDs that have an image stored (a snapshot).
+func (b *Builder) Stored() []string {
+	recs := b.cfg.Store.All()
+	uids := make([]string, len(recs))
+	for i, r := range recs {
+		uids[i] = r.UID
+	}
+	return uids
+}
+
 // DiscardNamed discards the images of the PreprovisioningImage namespace/name, whatever its UID
 // (the object is gone, so none of them is its current one).
 func (b *Builder) DiscardNamed(namespace, name string) error {

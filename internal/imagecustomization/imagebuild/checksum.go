@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/metalforge/metalforge/internal/imagecustomization/imagestore"
 )
@@ -18,19 +19,25 @@ import (
 // initrd (the archive is appended), the rest of the ISO after its embed area for an ISO, which on
 // a CoreOS ISO is most of it (the root filesystem follows). Those are hashed by one background
 // worker, so that building many images is not held up by reading the base again for each; the
-// PreprovisioningImage gets its checksum annotation when the worker is done.
+// PreprovisioningImage gets its checksum annotation when the worker is done. A checksum that
+// failed (the base unreadable for a while) is tried again after a growing delay, not left
+// missing until a restart.
 type checksummer struct {
-	b       *Builder
-	mu      sync.Mutex
-	queue   []job
-	pending map[string]bool // uid/image
-	wake    chan struct{}
+	b        *Builder
+	mu       sync.Mutex
+	queue    []job
+	pending  map[string]bool // uid/image
+	failures map[string]int  // uid/image → failed attempts so far
+	wake     chan struct{}
+	// retryMin is the delay before the first retry; it doubles up to retryMax.
+	retryMin, retryMax time.Duration
 }
 
 type job struct{ uid, image string }
 
 func (c *checksummer) init(b *Builder) {
-	c.b, c.pending, c.wake = b, map[string]bool{}, make(chan struct{}, 1)
+	c.b, c.pending, c.failures, c.wake = b, map[string]bool{}, map[string]int{}, make(chan struct{}, 1)
+	c.retryMin, c.retryMax = 10*time.Second, 10*time.Minute
 }
 
 // quick returns the checksum when computing it reads at most SyncChecksumLimit bytes of the base.
@@ -81,20 +88,45 @@ func (c *checksummer) run(ctx context.Context) error {
 		}
 		r := c.b.cfg.Store.Get(j.uid)
 		if r == nil || r.Image != j.image || r.SHA256 != "" {
-			continue // replaced or deleted meanwhile, or done
+			c.forget(j) // replaced or deleted meanwhile, or done
+			continue
 		}
 		sum, err := c.b.checksum(r)
 		if err == nil {
 			err = c.b.cfg.Store.SetChecksum(j.uid, j.image, sum)
 		}
 		if err != nil {
-			c.b.cfg.Log.Error(err, "Computing an image checksum", "image", j.image)
+			delay := c.failed(j)
+			c.b.cfg.Log.Error(err, "Computing an image checksum", "image", j.image, "retryIn", delay)
+			time.AfterFunc(delay, func() { c.enqueue(j.uid, j.image) })
 			continue
 		}
+		c.forget(j)
 		if c.b.cfg.OnChecksum != nil {
 			c.b.cfg.OnChecksum(r)
 		}
 	}
+}
+
+// failed counts a failed attempt and returns the delay before the next.
+func (c *checksummer) failed(j job) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := j.uid + "/" + j.image
+	n := c.failures[k]
+	c.failures[k] = n + 1
+	delay := c.retryMin
+	for ; n > 0 && delay < c.retryMax; n-- {
+		delay *= 2
+	}
+	return min(delay, c.retryMax)
+}
+
+// forget drops a job's failure count (done, or its image is gone).
+func (c *checksummer) forget(j job) {
+	c.mu.Lock()
+	delete(c.failures, j.uid+"/"+j.image)
+	c.mu.Unlock()
 }
 
 // pendingChecksums queues the records restored from the work directory that have none.

@@ -176,3 +176,10 @@ func extract(t *testing.T, image, path string) []byte {
 	run(t, nil, "xorriso", "-osirrox", "on", "-indev", image, "-extract", path, out)
 	return mustRead(t, out)
 }
+
+// failedAttempts is the number of failed attempts counted for an image (tests).
+func (c *checksummer) failedAttempts(uid, image string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failures[uid+"/"+image]
+}
