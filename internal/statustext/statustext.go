@@ -28,11 +28,12 @@ const ConditionMessageLimit = 4096
 const ellipsis = "…"
 
 var (
-	// userInfo is a URL's "user:password@" part: after a scheme, up to the first "@" before any
-	// "/", "?", "#" or space.
-	userInfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#\s@]+@`)
+	// userInfo is a URL's "user:password@" part: after a scheme, up to the last "@" before any
+	// "/", "?", "#" or space (a password may hold "@": Go's url.Parse and Python's urllib both
+	// take the host after the last one).
+	userInfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#\s]+@`)
 	// credentialParam is a query parameter whose name says it carries a credential.
-	credentialParam = regexp.MustCompile(`(?i)([?&;][a-z0-9_.-]*(?:sig|signature|token|password|passwd|secret|credential|apikey|api_key|access_key|auth)[a-z0-9_.-]*=)[^&#\s"'<>]*`)
+	credentialParam = regexp.MustCompile(`(?i)([?&;][a-z0-9_.-]*(?:sig|signature|token|pass|pwd|secret|credential|key|auth)[a-z0-9_.-]*=)[^&#\s"'<>]*`)
 )
 
 // Redact removes the credentials URLs in s may carry: their user information becomes "***@" and
@@ -48,10 +49,13 @@ func Redact(s string) string {
 }
 
 // Clean redacts s, collapses its whitespace into single spaces (a tool's multi-line output becomes
-// one line) and cuts it to at most limit bytes, ellipsis included, on a character boundary. A
-// limit of 0 or less leaves the length alone.
+// one line), replaces invalid UTF-8 and cuts it to at most limit bytes, ellipsis included, on a
+// character boundary. A limit of 0 or less leaves the length alone. The replacement comes before
+// the cut because JSON encoding would make each invalid byte a 3-byte U+FFFD after it: the API
+// server would refuse the Event note over its limit, and a condition message would never equal
+// its stored copy (a status write at every reconcile).
 func Clean(s string, limit int) string {
-	s = strings.Join(strings.Fields(Redact(s)), " ")
+	s = strings.Join(strings.Fields(Redact(strings.ToValidUTF8(s, "\uFFFD"))), " ")
 	return Cap(s, limit)
 }
 

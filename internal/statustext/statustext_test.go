@@ -1,6 +1,7 @@
 package statustext
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -19,6 +20,8 @@ func TestRedact(t *testing.T) {
 		{"SAS and access token", `https://blob.example/os.img?sv=2024&sig=Zm9v&access_token=eyJ`, `https://blob.example/os.img?sv=2024&sig=***&access_token=***`},
 		{"a checksum parameter is kept", `https://mirror.example/rhcos.qcow2.gz?sha256=0123abcd`, `https://mirror.example/rhcos.qcow2.gz?sha256=0123abcd`},
 		{"quoted URL", `"https://mirror.example/x?token=abc" failed`, `"https://mirror.example/x?token=***" failed`},
+		{"an @ in the password", `https://admin:p@ssw0rd@mirror/os.img`, `https://***@mirror/os.img`},
+		{"API keys and passes", `https://h/x?key=AIzaSECRET&pass=hunter2&api-key=abc&pwd=x&n=1`, `https://h/x?key=***&pass=***&api-key=***&pwd=***&n=1`},
 		{"nothing to do", `spec.settings: unknown setting "Foo"`, `spec.settings: unknown setting "Foo"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -48,6 +51,23 @@ func TestClean(t *testing.T) {
 	msg := strings.Repeat("x", 1000) + " https://user:verylongpassword@h/"
 	if got := Clean(msg, EventNoteLimit); strings.Contains(got, "verylong") || strings.Contains(got, "user") {
 		t.Errorf("Clean kept part of a credential: %q", got[990:])
+	}
+}
+
+// Invalid UTF-8 is replaced before the cut: encoded as JSON, each invalid byte would become a
+// 3-byte U+FFFD and the note would exceed the API server's limit.
+func TestCleanInvalidUTF8(t *testing.T) {
+	got := Clean(strings.Repeat("a\xff", 700), EventNoteLimit)
+	if !utf8.ValidString(got) {
+		t.Fatalf("invalid UTF-8 kept: %q", got[:16])
+	}
+	encoded, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decoded string
+	if err := json.Unmarshal(encoded, &decoded); err != nil || len(decoded) > EventNoteLimit {
+		t.Errorf("after a JSON round trip the note is %d bytes (%v)", len(decoded), err)
 	}
 }
 

@@ -68,12 +68,15 @@ func validateHostAnnotations(host *metal3.BareMetalHost) field.ErrorList {
 	return errs
 }
 
+// validateRebootAnnotation refuses what metal3 refuses (a value that is not JSON, an unknown
+// mode); unknown fields are accepted there, so they are only warned about here
+// (annotationWarnings).
 func validateRebootAnnotation(value string, path *field.Path) field.ErrorList {
 	if value == "" {
 		return nil
 	}
 	var args metal3.RebootAnnotationArguments
-	if err := decodeStrict(value, &args); err != nil {
+	if err := json.Unmarshal([]byte(value), &args); err != nil {
 		return field.ErrorList{field.Invalid(path, value, fmt.Sprintf("must be %s: %v", rebootForm, err))}
 	}
 	if !slices.Contains(rebootModes, args.Mode) {
@@ -82,18 +85,52 @@ func validateRebootAnnotation(value string, path *field.Path) field.ErrorList {
 	return nil
 }
 
+// validateDetachedAnnotation refuses only an unknown deleteAction in a JSON value. metal3 does
+// not check this annotation and its controller (like ours, detachedArgs) takes a value that is
+// not a JSON object for the defaults; clients write such values (assisted-service's BMAC wrote
+// "assisted-service-controller"), so they are accepted with a warning.
 func validateDetachedAnnotation(value string, path *field.Path) field.ErrorList {
-	if value == "" {
-		return nil
-	}
 	var args metal3.DetachedAnnotationArguments
-	if err := decodeStrict(value, &args); err != nil {
-		return field.ErrorList{field.Invalid(path, value, fmt.Sprintf("must be %s: %v", detachedForm, err))}
+	if value == "" || json.Unmarshal([]byte(value), &args) != nil {
+		return nil
 	}
 	if !slices.Contains(detachedActions, args.DeleteAction) {
 		return field.ErrorList{field.Invalid(path, value, fmt.Sprintf("deleteAction %q is not allowed: use %s (delete when omitted)", args.DeleteAction, quoteAll(detachedActions[1:]...)))}
 	}
 	return nil
+}
+
+// annotationWarnings are what the host controller will not read as written, in the reboot and
+// detached annotations that newHost adds or changes (oldHost nil on create): accepted, as metal3
+// accepts them, but said back to whoever wrote them (kubectl prints admission warnings), so a
+// typo such as "forse" does not go unnoticed.
+func annotationWarnings(oldHost, newHost *metal3.BareMetalHost) []string {
+	var warnings []string
+	for key, value := range newHost.Annotations {
+		if oldHost != nil {
+			if old, ok := oldHost.Annotations[key]; ok && old == value {
+				continue
+			}
+		}
+		var form string
+		var args any
+		switch {
+		case key == metal3.RebootAnnotationPrefix || strings.HasPrefix(key, metal3.RebootAnnotationPrefix+"/"):
+			form, args = rebootForm, &metal3.RebootAnnotationArguments{}
+		case key == metal3.DetachedAnnotation:
+			form, args = detachedForm, &metal3.DetachedAnnotationArguments{}
+		default:
+			continue
+		}
+		if strings.TrimSpace(value) == "" {
+			continue
+		}
+		if err := decodeStrict(value, args); err != nil {
+			warnings = append(warnings, fmt.Sprintf("metadata.annotations[%s]: %v: the host controller reads %s, and the defaults for the rest", key, err, form))
+		}
+	}
+	slices.Sort(warnings)
+	return warnings
 }
 
 func validateHardwareDetailsAnnotation(value string, inspectionDisabled bool, path *field.Path) field.ErrorList {

@@ -1,7 +1,10 @@
 package webhooks
 
 import (
+	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 )
@@ -34,38 +37,30 @@ func TestValidateHostAnnotations(t *testing.T) {
 			annotations: map[string]string{"reboot.metal3.io/remediation": `{"mode":"cold"}`},
 			want:        []string{annotation + "[reboot.metal3.io/remediation]: Invalid value"}, detail: `"hard" or "soft"`,
 		},
-		"reboot with an unknown field": {
-			annotations: map[string]string{"reboot.metal3.io": `{"mode":"hard","delay":5}`},
-			want:        []string{annotation + "[reboot.metal3.io]: Invalid value"}, detail: "delay",
-		},
+		// metal3 accepts unknown fields (a warning says they are ignored: TestAnnotationWarnings).
+		"reboot with an unknown field": {annotations: map[string]string{"reboot.metal3.io": `{"mode":"hard","delay":5}`}},
 		"reboot with a mistyped field": {
 			annotations: map[string]string{"reboot.metal3.io": `{"mode":"hard","force":"yes"}`},
 			want:        []string{annotation + "[reboot.metal3.io]: Invalid value"},
 		},
 		"reboot with trailing data": {
 			annotations: map[string]string{"reboot.metal3.io": `{"mode":"hard"}{}`},
-			want:        []string{annotation + "[reboot.metal3.io]: Invalid value"}, detail: "after the JSON object",
+			want:        []string{annotation + "[reboot.metal3.io]: Invalid value"}, detail: "after top-level value",
 		},
-		"reboot that is JSON null": {
-			annotations: map[string]string{"reboot.metal3.io": `null`},
-			want:        []string{annotation + "[reboot.metal3.io]: Invalid value"}, detail: "not a JSON object",
-		},
+		"reboot that is JSON null":             {annotations: map[string]string{"reboot.metal3.io": `null`}},
 		"look-alike reboot key is not checked": {annotations: map[string]string{"reboot.metal3.io.example/x": "anything"}},
 
 		"detach requests":       {annotations: map[string]string{metal3.DetachedAnnotation: ""}},
 		"detach with arguments": {annotations: map[string]string{metal3.DetachedAnnotation: `{"deleteAction":"delay","force":true}`}},
-		"detach that is not JSON": {
-			annotations: map[string]string{metal3.DetachedAnnotation: "true"},
-			want:        []string{annotation + "[baremetalhost.metal3.io/detached]: Invalid value"}, detail: `"delay"|"delete"`,
-		},
+		// metal3 does not check it and reads a value that is not a JSON object as the defaults;
+		// assisted-service wrote its name there.
+		"detach that is not JSON":       {annotations: map[string]string{metal3.DetachedAnnotation: "true"}},
+		"detach naming who detached it": {annotations: map[string]string{metal3.DetachedAnnotation: "assisted-service-controller"}},
 		"detach with an unknown delete action": {
 			annotations: map[string]string{metal3.DetachedAnnotation: `{"deleteAction":"keep"}`},
 			want:        []string{annotation + "[baremetalhost.metal3.io/detached]: Invalid value"}, detail: `"delay" or "delete"`,
 		},
-		"detach with an unknown field": {
-			annotations: map[string]string{metal3.DetachedAnnotation: `{"deleteAction":"delay","now":true}`},
-			want:        []string{annotation + "[baremetalhost.metal3.io/detached]: Invalid value"},
-		},
+		"detach with an unknown field": {annotations: map[string]string{metal3.DetachedAnnotation: `{"deleteAction":"delay","now":true}`}},
 
 		"inspection request": {annotations: map[string]string{metal3.InspectAnnotationPrefix: ""}},
 		"inspect with an unknown value": {
@@ -118,7 +113,7 @@ func TestValidateHostAnnotations(t *testing.T) {
 		},
 		"several bad annotations are all reported": {
 			annotations: map[string]string{
-				"reboot.metal3.io": "now", metal3.DetachedAnnotation: "yes", metal3.InspectAnnotationPrefix: "please",
+				"reboot.metal3.io": "now", metal3.DetachedAnnotation: `{"deleteAction":"keep"}`, metal3.InspectAnnotationPrefix: "please",
 			},
 			want: []string{
 				annotation + "[reboot.metal3.io]: Invalid value",
@@ -133,6 +128,52 @@ func TestValidateHostAnnotations(t *testing.T) {
 			host.Annotations = tc.annotations
 			host.Spec.InspectionMode = tc.inspectionMode
 			checkErrors(t, validateHostAnnotations(host), tc.want, tc.detail)
+		})
+	}
+}
+
+// What metal3 accepts but the controller will not read as written is said back as a warning, once:
+// only for a value the update adds or changes.
+func TestAnnotationWarnings(t *testing.T) {
+	host := func(annotations map[string]string) *metal3.BareMetalHost {
+		return &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Annotations: annotations}}
+	}
+	tests := map[string]struct {
+		old, new map[string]string
+		want     []string // substrings, one per warning
+	}{
+		"valid values": {new: map[string]string{
+			"reboot.metal3.io/x": `{"mode":"soft"}`, metal3.DetachedAnnotation: `{"deleteAction":"delay"}`, "reboot.metal3.io": "",
+		}},
+		"reboot with an unknown field": {
+			new:  map[string]string{"reboot.metal3.io/remediation": `{"mode":"hard","forse":true}`},
+			want: []string{`metadata.annotations[reboot.metal3.io/remediation]: json: unknown field "forse"`},
+		},
+		"detach that is not JSON": {
+			new:  map[string]string{metal3.DetachedAnnotation: "assisted-service-controller"},
+			want: []string{"metadata.annotations[baremetalhost.metal3.io/detached]: not a JSON object: the host controller reads"},
+		},
+		"unchanged value not warned again": {
+			old: map[string]string{metal3.DetachedAnnotation: "assisted-service-controller"},
+			new: map[string]string{metal3.DetachedAnnotation: "assisted-service-controller", "example.com/x": "y"},
+		},
+		"other annotations not read": {new: map[string]string{"example.com/owner": "{not json"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var oldHost *metal3.BareMetalHost
+			if tc.old != nil {
+				oldHost = host(tc.old)
+			}
+			got := annotationWarnings(oldHost, host(tc.new))
+			if len(got) != len(tc.want) {
+				t.Fatalf("warnings %q, want %d", got, len(tc.want))
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("warning %q does not contain %q", got[i], w)
+				}
+			}
 		})
 	}
 }

@@ -61,10 +61,18 @@ func ValidateBareMetalHost(host *metal3.BareMetalHost) field.ErrorList {
 // errors of newHost that oldHost did not already have, plus the transition rules. Status is read
 // from newHost, which on a spec update carries the stored status.
 func ValidateBareMetalHostUpdate(oldHost, newHost *metal3.BareMetalHost) field.ErrorList {
-	errs := newErrors(ValidateBareMetalHost(newHost), ValidateBareMetalHost(oldHost))
+	return append(newErrors(ValidateBareMetalHost(newHost), ValidateBareMetalHost(oldHost)),
+		validateTransitions(oldHost, newHost)...)
+}
+
+// validateTransitions returns the rules an update breaks whatever the rest of the spec: what
+// may not change in the host's state. They hold for a host being deleted too: its Ironic node
+// still cleans and powers off the machine behind the BMC address.
+func validateTransitions(oldHost, newHost *metal3.BareMetalHost) field.ErrorList {
+	var errs field.ErrorList
 	spec := field.NewPath("spec")
 
-	if oldAddr, newAddr := oldHost.Spec.BMC.Address, newHost.Spec.BMC.Address; oldAddr != "" && newAddr != oldAddr && !bmcAddressChangeable(oldHost, newHost) {
+	if oldAddr, newAddr := oldHost.Spec.BMC.Address, newHost.Spec.BMC.Address; oldAddr != "" && newAddr != oldAddr && !bmcAddressChangeable(newHost) {
 		errs = append(errs, field.Forbidden(spec.Child("bmc", "address"), fmt.Sprintf(
 			"cannot be changed while the host is %q and %q: only while registering (status.provisioning.state %q) or detached (the %s annotation, status.operationalStatus %q); detach the host, change the address, then remove the annotation",
 			newHost.Status.Provisioning.State, newHost.Status.OperationalStatus, metal3.StateRegistering,
@@ -88,16 +96,12 @@ func ValidateBareMetalHostUpdate(oldHost, newHost *metal3.BareMetalHost) field.E
 
 // bmcAddressChangeable: the BMC address may change while the host is registering (fixing a
 // typo that keeps registration failing) or detached from the provisioner (no Ironic node uses
-// the old address). A detach requested by an earlier update also counts: the node is being
-// deleted, and re-attaching registers it again with the new address.
-func bmcAddressChangeable(oldHost, newHost *metal3.BareMetalHost) bool {
-	if newHost.Status.Provisioning.State == metal3.StateRegistering ||
-		newHost.Status.OperationalStatus == metal3.OperationalStatusDetached {
-		return true
-	}
-	_, wasDetached := oldHost.Annotations[metal3.DetachedAnnotation]
-	_, isDetached := newHost.Annotations[metal3.DetachedAnnotation]
-	return wasDetached && isDetached
+// the old address), as in metal3. A detach that is only requested does not count: the host
+// controller defers it in the states that do not allow one (inspecting, provisioning, a live
+// update...), and meanwhile it would register the running node again with the new address.
+func bmcAddressChangeable(newHost *metal3.BareMetalHost) bool {
+	return newHost.Status.Provisioning.State == metal3.StateRegistering ||
+		newHost.Status.OperationalStatus == metal3.OperationalStatusDetached
 }
 
 // validateHostName: the host's name becomes the Ironic node name, which Ironic restricts to

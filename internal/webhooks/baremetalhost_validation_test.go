@@ -1,8 +1,10 @@
 package webhooks
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -316,6 +318,63 @@ func TestValidateBareMetalHost(t *testing.T) {
 	}
 }
 
+// A rejection reaches the client, the audit log and GitOps tools: URLs refused in it keep no
+// credentials, in the value or in the parser's words.
+func TestRejectionsDoNotEchoURLCredentials(t *testing.T) {
+	host := validHost()
+	host.Spec.Image.URL = "gopher://user:s3cret@mirror.example/os.qcow2"
+	_, err := (&BareMetalHostValidator{}).ValidateCreate(context.Background(), host)
+	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "spec.image.url") {
+		t.Errorf("image URL rejection: %v", err)
+	}
+	host = validHost()
+	host.Spec.Image.URL = "http://user:s3cret@mirror.example/%zz"
+	if _, err := (&BareMetalHostValidator{}).ValidateCreate(context.Background(), host); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("unparsable image URL rejection: %v", err)
+	}
+	hfc := &metal3.HostFirmwareComponents{Spec: metal3.HostFirmwareComponentsSpec{Updates: []metal3.FirmwareUpdate{
+		{Component: "bmc", URL: "gopher://user:s3cret@fw.example/bmc.bin"},
+	}}}
+	if _, err := (&HostFirmwareComponentsValidator{}).ValidateCreate(context.Background(), hfc); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("firmware URL rejection: %v", err)
+	}
+}
+
+// A host being deleted may lose its finalizers whatever its stored spec holds, but its BMC
+// address and boot MAC still may not change: deprovisioning cleans and powers off the machine
+// behind them.
+func TestValidateUpdateOfDeletedHost(t *testing.T) {
+	deleting := func() *metal3.BareMetalHost {
+		h := validHost()
+		h.Status.Provisioning.State = metal3.StateDeprovisioning
+		h.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		h.Finalizers = []string{metal3.BareMetalHostFinalizer}
+		return h
+	}
+	v := &BareMetalHostValidator{}
+
+	oldHost := deleting()
+	newHost := oldHost.DeepCopy()
+	newHost.Spec.BMC.Address = "redfish-virtualmedia://192.168.111.2/redfish/v1/Systems/1"
+	_, err := v.ValidateUpdate(context.Background(), oldHost, newHost)
+	if err == nil || !strings.Contains(err.Error(), "spec.bmc.address") {
+		t.Errorf("BMC address change of a deleted host: %v", err)
+	}
+	newHost = oldHost.DeepCopy()
+	newHost.Spec.BootMACAddress = "00:5a:91:3f:9a:be"
+	if _, err := v.ValidateUpdate(context.Background(), oldHost, newHost); err == nil {
+		t.Error("boot MAC change of a deleted host allowed")
+	}
+
+	oldHost = deleting()
+	oldHost.Spec.RootDeviceHints.DeviceName = "sda" // stored before validation refused it
+	newHost = oldHost.DeepCopy()
+	newHost.Finalizers = nil
+	if _, err := v.ValidateUpdate(context.Background(), oldHost, newHost); err != nil {
+		t.Errorf("finalizer removal of a deleted host with an invalid spec refused: %v", err)
+	}
+}
+
 // The BMC password must never come back in an error: errors end up in events and logs.
 func TestValidateBareMetalHostDoesNotEchoBMCCredentials(t *testing.T) {
 	host := validHost()
@@ -372,14 +431,17 @@ func TestValidateBareMetalHostUpdate(t *testing.T) {
 				h.Spec.BMC.Address = "redfish-virtualmedia://192.168.111.2/redfish/v1/Systems/1"
 			},
 		},
-		"BMC address change after a detach was requested": {
+		"BMC address change after a detach was requested, not yet done": {
+			// The controller defers a detach while provisioning and would register the running
+			// node again with the new address.
 			old: func(h *metal3.BareMetalHost) {
-				h.Status.Provisioning.State = metal3.StateProvisioned
+				h.Status.Provisioning.State = metal3.StateProvisioning
 				h.Annotations = map[string]string{metal3.DetachedAnnotation: ""}
 			},
 			mutate: func(h *metal3.BareMetalHost) {
 				h.Spec.BMC.Address = "redfish-virtualmedia://192.168.111.2/redfish/v1/Systems/1"
 			},
+			want: []string{"spec.bmc.address: Forbidden"},
 		},
 		"BMC address change in the update that requests the detach": {
 			old: func(h *metal3.BareMetalHost) { h.Status.Provisioning.State = metal3.StateProvisioned },

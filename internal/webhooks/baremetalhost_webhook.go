@@ -17,15 +17,17 @@ var _ admission.Validator[*metal3.BareMetalHost] = &BareMetalHostValidator{}
 
 // ValidateCreate rejects an invalid host.
 func (*BareMetalHostValidator) ValidateCreate(_ context.Context, host *metal3.BareMetalHost) (admission.Warnings, error) {
-	return nil, invalid("BareMetalHost", host.Name, ValidateBareMetalHost(host))
+	return annotationWarnings(nil, host), invalid("BareMetalHost", host.Name, ValidateBareMetalHost(host))
 }
 
 // ValidateUpdate rejects an update that makes the host invalid or breaks a transition rule.
 func (*BareMetalHostValidator) ValidateUpdate(_ context.Context, oldHost, newHost *metal3.BareMetalHost) (admission.Warnings, error) {
 	if newHost.DeletionTimestamp != nil {
-		return nil, nil // never block finalizer removal
+		// Never block finalizer removal with the spec's errors; the transition rules still hold
+		// (a BMC address changed during deprovisioning would clean another machine).
+		return nil, invalid("BareMetalHost", newHost.Name, validateTransitions(oldHost, newHost))
 	}
-	return nil, invalid("BareMetalHost", newHost.Name, ValidateBareMetalHostUpdate(oldHost, newHost))
+	return annotationWarnings(oldHost, newHost), invalid("BareMetalHost", newHost.Name, ValidateBareMetalHostUpdate(oldHost, newHost))
 }
 
 // ValidateDelete allows every delete.

@@ -28,6 +28,15 @@
 //   - an update is only rejected for errors it introduces: an error the old object already had,
 //     identical in type, field, value and message, is not held against the update (so a
 //     controller can still add a finalizer or remove an annotation);
-//   - an update of an object that is being deleted is not validated, so finalizers can always
-//     be removed.
+//   - an update of an object that is being deleted is checked against the transition rules only
+//     (its finalizers can always be removed, whatever its stored spec holds, but a BareMetalHost
+//     being deprovisioned cannot be pointed at another BMC or NIC).
+//
+// # Annotations
+//
+// The reboot annotation's value is refused where metal3 refuses it (not JSON, an unknown mode);
+// the detached annotation only for an unknown deleteAction in a JSON value (metal3 does not
+// check it, and both controllers read any other value as the defaults). What metal3 accepts but
+// the host controller ignores (an unknown field, a detached value that is not JSON) comes back
+// as an admission warning when the update adds or changes it.
 package webhooks

@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/statustext"
 )
 
 // SetupWithManager registers every metal3.io validating webhook with the manager's webhook
@@ -35,10 +36,22 @@ func SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // invalid turns a non-empty error list into the API's Invalid status (HTTP 422) with one cause
-// per field error; the API server passes it on to the client. nil when errs is empty.
+// per field error; the API server passes it on to the client. nil when errs is empty. Every
+// value and detail goes through statustext.Redact first: the answer reaches the client, the
+// API server's audit log and GitOps tools' status, and the values refused include image,
+// firmware and event URLs with credentials in them (url.Parse's errors quote them too).
 func invalid(kind, name string, errs field.ErrorList) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	return apierrors.NewInvalid(schema.GroupKind{Group: metal3.GroupVersion.Group, Kind: kind}, name, errs)
+	redacted := make(field.ErrorList, len(errs))
+	for i, e := range errs {
+		c := *e
+		if v, ok := c.BadValue.(string); ok {
+			c.BadValue = statustext.Redact(v)
+		}
+		c.Detail = statustext.Redact(c.Detail)
+		redacted[i] = &c
+	}
+	return apierrors.NewInvalid(schema.GroupKind{Group: metal3.GroupVersion.Group, Kind: kind}, name, redacted)
 }
