@@ -32,6 +32,11 @@ func hostProgramFiles(programs []string) (map[string]file, error) {
 		}
 		paths := []string{program}
 		for line := range strings.Lines(string(out)) {
+			// ldd exits 0 when a library is missing; the image would hold a program that cannot
+			// start, found only when the container runs.
+			if lib, _, missing := strings.Cut(strings.TrimSpace(line), " => not found"); missing {
+				return nil, fmt.Errorf("%s needs %s, which ldd does not find on this machine", program, lib)
+			}
 			for f := range strings.FieldsSeq(line) {
 				if strings.HasPrefix(f, "/") {
 					paths = append(paths, f)
