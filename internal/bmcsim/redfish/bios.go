@@ -32,7 +32,7 @@ func (svc *Service) biosRoutes() {
 		}
 	})
 	svc.route("PATCH "+bios+"/Settings", false, func(q *request) {
-		if !q.owns("sys") || !q.ifMatch(biosSettingsBody(q.srv)) {
+		if !q.owns("sys") {
 			return
 		}
 		var body map[string]json.RawMessage
@@ -59,7 +59,12 @@ func (svc *Service) biosRoutes() {
 				return
 			}
 		}
-		if err := q.srv.SetPendingBIOS(attrs); err != nil {
+		srv := q.srv
+		if err := srv.SetPendingBIOS(attrs, q.ifMatch(func(st *server.State) M { return biosSettingsBodyOf(srv, st.PendingBIOS) })); err != nil {
+			if !errors.Is(err, server.ErrInvalid) {
+				q.fail(err)
+				return
+			}
 			id := "PropertyValueNotInList"
 			if errors.Is(err, config.ErrValueType) {
 				id = "PropertyValueTypeError"
@@ -133,8 +138,10 @@ func biosBody(s *server.Server) M {
 }
 
 // biosSettingsBody is the settings object: the values waiting for the next boot.
-func biosSettingsBody(s *server.Server) M {
-	pending := s.PendingBIOS()
+func biosSettingsBody(s *server.Server) M { return biosSettingsBodyOf(s, s.PendingBIOS()) }
+
+// biosSettingsBodyOf renders the settings object with these pending values.
+func biosSettingsBodyOf(s *server.Server, pending map[string]any) M {
 	if pending == nil {
 		pending = map[string]any{}
 	}

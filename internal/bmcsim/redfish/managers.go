@@ -77,7 +77,7 @@ func (svc *Service) managerRoutes() {
 			q.error(http.StatusBadRequest, "ActionParameterNotSupported", "The parameter TransferProtocolType value "+body.TransferProtocolType+" is not supported.", body.TransferProtocolType, "VirtualMedia.InsertMedia")
 			return
 		}
-		if err := q.srv.InsertMedia(q.r.Context(), q.r.PathValue("dev"), body.Image, body.Inserted, body.WriteProtected); err != nil {
+		if err := q.srv.InsertMedia(q.r.Context(), q.r.PathValue("dev"), body.Image, body.Inserted, body.WriteProtected, nil); err != nil {
 			q.fail(err)
 			return
 		}
@@ -87,7 +87,7 @@ func (svc *Service) managerRoutes() {
 		if !q.owns("mgr") || !q.device() {
 			return
 		}
-		if err := q.srv.EjectMedia(q.r.PathValue("dev")); err != nil {
+		if err := q.srv.EjectMedia(q.r.PathValue("dev"), nil); err != nil {
 			q.fail(err)
 			return
 		}
@@ -98,10 +98,8 @@ func (svc *Service) managerRoutes() {
 		if !q.owns("mgr") || !q.device() {
 			return
 		}
-		dev := q.r.PathValue("dev")
-		if !q.ifMatch(mediaBody(q.srv, dev)) {
-			return
-		}
+		srv, dev := q.srv, q.r.PathValue("dev")
+		pre := q.ifMatch(func(st *server.State) M { return mediaBodyOf(srv, dev, st.Media[dev]) })
 		var body map[string]json.RawMessage
 		if !q.decode(&body, false) {
 			return
@@ -130,11 +128,11 @@ func (svc *Service) managerRoutes() {
 		var err error
 		switch {
 		case image != nil && *image != "" && (inserted == nil || *inserted):
-			err = q.srv.InsertMedia(q.r.Context(), dev, *image, inserted, wp)
+			err = srv.InsertMedia(q.r.Context(), dev, *image, inserted, wp, pre)
 		case (image != nil && *image == "") || image == nil && inserted != nil && !*inserted:
-			err = q.srv.EjectMedia(dev)
+			err = srv.EjectMedia(dev, pre)
 		case image != nil:
-			err = q.srv.InsertMedia(q.r.Context(), dev, *image, inserted, wp)
+			err = srv.InsertMedia(q.r.Context(), dev, *image, inserted, wp, pre)
 		}
 		if err != nil {
 			q.fail(err)
@@ -182,9 +180,14 @@ func managerBody(s *server.Server) M {
 }
 
 func mediaBody(s *server.Server, dev string) M {
-	p := managerPath(s) + "/VirtualMedia/" + dev
 	var m server.Media
 	s.View(func(st *server.State) { m = st.Media[dev] })
+	return mediaBodyOf(s, dev, m)
+}
+
+// mediaBodyOf renders a virtual media device in state m.
+func mediaBodyOf(s *server.Server, dev string, m server.Media) M {
+	p := managerPath(s) + "/VirtualMedia/" + dev
 	name, types := "Virtual CD", []string{"CD", "DVD"}
 	if dev == server.MediaFloppy {
 		name, types = "Virtual Removable Media", []string{"Floppy", "USBStick"}

@@ -148,22 +148,8 @@ func (svc *Service) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p := svc.authenticate(r)
-	name := ""
-	if p != nil {
-		name = p.srv.Name
-	}
-	switch fault.Roll(svc.fleet.Faults.For(name)) {
-	case fault.Error:
-		q := &request{svc: svc, w: w, r: r}
-		q.error(http.StatusInternalServerError, "InternalError", "The request failed due to an internal service error (injected fault).")
+	if !svc.injectFault(w, r, p) {
 		return
-	case fault.Hang:
-		select {
-		case <-r.Context().Done():
-		case <-time.After(svc.opts.HangFor):
-		}
-		// Drop the connection without an answer, as a wedged BMC does.
-		panic(http.ErrAbortHandler)
 	}
 	if p != nil {
 		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
@@ -310,15 +296,15 @@ func (q *request) noContent() {
 	q.w.WriteHeader(http.StatusNoContent)
 }
 
-// ifMatch checks If-Match against the current representation; on mismatch it answers 412 and
-// returns false. A request without If-Match is accepted.
-func (q *request) ifMatch(current any) bool {
+// ifMatch turns If-Match into the precondition of a change (nil without If-Match): the ETag of
+// the resource as render shows the state, checked under the server's lock the change applies
+// under, so of two PATCHes sent with the ETag both read one applies and the other gets 412.
+func (q *request) ifMatch(render func(st *server.State) M) server.Precondition {
 	want := q.r.Header.Get("If-Match")
-	if want == "" || etagMatches(want, ETag(current)) {
-		return true
+	if want == "" {
+		return nil
 	}
-	q.error(http.StatusPreconditionFailed, "PreconditionFailed", "The ETag supplied did not match the ETag required to change this resource.")
-	return false
+	return func(st *server.State) bool { return etagMatches(want, ETag(render(st))) }
 }
 
 // etagMatches compares an If-Match / If-None-Match list with a tag, weakly (W/ ignored): sushy
@@ -340,7 +326,7 @@ func etagMatches(header, tag string) bool {
 // decode reads a JSON request body into v; on failure it answers 400 and returns false. An empty
 // body decodes as {} when allowEmpty.
 func (q *request) decode(v any, allowEmpty bool) bool {
-	data, err := io.ReadAll(http.MaxBytesReader(q.w, q.r.Body, 1<<20))
+	data, err := io.ReadAll(http.MaxBytesReader(q.w, q.r.Body, maxBody))
 	if err != nil {
 		q.error(http.StatusBadRequest, "MalformedJSON", "The request body could not be read.")
 		return false
@@ -364,6 +350,8 @@ func (q *request) fail(err error) {
 	switch {
 	case errors.Is(err, server.ErrNotFound):
 		q.notFound()
+	case errors.Is(err, server.ErrPrecondition):
+		q.error(http.StatusPreconditionFailed, "PreconditionFailed", "The ETag supplied did not match the ETag required to change this resource.")
 	case errors.Is(err, server.ErrConflict):
 		q.error(http.StatusConflict, "ResourceInUse", err.Error())
 	case errors.Is(err, server.ErrInvalid), errors.Is(err, server.ErrBadImage):

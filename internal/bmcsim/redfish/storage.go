@@ -94,16 +94,18 @@ func (svc *Service) storageRoutes() {
 			q.notFound()
 			return
 		}
-		if !q.ifMatch(volumeBody(q.srv, v)) {
-			return
-		}
 		var body struct {
 			ApplyTime string `json:"@Redfish.OperationApplyTime"`
 		}
 		if !q.decode(&body, true) {
 			return
 		}
-		taskID, err := q.srv.DeleteVolume(v.ID, body.ApplyTime, q.r.URL.Path)
+		srv := q.srv
+		pre := q.ifMatch(func(st *server.State) M {
+			cur, _ := volumeIn(st, v.ID) // DeleteVolume answers 404 before it checks If-Match
+			return volumeBody(srv, cur)
+		})
+		taskID, err := srv.DeleteVolume(v.ID, body.ApplyTime, q.r.URL.Path, pre)
 		if err != nil {
 			q.fail(err)
 			return
@@ -237,14 +239,17 @@ func volumesBody(s *server.Server) M {
 func volume(s *server.Server, id string) (server.Volume, bool) {
 	var out server.Volume
 	var ok bool
-	s.View(func(st *server.State) {
-		for _, v := range st.Volumes {
-			if v.ID == id {
-				out, ok = v, true
-			}
-		}
-	})
+	s.View(func(st *server.State) { out, ok = volumeIn(st, id) })
 	return out, ok
+}
+
+func volumeIn(st *server.State, id string) (server.Volume, bool) {
+	for _, v := range st.Volumes {
+		if v.ID == id {
+			return v, true
+		}
+	}
+	return server.Volume{}, false
 }
 
 func volumeBody(s *server.Server, v server.Volume) M {

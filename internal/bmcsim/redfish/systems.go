@@ -160,7 +160,7 @@ func (svc *Service) systemRoutes() {
 		}
 	})
 	svc.route("PATCH "+sys+"/SecureBoot", false, func(q *request) {
-		if !q.owns("sys") || !q.ifMatch(secureBootBody(q.srv)) {
+		if !q.owns("sys") {
 			return
 		}
 		var body map[string]json.RawMessage
@@ -178,7 +178,8 @@ func (svc *Service) systemRoutes() {
 			q.error(http.StatusBadRequest, "PropertyValueTypeError", "The value for the property SecureBootEnable is of a different type than the property can accept.", "SecureBootEnable")
 			return
 		}
-		if err := q.srv.SetSecureBoot(enable); err != nil {
+		srv := q.srv
+		if err := srv.SetSecureBoot(enable, q.ifMatch(func(st *server.State) M { return secureBootBodyOf(srv, st) })); err != nil {
 			q.fail(err)
 			return
 		}
@@ -203,175 +204,102 @@ func (svc *Service) systemRoutes() {
 var resetKeysTypes = []string{"ResetAllKeysToDefault", "DeleteAllKeys", "DeletePK"}
 
 func (svc *Service) systemBody(s *server.Server) M {
+	var body M
+	s.View(func(st *server.State) { body = svc.systemBodyOf(s, st) })
+	return body
+}
+
+// systemBodyOf renders the System from its state; call it under the server's lock.
+func (svc *Service) systemBodyOf(s *server.Server, st *server.State) M {
 	p := &svc.fleet.Config().Profile
 	hw := s.HW
 	path := sysPath(s)
-	var body M
-	s.View(func(st *server.State) {
-		boot := M{
-			"BootSourceOverrideTarget":                          st.Boot.Target,
-			"BootSourceOverrideTarget@Redfish.AllowableValues":  server.BootTargets,
-			"BootSourceOverrideEnabled":                         st.Boot.Enabled,
-			"BootSourceOverrideEnabled@Redfish.AllowableValues": server.BootEnabledValues,
-			"BootSourceOverrideMode":                            st.Boot.Mode,
-			"BootSourceOverrideMode@Redfish.AllowableValues":    server.BootModes,
-			"HttpBootUri": nil,
-		}
-		if st.Boot.HTTPBootURI != "" {
-			boot["HttpBootUri"] = st.Boot.HTTPBootURI
-		}
-		body = M{
-			"@odata.id":               path,
-			"@odata.type":             "#ComputerSystem.v1_22_0.ComputerSystem",
-			"Id":                      s.ID(),
-			"Name":                    p.Model,
-			"HostName":                s.Name,
-			"SystemType":              "Physical",
-			"Manufacturer":            p.Manufacturer,
-			"Model":                   p.Model,
-			"SKU":                     "SIM-" + hw.Serial[:4],
-			"SerialNumber":            hw.Serial,
-			"UUID":                    hw.UUID,
-			"AssetTag":                "",
-			"IndicatorLED":            st.IndicatorLED,
-			"LocationIndicatorActive": st.IndicatorLED != "Off",
-			"PowerState":              st.Power,
-			"BiosVersion":             st.Firmware.BIOS,
-			"Status":                  statusOK,
-			"Boot":                    boot,
-			"ProcessorSummary": M{
-				"Count":                 len(hw.Processors),
-				"CoreCount":             p.CPU.Sockets * p.CPU.CoresPerSocket,
-				"LogicalProcessorCount": hw.TotalThreads,
-				"Model":                 p.CPU.Model,
-				"Status":                statusOK,
+	boot := M{
+		"BootSourceOverrideTarget":                          st.Boot.Target,
+		"BootSourceOverrideTarget@Redfish.AllowableValues":  server.BootTargets,
+		"BootSourceOverrideEnabled":                         st.Boot.Enabled,
+		"BootSourceOverrideEnabled@Redfish.AllowableValues": server.BootEnabledValues,
+		"BootSourceOverrideMode":                            st.Boot.Mode,
+		"BootSourceOverrideMode@Redfish.AllowableValues":    server.BootModes,
+		"HttpBootUri": nil,
+	}
+	if st.Boot.HTTPBootURI != "" {
+		boot["HttpBootUri"] = st.Boot.HTTPBootURI
+	}
+	return M{
+		"@odata.id":               path,
+		"@odata.type":             "#ComputerSystem.v1_22_0.ComputerSystem",
+		"Id":                      s.ID(),
+		"Name":                    p.Model,
+		"HostName":                s.Name,
+		"SystemType":              "Physical",
+		"Manufacturer":            p.Manufacturer,
+		"Model":                   p.Model,
+		"SKU":                     "SIM-" + hw.Serial[:4],
+		"SerialNumber":            hw.Serial,
+		"UUID":                    hw.UUID,
+		"AssetTag":                st.AssetTag,
+		"IndicatorLED":            st.IndicatorLED,
+		"LocationIndicatorActive": st.IndicatorLED != "Off",
+		"PowerState":              st.Power,
+		"BiosVersion":             st.Firmware.BIOS,
+		"Status":                  statusOK,
+		"Boot":                    boot,
+		"ProcessorSummary": M{
+			"Count":                 len(hw.Processors),
+			"CoreCount":             p.CPU.Sockets * p.CPU.CoresPerSocket,
+			"LogicalProcessorCount": hw.TotalThreads,
+			"Model":                 p.CPU.Model,
+			"Status":                statusOK,
+		},
+		"MemorySummary":      M{"TotalSystemMemoryGiB": hw.MemoryGiB, "Status": statusOK},
+		"Processors":         ref(path + "/Processors"),
+		"Memory":             ref(path + "/Memory"),
+		"EthernetInterfaces": ref(path + "/EthernetInterfaces"),
+		"SimpleStorage":      ref(path + "/SimpleStorage"),
+		"Storage":            ref(path + "/Storage"),
+		"Bios":               ref(path + "/Bios"),
+		"SecureBoot":         ref(path + "/SecureBoot"),
+		"Links": M{
+			"ManagedBy": refs(managerPath(s)),
+			"Chassis":   refs(chassisOf(s)),
+		},
+		"Actions": M{
+			"#ComputerSystem.Reset": M{
+				"target":                            path + "/Actions/ComputerSystem.Reset",
+				"ResetType@Redfish.AllowableValues": server.ResetTypes,
 			},
-			"MemorySummary":      M{"TotalSystemMemoryGiB": hw.MemoryGiB, "Status": statusOK},
-			"Processors":         ref(path + "/Processors"),
-			"Memory":             ref(path + "/Memory"),
-			"EthernetInterfaces": ref(path + "/EthernetInterfaces"),
-			"SimpleStorage":      ref(path + "/SimpleStorage"),
-			"Storage":            ref(path + "/Storage"),
-			"Bios":               ref(path + "/Bios"),
-			"SecureBoot":         ref(path + "/SecureBoot"),
-			"Links": M{
-				"ManagedBy": refs(managerPath(s)),
-				"Chassis":   refs(chassisOf(s)),
-			},
-			"Actions": M{
-				"#ComputerSystem.Reset": M{
-					"target":                            path + "/Actions/ComputerSystem.Reset",
-					"ResetType@Redfish.AllowableValues": server.ResetTypes,
-				},
-			},
-		}
-	})
-	return body
-}
-
-func (svc *Service) patchSystem(q *request) {
-	if !q.owns("sys") || !q.ifMatch(svc.systemBody(q.srv)) {
-		return
+		},
 	}
-	var body map[string]json.RawMessage
-	if !q.decode(&body, false) {
-		return
-	}
-	for k := range body {
-		switch k {
-		case "Boot", "IndicatorLED", "LocationIndicatorActive", "AssetTag":
-		default:
-			q.error(http.StatusBadRequest, "PropertyNotWritable", "The property "+k+" is a read only property and cannot be assigned a value.", k)
-			return
-		}
-	}
-	if raw, ok := body["Boot"]; ok {
-		var b map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &b); err != nil {
-			q.error(http.StatusBadRequest, "PropertyValueTypeError", "The value for the property Boot is of a different type than the property can accept.", "Boot")
-			return
-		}
-		var patch server.BootPatch
-		for k, v := range b {
-			var dst **string
-			switch k {
-			case "BootSourceOverrideTarget":
-				dst = &patch.Target
-			case "BootSourceOverrideEnabled":
-				dst = &patch.Enabled
-			case "BootSourceOverrideMode":
-				dst = &patch.Mode
-			case "HttpBootUri":
-				dst = &patch.HTTPBootURI
-			case "UefiTargetBootSourceOverride":
-				continue
-			default:
-				q.error(http.StatusBadRequest, "PropertyUnknown", "The property Boot/"+k+" is not in the list of valid properties for the resource.", "Boot/"+k)
-				return
-			}
-			var s *string
-			if err := json.Unmarshal(v, &s); err != nil {
-				q.error(http.StatusBadRequest, "PropertyValueTypeError", "The value for the property Boot/"+k+" is of a different type than the property can accept.", "Boot/"+k)
-				return
-			}
-			if s == nil && k == "HttpBootUri" {
-				s = new(string)
-			}
-			if s != nil {
-				*dst = s
-			}
-		}
-		if err := q.srv.PatchBoot(patch); err != nil {
-			q.error(http.StatusBadRequest, "PropertyValueNotInList", err.Error())
-			return
-		}
-	}
-	if raw, ok := body["IndicatorLED"]; ok {
-		var v string
-		if json.Unmarshal(raw, &v) != nil || q.srv.SetIndicatorLED(v) != nil {
-			q.error(http.StatusBadRequest, "PropertyValueNotInList", "The value for IndicatorLED is not in the list of acceptable values.", "IndicatorLED")
-			return
-		}
-	}
-	if raw, ok := body["LocationIndicatorActive"]; ok {
-		var v bool
-		if json.Unmarshal(raw, &v) != nil {
-			q.error(http.StatusBadRequest, "PropertyValueTypeError", "The value for LocationIndicatorActive is not a boolean.", "LocationIndicatorActive")
-			return
-		}
-		led := "Off"
-		if v {
-			led = "Lit"
-		}
-		_ = q.srv.SetIndicatorLED(led)
-	}
-	q.noContent()
 }
 
 func secureBootBody(s *server.Server) M {
-	path := sysPath(s) + "/SecureBoot"
 	var body M
-	s.View(func(st *server.State) {
-		current, mode := "Disabled", "SetupMode"
-		if st.SecureBootCurrent {
-			current = "Enabled"
-		}
-		if st.SecureBoot {
-			mode = "DeployedMode"
-		}
-		body = M{
-			"@odata.id":             path,
-			"@odata.type":           "#SecureBoot.v1_1_2.SecureBoot",
-			"Id":                    "SecureBoot",
-			"Name":                  "UEFI Secure Boot",
-			"SecureBootEnable":      st.SecureBoot,
-			"SecureBootCurrentBoot": current,
-			"SecureBootMode":        mode,
-			"Actions": M{"#SecureBoot.ResetKeys": M{
-				"target":                                path + "/Actions/SecureBoot.ResetKeys",
-				"ResetKeysType@Redfish.AllowableValues": resetKeysTypes,
-			}},
-		}
-	})
+	s.View(func(st *server.State) { body = secureBootBodyOf(s, st) })
 	return body
+}
+
+// secureBootBodyOf renders SecureBoot from the state; call it under the server's lock.
+func secureBootBodyOf(s *server.Server, st *server.State) M {
+	path := sysPath(s) + "/SecureBoot"
+	current, mode := "Disabled", "SetupMode"
+	if st.SecureBootCurrent {
+		current = "Enabled"
+	}
+	if st.SecureBoot {
+		mode = "DeployedMode"
+	}
+	return M{
+		"@odata.id":             path,
+		"@odata.type":           "#SecureBoot.v1_1_2.SecureBoot",
+		"Id":                    "SecureBoot",
+		"Name":                  "UEFI Secure Boot",
+		"SecureBootEnable":      st.SecureBoot,
+		"SecureBootCurrentBoot": current,
+		"SecureBootMode":        mode,
+		"Actions": M{"#SecureBoot.ResetKeys": M{
+			"target":                                path + "/Actions/SecureBoot.ResetKeys",
+			"ResetKeysType@Redfish.AllowableValues": resetKeysTypes,
+		}},
+	}
 }

@@ -33,7 +33,7 @@ func (s *Server) BIOSAttributes(st *State) map[string]any {
 
 // SetPendingBIOS records attribute values to apply on the next boot, as a PATCH to the BIOS
 // settings object does. Values accumulate until the boot applies them.
-func (s *Server) SetPendingBIOS(attrs map[string]any) error {
+func (s *Server) SetPendingBIOS(attrs map[string]any, pre Precondition) error {
 	if len(attrs) == 0 {
 		return invalid("Attributes must not be empty")
 	}
@@ -52,14 +52,13 @@ func (s *Server) SetPendingBIOS(attrs map[string]any) error {
 			return invalid("BIOS attribute %s cannot be changed on this system", name)
 		}
 	}
-	s.update(func(st *State) bool {
+	return s.updateIf(pre, func(st *State) (bool, error) {
 		if st.PendingBIOS == nil {
 			st.PendingBIOS = map[string]any{}
 		}
 		maps.Copy(st.PendingBIOS, attrs)
-		return true
+		return true, nil
 	})
-	return nil
 }
 
 // ResetBIOS schedules every attribute back to its default on the next boot (#Bios.ResetBios).
@@ -90,76 +89,15 @@ func (s *Server) applyBIOSLocked() {
 }
 
 // SetSecureBoot enables or disables UEFI secure boot; SecureBootCurrentBoot follows on the next boot.
-func (s *Server) SetSecureBoot(enable bool) error {
-	var err error
-	s.update(func(st *State) bool {
+func (s *Server) SetSecureBoot(enable bool, pre Precondition) error {
+	return s.updateIf(pre, func(st *State) (bool, error) {
 		if enable && st.Boot.Mode != "UEFI" {
-			err = invalid("secure boot needs UEFI boot mode")
-			return false
+			return false, invalid("secure boot needs UEFI boot mode")
 		}
 		changed := st.SecureBoot != enable
 		st.SecureBoot = enable
-		return changed
+		return changed, nil
 	})
-	return err
-}
-
-// BootPatch is a PATCH of the System's Boot object; nil fields are left alone.
-type BootPatch struct {
-	Target      *string
-	Enabled     *string
-	Mode        *string
-	HTTPBootURI *string
-}
-
-// PatchBoot changes the boot override.
-func (s *Server) PatchBoot(p BootPatch) error {
-	if p.Target != nil && !slices.Contains(BootTargets, *p.Target) {
-		return invalid("BootSourceOverrideTarget %q is not one of %v", *p.Target, BootTargets)
-	}
-	if p.Enabled != nil && !slices.Contains(BootEnabledValues, *p.Enabled) {
-		return invalid("BootSourceOverrideEnabled %q is not one of %v", *p.Enabled, BootEnabledValues)
-	}
-	if p.Mode != nil && !slices.Contains(BootModes, *p.Mode) {
-		return invalid("BootSourceOverrideMode %q is not one of %v", *p.Mode, BootModes)
-	}
-	var err error
-	s.update(func(st *State) bool {
-		b := st.Boot
-		if p.Target != nil {
-			b.Target = *p.Target
-		}
-		if p.Enabled != nil {
-			b.Enabled = *p.Enabled
-		}
-		if p.Mode != nil {
-			if *p.Mode != "UEFI" && st.SecureBoot {
-				err = invalid("boot mode Legacy needs secure boot disabled")
-				return false
-			}
-			b.Mode = *p.Mode
-		}
-		if p.HTTPBootURI != nil {
-			b.HTTPBootURI = *p.HTTPBootURI
-		}
-		changed := b != st.Boot
-		st.Boot = b
-		return changed
-	})
-	return err
-}
-
-// SetIndicatorLED sets IndicatorLED (Lit, Blinking, Off).
-func (s *Server) SetIndicatorLED(v string) error {
-	if v != "Lit" && v != "Blinking" && v != "Off" {
-		return invalid("IndicatorLED %q is not one of Lit, Blinking, Off", v)
-	}
-	s.update(func(st *State) bool {
-		changed := st.IndicatorLED != v
-		st.IndicatorLED = v
-		return changed
-	})
-	return nil
 }
 
 // BIOSDefaults returns the default attribute values (the registry's DefaultValue).

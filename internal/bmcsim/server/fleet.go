@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -133,7 +134,7 @@ func (f *Fleet) isClosed() bool { return f.closed.Load() }
 func (f *Fleet) Close() {
 	f.closed.Store(true)
 	for _, s := range f.Servers {
-		s.enqueue(runOp{stop: true})
+		s.enqueue(runOp{stop: true, gen: math.MaxUint64}) // whatever boot started the agent
 	}
 	f.workers.Wait()
 }

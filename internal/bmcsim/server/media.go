@@ -20,7 +20,8 @@ const maxBootImage = 512 << 20
 
 // InsertMedia attaches an image to a virtual media device. Like a real BMC it fetches the image
 // URL; the Cd device only accepts an ISO 9660 image. inserted and writeProtected default to true.
-func (s *Server) InsertMedia(ctx context.Context, device, image string, inserted, writeProtected *bool) error {
+// pre is checked after the fetch, when the media changes.
+func (s *Server) InsertMedia(ctx context.Context, device, image string, inserted, writeProtected *bool, pre Precondition) error {
 	if !slices.Contains(MediaDevices, device) {
 		return fmt.Errorf("%w: virtual media %s", ErrNotFound, device)
 	}
@@ -38,27 +39,25 @@ func (s *Server) InsertMedia(ctx context.Context, device, image string, inserted
 	if writeProtected != nil {
 		wp = *writeProtected
 	}
-	s.update(func(st *State) bool {
+	return s.updateIf(pre, func(st *State) (bool, error) {
 		st.Media[device] = Media{Image: image, Inserted: ins, WriteProtected: wp}
-		return true
+		return true, nil
 	})
-	return nil
 }
 
 // EjectMedia detaches the device's image; ejecting an empty device is not an error.
-func (s *Server) EjectMedia(device string) error {
+func (s *Server) EjectMedia(device string, pre Precondition) error {
 	if !slices.Contains(MediaDevices, device) {
 		return fmt.Errorf("%w: virtual media %s", ErrNotFound, device)
 	}
-	s.update(func(st *State) bool {
+	return s.updateIf(pre, func(st *State) (bool, error) {
 		m := st.Media[device]
 		if m.Image == "" && !m.Inserted {
-			return false
+			return false, nil
 		}
 		st.Media[device] = Media{WriteProtected: m.WriteProtected}
-		return true
+		return true, nil
 	})
-	return nil
 }
 
 // checkImage fetches an image the way a BMC does on insert: all of it, keeping only the head. An

@@ -44,6 +44,9 @@ var ErrPowerFault = errors.New("the power controller failed to power the server 
 // ErrConflict marks a request that conflicts with the current state (HTTP 409).
 var ErrConflict = errors.New("conflict")
 
+// ErrPrecondition marks a change refused by its Precondition (HTTP 412).
+var ErrPrecondition = errors.New("precondition failed")
+
 func invalid(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, a...))
 }
@@ -108,7 +111,7 @@ func (s *Server) powerOffLocked() runOp {
 	s.st.Power = PowerOff
 	s.st.Booted, s.st.BootedImage = "", ""
 	s.gen++
-	return runOp{stop: true}
+	return runOp{stop: true, gen: s.gen}
 }
 
 // powerOnLocked turns the server on, which is a boot: it applies what waits for a reset, picks the
@@ -167,7 +170,10 @@ func runsAgent(dev string) bool {
 }
 
 // runOp is one step on a server's run queue: stop the agent, or boot it (if the server is still in
-// the power cycle gen when the step runs).
+// the power cycle gen when the step runs). A stop's gen is that of its power-off: callers queue
+// their steps after releasing the server's lock, so the stop of a power-off can reach the queue
+// after the boot of a later power-on (the agent's own PowerOff racing a Reset On), and must then
+// leave that boot's agent alone.
 type runOp struct {
 	stop  bool
 	gen   uint64
@@ -225,7 +231,7 @@ func (s *Server) drain() {
 func (s *Server) run(op runOp) {
 	r := s.fleet.runner
 	if op.stop {
-		if s.agentRunning {
+		if s.agentRunning && s.agentGen <= op.gen {
 			r.Stop(s.id)
 			s.agentRunning = false
 		}
@@ -256,7 +262,7 @@ func (s *Server) run(op runOp) {
 		s.fleet.log.Warn("Agent did not start", "server", s.Name, "device", op.dev, "error", err)
 		return
 	}
-	s.agentRunning = true
+	s.agentRunning, s.agentGen = true, op.gen
 }
 
 // current reports whether the server is still on in power cycle gen.

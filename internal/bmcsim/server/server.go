@@ -60,6 +60,7 @@ type State struct {
 	Power        string `json:"power"`
 	Boot         Boot   `json:"boot"`
 	IndicatorLED string `json:"indicatorLED"`
+	AssetTag     string `json:"assetTag,omitempty"`
 	// Media is keyed by device id (Cd, Floppy).
 	Media map[string]Media `json:"media"`
 	// BIOS holds the current attribute values that differ from the registry defaults.
@@ -168,7 +169,8 @@ type Server struct {
 	qmu          sync.Mutex
 	queue        []runOp
 	qrunning     bool
-	agentRunning bool // only touched by the queue worker
+	agentRunning bool   // only touched by the queue worker
+	agentGen     uint64 // the power cycle the running agent booted in; only touched by the queue worker
 }
 
 var _ agent.Machine = (*Server)(nil)
@@ -227,6 +229,27 @@ func (s *Server) update(fn func(st *State) bool) {
 	if changed {
 		s.fleet.markDirty()
 	}
+}
+
+// Precondition is checked under the server's lock just before a change applies; when it fails
+// the change fails with ErrPrecondition. The Redfish layer checks If-Match with it: checked under
+// the same lock as the change, two PATCHes sent with the same ETag cannot both apply.
+type Precondition func(st *State) bool
+
+// updateIf runs fn under the lock once pre (nil: none) accepts the state, and records a change for
+// persistence when fn reports one.
+func (s *Server) updateIf(pre Precondition, fn func(st *State) (changed bool, err error)) error {
+	s.mu.Lock()
+	if pre != nil && !pre(&s.st) {
+		s.mu.Unlock()
+		return ErrPrecondition
+	}
+	changed, err := fn(&s.st)
+	s.mu.Unlock()
+	if changed {
+		s.fleet.markDirty()
+	}
+	return err
 }
 
 func (s *Server) now() time.Time { return s.fleet.now() }

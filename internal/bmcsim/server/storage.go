@@ -83,8 +83,9 @@ func (s *Server) CreateVolume(req VolumeRequest) (*Volume, string, error) {
 	return &v, "", nil
 }
 
-// DeleteVolume deletes a volume at once or on the next reset (returning a task id).
-func (s *Server) DeleteVolume(id, applyTime, targetURI string) (string, error) {
+// DeleteVolume deletes a volume at once or on the next reset (returning a task id), once pre (nil:
+// none) accepts the state.
+func (s *Server) DeleteVolume(id, applyTime, targetURI string, pre Precondition) (string, error) {
 	if applyTime != "" && applyTime != ApplyImmediate && applyTime != ApplyOnReset {
 		return "", invalid("@Redfish.OperationApplyTime %q is not one of Immediate, OnReset", applyTime)
 	}
@@ -93,6 +94,9 @@ func (s *Server) DeleteVolume(id, applyTime, targetURI string) (string, error) {
 	i := slices.IndexFunc(s.st.Volumes, func(v Volume) bool { return v.ID == id })
 	if i < 0 {
 		return "", fmt.Errorf("%w: volume %s", ErrNotFound, id)
+	}
+	if pre != nil && !pre(&s.st) {
+		return "", ErrPrecondition
 	}
 	defer s.fleet.markDirty()
 	if applyTime == ApplyOnReset {
