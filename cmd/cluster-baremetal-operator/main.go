@@ -113,6 +113,8 @@ func run(ctx context.Context, o options) error {
 		if err := mgr.Add(&provisioning.CertLoader{Reader: mgr.GetAPIReader(), Namespace: o.namespace, Store: certs, Interval: 30 * time.Second}); err != nil {
 			return fmt.Errorf("adding the certificate loader: %w", err)
 		}
+		// Ready once the webhook serves its certificate, or once the loader found that the
+		// platform gets no stack: nothing is served there and no certificate is ever made.
 		started := mgr.GetWebhookServer().StartedChecker()
 		ready = func(req *http.Request) error {
 			select {

@@ -110,10 +110,18 @@ func validateProvisioningName(prov *metal3.Provisioning) field.ErrorList {
 		"Provisioning is a singleton and must be named %q", metal3.ProvisioningSingletonName))}
 }
 
-// validateProvisioningNetwork checks a Managed or Unmanaged network: the provisioning IP inside
-// the CIDR, and for Managed the DHCP range and the gateway.
+// validateProvisioningNetwork checks a Managed or Unmanaged network: the interface the provisioning
+// IP goes on, the provisioning IP inside the CIDR, and for Managed the DHCP range and the gateway.
 func validateProvisioningNetwork(spec *metal3.ProvisioningSpec, mode metal3.ProvisioningNetwork, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	if spec.ProvisioningInterface == "" && len(spec.ProvisioningMacAddresses) == 0 {
+		// Ours: the static-ip containers put the provisioning IP on the interface named, or found
+		// by MAC; without either they find none and crash-loop. (OpenShift's operator discovers
+		// the MACs from the control-plane hosts; this one does not.)
+		errs = append(errs, field.Required(path.Child("provisioningInterface"), fmt.Sprintf(
+			"provisioningInterface or provisioningMacAddresses is required when provisioningNetwork is %q: "+
+				"the provisioning IP is set on that interface", mode)))
+	}
 	ipPath, cidrPath := path.Child("provisioningIP"), path.Child("provisioningNetworkCIDR")
 	ip, ipErr := parseIP(spec.ProvisioningIP, ipPath)
 	if ipErr != nil {
@@ -212,7 +220,10 @@ func validateDHCPRange(spec *metal3.ProvisioningSpec, ip, gateway netip.Addr, ci
 		if err != nil || a.Zone() != "" {
 			return append(errs, field.Invalid(rangePath, raw, fmt.Sprintf(`%q is not an IP address; the range must be "start,end"`, part)))
 		}
-		ends[i] = a.Unmap()
+		if a.Is4In6() {
+			return append(errs, field.Invalid(rangePath, raw, fmt.Sprintf("%q is an IPv4-mapped IPv6 address: write it as %s", part, a.Unmap())))
+		}
+		ends[i] = a
 		if !cidr.Contains(ends[i]) {
 			errs = append(errs, field.Invalid(rangePath, raw, fmt.Sprintf("%s is not inside provisioningNetworkCIDR %q", part, spec.ProvisioningNetworkCIDR)))
 		}
@@ -234,7 +245,10 @@ func validateDHCPRange(spec *metal3.ProvisioningSpec, ip, gateway netip.Addr, ci
 	return errs
 }
 
-// parseIP parses a plain IP address (no zone); IPv4-mapped IPv6 addresses become IPv4.
+// parseIP parses a plain IP address: no zone, and (ours) no IPv4-mapped IPv6 form. The stack
+// uses the address as written (Ironic's URLs and certificate, the static IP with the CIDR's
+// prefix, dnsmasq), where ::ffff:172.22.0.3 is an IPv6 address; validated as its IPv4 address,
+// it would pass here and break there.
 func parseIP(raw string, path *field.Path) (netip.Addr, *field.Error) {
 	if raw == "" {
 		return netip.Addr{}, field.Required(path, "an IP address is required here")
@@ -243,7 +257,10 @@ func parseIP(raw string, path *field.Path) (netip.Addr, *field.Error) {
 	if err != nil || a.Zone() != "" {
 		return netip.Addr{}, field.Invalid(path, raw, "must be an IPv4 or IPv6 address, e.g. 172.22.0.3")
 	}
-	return a.Unmap(), nil
+	if a.Is4In6() {
+		return netip.Addr{}, field.Invalid(path, raw, fmt.Sprintf("is an IPv4-mapped IPv6 address: write it as %s", a.Unmap()))
+	}
+	return a, nil
 }
 
 // validateOSDownloadURL checks the legacy OS image URL: http(s), a qcow2.gz/xz path and a

@@ -287,6 +287,38 @@ func TestValidateProvisioning(t *testing.T) {
 		"sensor interval defaulted": {mutate: func(s *metal3.ProvisioningSpec) {
 			s.PrometheusExporter = &metal3.PrometheusExporter{Enabled: true}
 		}},
+		"managed without interface or MACs": {
+			mutate: func(s *metal3.ProvisioningSpec) { s.ProvisioningInterface = "" },
+			want:   []string{spec + "provisioningInterface: Required value"}, detail: "provisioningInterface or provisioningMacAddresses",
+		},
+		"unmanaged without interface or MACs": {
+			mutate: func(s *metal3.ProvisioningSpec) {
+				s.ProvisioningNetwork, s.ProvisioningDHCPRange, s.ProvisioningInterface = metal3.ProvisioningNetworkUnmanaged, "", ""
+			},
+			want: []string{spec + "provisioningInterface: Required value"}, detail: `"Unmanaged"`,
+		},
+		"provisioning IP in IPv4-mapped form": {
+			mutate: func(s *metal3.ProvisioningSpec) { s.ProvisioningIP = "::ffff:172.30.20.3" },
+			want:   []string{spec + "provisioningIP: Invalid value"}, detail: "IPv4-mapped IPv6 address: write it as 172.30.20.3",
+		},
+		"disabled, provisioning IP in IPv4-mapped form": {
+			mutate: func(s *metal3.ProvisioningSpec) {
+				*s = metal3.ProvisioningSpec{ProvisioningNetwork: metal3.ProvisioningNetworkDisabled, ProvisioningIP: "::ffff:192.168.111.5"}
+			},
+			want: []string{spec + "provisioningIP: Invalid value"}, detail: "write it as 192.168.111.5",
+		},
+		"gateway in IPv4-mapped form": {
+			mutate: func(s *metal3.ProvisioningSpec) { s.ProvisioningNetworkGateway = "::ffff:172.30.20.1" },
+			want:   []string{spec + "provisioningNetworkGateway: Invalid value"}, detail: "IPv4-mapped",
+		},
+		"DHCP range in IPv4-mapped form": {
+			mutate: func(s *metal3.ProvisioningSpec) { s.ProvisioningDHCPRange = "::ffff:172.30.20.11,172.30.20.101" },
+			want:   []string{spec + "provisioningDHCPRange: Invalid value"}, detail: "IPv4-mapped",
+		},
+		"external IP in IPv4-mapped form": {
+			mutate: func(s *metal3.ProvisioningSpec) { s.ExternalIPs = []string{"192.168.111.2", "::ffff:192.168.111.3"} },
+			want:   []string{spec + "externalIPs[1]: Invalid value"}, detail: "write it as 192.168.111.3",
+		},
 		"bad provisioning MAC and external IP": {
 			mutate: func(s *metal3.ProvisioningSpec) {
 				s.ProvisioningMacAddresses = []string{"00:5a:91:3f:9a:bd", "00:5a:91"}

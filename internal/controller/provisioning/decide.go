@@ -21,17 +21,18 @@ import (
 
 // Event reasons (on the Provisioning object).
 const (
-	ReasonInvalidConfiguration = "InvalidConfiguration"
-	ReasonCreated              = "Created"
-	ReasonUpdated              = "Updated"
-	ReasonClaimed              = "Claimed"
-	ReasonRecreated            = "Recreated"
-	ReasonSecretGenerated      = "SecretGenerated"
-	ReasonCertificateIssued    = "CertificateIssued"
-	ReasonDeployComplete       = "DeployComplete"
-	ReasonDeployTimedOut       = "DeployTimedOut"
-	ReasonDeleted              = "StackDeleted"
-	ReasonRemoved              = "Removed"
+	ReasonInvalidConfiguration   = "InvalidConfiguration"
+	ReasonCreated                = "Created"
+	ReasonUpdated                = "Updated"
+	ReasonClaimed                = "Claimed"
+	ReasonRecreated              = "Recreated"
+	ReasonSecretGenerated        = "SecretGenerated"
+	ReasonCertificateIssued      = "CertificateIssued"
+	ReasonDeployComplete         = "DeployComplete"
+	ReasonDeployTimedOut         = "DeployTimedOut"
+	ReasonDeploymentCrashLooping = "DeploymentCrashLooping"
+	ReasonDeleted                = "StackDeleted"
+	ReasonRemoved                = "Removed"
 )
 
 // plan is what a reconcile decided; write carries it out.
@@ -190,10 +191,35 @@ func timedOut(d *appsv1.Deployment) bool {
 	return false
 }
 
+// unavailableLimit is how long a Deployment whose rollout finished may be unavailable before it is
+// reported (Degraded): the rollout's own deadline, 5 minutes (render's progressDeadline).
+const unavailableLimit = 5 * time.Minute
+
+// down: the Deployment finished its rollout and has been unavailable for unavailableLimit at now
+// (its pod crash-loops, or cannot be placed again). Kubernetes checks the progress deadline only
+// while a rollout is under way, so nothing else ever reports this; the time comes from the
+// Deployment's Available condition, so the decision holds across operator restarts.
+func down(d *appsv1.Deployment, now time.Time) bool {
+	if d == nil || d.Status.ObservedGeneration < d.Generation || available(d) {
+		return false
+	}
+	rolledOut := false
+	var since time.Time
+	for _, c := range d.Status.Conditions {
+		switch {
+		case c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionTrue && c.Reason == "NewReplicaSetAvailable":
+			rolledOut = true
+		case c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionFalse:
+			since = c.LastTransitionTime.Time
+		}
+	}
+	return rolledOut && !since.IsZero() && !now.Before(since.Add(unavailableLimit))
+}
+
 // rollout decides the state from the plan's writes, the Deployments' progress and what the stack
 // says it waits for.
 func (p *plan) rollout(o *observed, stack *render.Stack, bmoReady bool) {
-	var waiting, late, names []string
+	var waiting, late, downs, names []string
 	for _, rendered := range stack.Deployments() {
 		name := rendered.Name
 		names = append(names, name)
@@ -203,6 +229,8 @@ func (p *plan) rollout(o *observed, stack *render.Stack, bmoReady bool) {
 			waiting = append(waiting, name)
 		case timedOut(d):
 			late = append(late, name)
+		case down(d, o.now):
+			downs = append(downs, name)
 		case !available(d):
 			waiting = append(waiting, name)
 		}
@@ -214,6 +242,15 @@ func (p *plan) rollout(o *observed, stack *render.Stack, bmoReady bool) {
 		if c := clusteroperator.Condition(o.co, "Degraded"); c == nil || c.Reason != clusteroperator.ReasonDeployTimedOut {
 			p.events.Warning(ReasonDeployTimedOut, "Rollout", msg)
 		}
+	case len(downs) > 0:
+		msg := fmt.Sprintf("%s deployment unavailable for more than %d minutes since its rollout finished: look at its pods",
+			strings.Join(downs, " and "), int(unavailableLimit.Minutes()))
+		p.state = clusteroperator.State{Reason: clusteroperator.ReasonDeploymentCrashLooping, Message: msg, Busy: o.busy}
+		if c := clusteroperator.Condition(o.co, "Degraded"); c == nil || c.Reason != clusteroperator.ReasonDeploymentCrashLooping {
+			p.events.Warning(ReasonDeploymentCrashLooping, "Rollout", msg)
+		}
+		// The Deployment's status changes when its pod runs again; this is a safety net.
+		p.requeueAfter = 30 * time.Second
 	case len(waiting) > 0 || len(stack.Waiting) > 0 || len(p.writes) > 0 || len(p.secretWrites) > 0:
 		var parts []string
 		if len(waiting) > 0 {

@@ -95,6 +95,28 @@ func TestDecideICC(t *testing.T) {
 			state:  clusteroperator.ReasonSyncing,
 			writes: []string{"*v1.Secret/" + render.ICCConfigSecret, "*v1.Deployment/" + render.ICCDeployment},
 		},
+		"the metal3 pod replaced (Recreate), no address meanwhile: the controller keeps Ironic's last one": {
+			world: func(t *testing.T) *observed {
+				t.Helper()
+				o := iccWorld(disabled, "192.168.111.10")
+				settle(t, o)
+				metal3Replaced(o)
+				return o
+			},
+			state: clusteroperator.ReasonSyncing, progress: "Waiting for metal3 to roll out",
+		},
+		"the new metal3 pod on another node: the controller follows it": {
+			world: func(t *testing.T) *observed {
+				t.Helper()
+				o := iccWorld(disabled, "192.168.111.10")
+				settle(t, o)
+				metal3Replaced(o)
+				o.ironicHostIPs = []string{"192.168.111.11"}
+				return o
+			},
+			state:  clusteroperator.ReasonSyncing,
+			writes: []string{"*v1.Secret/" + render.ICCConfigSecret, "*v1.Deployment/" + render.ICCDeployment},
+		},
 		"an NTP server added: only the controller changes": {
 			world: func(t *testing.T) *observed {
 				t.Helper()
@@ -164,4 +186,12 @@ func TestDecideICC(t *testing.T) {
 			}
 		})
 	}
+}
+
+// metal3Replaced is a metal3 Deployment between its pods: the old one gone with its endpoint, the
+// new one not running yet.
+func metal3Replaced(o *observed) {
+	o.ironicHostIPs = nil
+	d := o.deployments[render.Metal3Deployment]
+	d.Status.AvailableReplicas, d.Status.UnavailableReplicas = 0, 1
 }

@@ -180,6 +180,20 @@ func TestDecide(t *testing.T) {
 			},
 			state: clusteroperator.ReasonDeployComplete, requeue: time.Hour,
 		},
+		"the provisioning IP among the external IPs: the certificate is kept": {
+			world: func(t *testing.T) *observed {
+				t.Helper()
+				spec := disabled
+				spec.ProvisioningIP, spec.ExternalIPs = "192.168.111.5", []string{"192.168.111.5"}
+				o := world(&spec, configv1.BareMetalPlatformType)
+				for range 3 {
+					o.apply(mustDecide(t, o))
+					o.available(render.Metal3Deployment, render.BMODeployment)
+				}
+				return o
+			},
+			state: clusteroperator.ReasonDeployComplete, requeue: time.Hour,
+		},
 		"a spec change updates the metal3 Deployment": {
 			world: func(t *testing.T) *observed {
 				t.Helper()

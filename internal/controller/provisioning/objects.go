@@ -50,8 +50,10 @@ func (p *plan) planObject(o *observed, desired client.Object, owned bool) {
 			p.events.NormalAbout(existing, ReasonRecreated, "Recreate", "Recreating "+describe(desired)+": its selector differs and cannot be changed")
 			return
 		}
-		// A desired zero is "the server's to default" for covers; replicas 0 is meant.
-		if !covers(&d.Spec, &m.Spec) || !equalReplicas(d.Spec.Replicas, m.Spec.Replicas) {
+		// A desired zero is "the server's to default" for covers; replicas 0 is meant, and so is
+		// paused false: a Deployment paused by hand (kubectl rollout pause) never rolls out what
+		// the operator writes, and the ClusterOperator would wait for it forever.
+		if !covers(&d.Spec, &m.Spec) || !equalReplicas(d.Spec.Replicas, m.Spec.Replicas) || m.Spec.Paused != d.Spec.Paused {
 			m.Spec = d.Spec
 			specChanged = true
 		}

@@ -181,7 +181,8 @@ func (r *Reconciler) observeDeployed(ctx context.Context, o *observed) error {
 // observeIronicAddresses reads where the metal3 pod runs from the endpoints of the metal3-state
 // Service (the pod uses its node's network, so its address is the node's): Ironic's address when
 // the spec names none. Endpoints of a pod that is going away do not count; one that is not ready
-// yet does (Ironic will listen there).
+// yet does (Ironic will listen there). Between two pods there is none: decide keeps the last
+// address then (ironicHostIPs in secrets.go).
 func (r *Reconciler) observeIronicAddresses(ctx context.Context, o *observed) error {
 	var list discoveryv1.EndpointSliceList
 	if err := r.Client.List(ctx, &list, client.InNamespace(o.namespace),

@@ -18,7 +18,7 @@ const secretComponent = "secrets"
 // baremetal-operator's webhook certificate) and returns the render input built from them.
 func (p *plan) planSecrets(o *observed) (render.Input, error) {
 	in := render.Input{Namespace: o.namespace, Spec: o.prov.Spec, Images: o.images, Platform: o.features, Proxy: o.proxy,
-		IronicHostIPs: o.ironicHostIPs}
+		IronicHostIPs: ironicHostIPs(o)}
 
 	creds := o.secrets[secrets.IronicCredentials]
 	if creds == nil {
@@ -27,6 +27,7 @@ func (p *plan) planSecrets(o *observed) (render.Input, error) {
 			return in, err
 		}
 		p.putSecret(o, nil, secrets.IronicCredentials, data)
+		in.IronicCredentialsFingerprint = secrets.CredentialsFingerprint(data)
 		p.events.NormalAbout(secretRef(o, secrets.IronicCredentials), ReasonSecretGenerated, "Generate", "Generated the Ironic credentials in Secret "+secrets.IronicCredentials)
 	} else {
 		data, changed, err := secrets.RepairIronicCredentials(creds.Data)
@@ -37,6 +38,7 @@ func (p *plan) planSecrets(o *observed) (render.Input, error) {
 			p.events.NormalAbout(creds, ReasonSecretGenerated, "Repair", "Rewrote the htpasswd of Secret "+secrets.IronicCredentials+" from its password")
 		}
 		p.putSecret(o, creds, secrets.IronicCredentials, data)
+		in.IronicCredentialsFingerprint = secrets.CredentialsFingerprint(data)
 	}
 
 	tls := p.planTLS(o, secrets.IronicTLS, "metal3-ironic", render.IronicSANs(in))
@@ -45,6 +47,22 @@ func (p *plan) planSecrets(o *observed) (render.Input, error) {
 	webhook := p.planTLS(o, secrets.BMOWebhookCert, "metal3-baremetal-operator-webhook", render.ServiceSANs(o.namespace, render.BMOWebhookService))
 	in.BMOWebhookCABundle = webhook[secrets.KeyCA]
 	return in, nil
+}
+
+// ironicHostIPs are the metal3 pod's addresses, as its endpoints show them. While the metal3
+// Deployment is unavailable and no endpoint has an address (its Recreate rollout stopped the old
+// pod before the new one exists, or its node is gone), they are the last ones the
+// image-customization-controller was given: without them it would be scaled to zero and lose
+// Ironic's URL at every metal3 rollout, to be restored a minute later.
+func ironicHostIPs(o *observed) []string {
+	d := o.deployments[render.Metal3Deployment]
+	if len(o.ironicHostIPs) > 0 || d == nil || available(d) {
+		return o.ironicHostIPs
+	}
+	if cfg := o.secrets[render.ICCConfigSecret]; cfg != nil {
+		return render.ConfigAddresses(cfg.Data)
+	}
+	return nil
 }
 
 // platformObjects are the operator's own webhook certificate and configuration: they exist

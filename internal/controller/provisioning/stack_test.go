@@ -349,6 +349,40 @@ func TestDeployTimedOut(t *testing.T) {
 	waitCO(t, map[string]string{"Degraded": "False/AsExpected", "Available": "True/DeployComplete"})
 }
 
+// TestDeploymentCrashLooping: a Deployment that goes down after its rollout finished is progress
+// for a while, then Degraded with DeploymentCrashLooping (and an event), not Progressing; running
+// again clears it. The time is the Deployment's Available condition's, on the operator's clock.
+func TestDeploymentCrashLooping(t *testing.T) {
+	op := setup(t, options{})
+	start := time.Now()
+	createProvisioning(t, disabled, nil)
+	deployComplete(t, op.ns)
+	down := func(since time.Duration) {
+		t.Helper()
+		d := deployment(t, op.ns, render.Metal3Deployment)
+		d.Status.AvailableReplicas, d.Status.UnavailableReplicas, d.Status.ReadyReplicas = 0, 1, 0
+		d.Status.Conditions = []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable",
+				LastTransitionTime: metav1.NewTime(op.clock.Now().Add(-since))},
+			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
+		}
+		if err := env.Client.Status().Update(context.Background(), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	down(time.Minute)
+	waitCO(t, map[string]string{"Progressing": "True/SyncingResources", "Degraded": "False/AsExpected"})
+	down(10 * time.Minute)
+	c := waitCO(t, map[string]string{"Degraded": "True/DeploymentCrashLooping", "Progressing": "False/AsExpected",
+		"Available": "True/DeploymentCrashLooping"})
+	if m := clusteroperator.Condition(c, configv1.OperatorDegraded).Message; !strings.HasPrefix(m, "metal3 deployment unavailable for more than 5 minutes") {
+		t.Errorf("Degraded message %q", m)
+	}
+	waitEvent(t, start, ReasonDeploymentCrashLooping, "metal3")
+	markAvailable(t, op.ns, render.Metal3Deployment)
+	waitCO(t, map[string]string{"Degraded": "False/AsExpected", "Available": "True/DeployComplete"})
+}
+
 // TestUpgrade: a new release version shows as Progressing (Available stays True) until the stack
 // runs at it, then versions name it.
 func TestUpgrade(t *testing.T) {

@@ -39,6 +39,7 @@ func runningStack(t *testing.T, ns string, spec metal3.ProvisioningSpec, change 
 		t.Fatal(err)
 	}
 	in.IronicTLSFingerprint, in.IronicCAFingerprint = secrets.Fingerprint(tls[secrets.KeyCert]), secrets.Fingerprint(tls[secrets.KeyCA])
+	in.IronicCredentialsFingerprint = secrets.CredentialsFingerprint(creds)
 	for name, data := range map[string]map[string][]byte{secrets.IronicCredentials: creds, secrets.IronicTLS: tls} {
 		if err := env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: data}); err != nil {
 			t.Fatal(err)

@@ -27,7 +27,7 @@ import (
 type CertStore struct {
 	mu   sync.RWMutex
 	cert *tls.Certificate
-	// ready is closed once a certificate is set.
+	// ready is closed once a certificate is set, or once the store is told nothing is served.
 	ready chan struct{}
 	once  sync.Once
 }
@@ -58,8 +58,15 @@ func (s *CertStore) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, erro
 	return s.cert, nil
 }
 
-// Ready is closed once a certificate is loaded.
+// Ready is closed once a certificate is loaded, or once ServeNothing says none is needed: the
+// operator's readiness waits on it.
 func (s *CertStore) Ready() <-chan struct{} { return s.ready }
+
+// ServeNothing says this replica gets no webhook requests: the platform gets no stack, so the
+// operator makes neither the webhook's certificate nor its configuration (OpenShift's operator
+// registers its webhook only where the platform is enabled too). The replica is then ready
+// without a certificate; one set later is served.
+func (s *CertStore) ServeNothing() { s.once.Do(func() { close(s.ready) }) }
 
 // TLSOption makes a webhook server serve from the store.
 func (s *CertStore) TLSOption(c *tls.Config) { c.GetCertificate = s.GetCertificate }
@@ -102,24 +109,50 @@ func (l *CertLoader) NeedLeaderElection() bool { return false }
 
 // Start loads until ctx ends.
 func (l *CertLoader) Start(ctx context.Context) error {
-	log := ctrl.LoggerFrom(ctx).WithName("webhook-cert")
 	for {
-		s := &corev1.Secret{}
-		err := l.Reader.Get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: secrets.CBOWebhookCert}, s)
-		switch {
-		case apierrors.IsNotFound(err):
-			// The leader creates it at its first reconcile.
-		case err != nil:
-			log.Error(err, "Reading the webhook certificate")
-		default:
-			if err := l.Store.Set(s.Data); err != nil {
-				log.Error(err, "Loading the webhook certificate")
-			}
-		}
+		l.load(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(l.Interval):
 		}
+	}
+}
+
+// load reads the certificate Secret into the store. Without one, on a platform that gets no
+// stack, the store is told nothing is served: no certificate will ever come, and a replica that
+// waited for one would never be ready.
+func (l *CertLoader) load(ctx context.Context) {
+	log := ctrl.LoggerFrom(ctx).WithName("webhook-cert")
+	s := &corev1.Secret{}
+	err := l.Reader.Get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: secrets.CBOWebhookCert}, s)
+	switch {
+	case apierrors.IsNotFound(err):
+		// The leader creates it at its first reconcile, where the platform gets a stack.
+		l.serveNothingWithoutStack(ctx)
+	case err != nil:
+		log.Error(err, "Reading the webhook certificate")
+	default:
+		if err := l.Store.Set(s.Data); err != nil {
+			log.Error(err, "Loading the webhook certificate")
+		}
+	}
+}
+
+// serveNothingWithoutStack tells the store that nothing is served when the platform gets no
+// stack. The platform is read only while the store is not ready.
+func (l *CertLoader) serveNothingWithoutStack(ctx context.Context) {
+	select {
+	case <-l.Store.Ready():
+		return
+	default:
+	}
+	infra := &configv1.Infrastructure{}
+	if err := l.Reader.Get(ctx, types.NamespacedName{Name: platform.InfrastructureName}, infra); err != nil {
+		ctrl.LoggerFrom(ctx).WithName("webhook-cert").Error(err, "Reading the platform")
+		return
+	}
+	if !platform.Of(infra).Enabled() {
+		l.Store.ServeNothing()
 	}
 }

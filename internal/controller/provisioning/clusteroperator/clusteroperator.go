@@ -31,6 +31,11 @@ const (
 	ReasonInvalidConfiguration = "InvalidConfiguration"
 	// ReasonDeployTimedOut: a Deployment did not finish its rollout in time.
 	ReasonDeployTimedOut = "DeployTimedOut"
+	// ReasonDeploymentCrashLooping: a Deployment whose rollout finished has been unavailable for
+	// too long (its pod crash-loops, or cannot run again). OpenShift's operator defines this
+	// reason and never sets it; Kubernetes reports nothing then (its progress deadline holds only
+	// during a rollout), so without it the stack would look Progressing forever.
+	ReasonDeploymentCrashLooping = "DeploymentCrashLooping"
 	// ReasonResourceNotFound: the stack is gone (the Provisioning object was deleted).
 	ReasonResourceNotFound = "ResourceNotFound"
 	// ReasonAsExpected is the reason of a condition with nothing to report.
@@ -79,6 +84,7 @@ var Table = map[string]row{
 	ReasonDeployComplete:           {available: t, progressing: f, degraded: f, disabled: f, message: "metal3 and baremetal-operator are running"},
 	ReasonInvalidConfiguration:     {available: t, progressing: t, degraded: t, disabled: f, message: "invalid configuration", progress: "Unable to apply Provisioning CR: invalid configuration"},
 	ReasonDeployTimedOut:           {available: t, progressing: t, degraded: t, disabled: f, message: "metal3 deployment rollout taking too long", progress: "Waiting for the rollout"},
+	ReasonDeploymentCrashLooping:   {available: t, progressing: f, degraded: t, disabled: f, message: "metal3 deployment unavailable"},
 	ReasonResourceNotFound:         {available: f, progressing: t, degraded: f, disabled: f, message: "all Metal3 resources deleted", progress: "Waiting for Provisioning CR"},
 }
 

@@ -47,6 +47,10 @@ func TestApplyTable(t *testing.T) {
 			configv1.OperatorAvailable: "True/DeployTimedOut", configv1.OperatorProgressing: "True/DeployTimedOut",
 			configv1.OperatorDegraded: "True/DeployTimedOut", Disabled: "False/AsExpected", configv1.OperatorUpgradeable: "True/AsExpected",
 		},
+		ReasonDeploymentCrashLooping: {
+			configv1.OperatorAvailable: "True/DeploymentCrashLooping", configv1.OperatorProgressing: "False/AsExpected",
+			configv1.OperatorDegraded: "True/DeploymentCrashLooping", Disabled: "False/AsExpected", configv1.OperatorUpgradeable: "True/AsExpected",
+		},
 		ReasonResourceNotFound: {
 			configv1.OperatorAvailable: "False/AsExpected", configv1.OperatorProgressing: "True/ResourceNotFound",
 			configv1.OperatorDegraded: "False/AsExpected", Disabled: "False/AsExpected", configv1.OperatorUpgradeable: "True/AsExpected",
@@ -71,7 +75,7 @@ func TestApplyTable(t *testing.T) {
 			}
 		})
 	}
-	if len(Table) != 7 {
+	if len(Table) != 8 {
 		t.Errorf("the table has %d rows; a new row needs a case here", len(Table))
 	}
 }

@@ -61,8 +61,12 @@ func buildBMO(in *Input, s *Stack) {
 			ProgressDeadlineSeconds: ptrTo(progressDeadline),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
-					Labels:      bmoLabels,
-					Annotations: map[string]string{TLSFingerprintAnnotation: in.IronicCAFingerprint},
+					Labels: bmoLabels,
+					// It reads Ironic's CA and credentials at start: new ones restart it.
+					Annotations: map[string]string{
+						TLSFingerprintAnnotation:         in.IronicCAFingerprint,
+						CredentialsFingerprintAnnotation: in.IronicCredentialsFingerprint,
+					},
 				},
 				Spec: corev1.PodSpec{
 					ServiceAccountName: ServiceAccount,

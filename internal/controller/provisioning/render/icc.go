@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -103,6 +104,19 @@ func (in *Input) ironicBaseURL() string {
 		urls = append(urls, "https://"+net.JoinHostPort(a, strconv.Itoa(IronicPort)))
 	}
 	return strings.Join(urls, ",")
+}
+
+// ConfigAddresses are the addresses in the Ironic URLs of the image-customization config Secret's
+// data (ICCConfigSecret: what the controller was last given), sorted as SortAddresses does; none
+// when it has none.
+func ConfigAddresses(data map[string][]byte) []string {
+	var addrs []string
+	for _, u := range strings.Split(string(data[envIronicBaseURL]), ",") {
+		if parsed, err := url.Parse(strings.TrimSpace(u)); err == nil && parsed.Hostname() != "" {
+			addrs = append(addrs, parsed.Hostname())
+		}
+	}
+	return SortAddresses(addrs)
 }
 
 // buildICC is the image-customization-controller: its Deployment, the Service Ironic downloads

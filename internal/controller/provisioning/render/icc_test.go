@@ -284,3 +284,27 @@ func TestSortAddresses(t *testing.T) {
 		t.Errorf("%v, want %v", got, want)
 	}
 }
+
+// TestConfigAddresses: the addresses read back from the config Secret are the ones its Ironic URLs
+// were rendered from (the operator keeps them while the metal3 pod is replaced).
+func TestConfigAddresses(t *testing.T) {
+	in := input(metal3.ProvisioningSpec{ProvisioningNetwork: metal3.ProvisioningNetworkDisabled})
+	in.Images = iccImages
+	in.IronicHostIPs = []string{"192.168.111.10", "fd00:1101::10"}
+	s := Render(in)
+	var cfg *corev1.Secret
+	for _, obj := range s.Objects {
+		if c, ok := obj.(*corev1.Secret); ok && c.Name == ICCConfigSecret {
+			cfg = c
+		}
+	}
+	if cfg == nil {
+		t.Fatal("no config Secret rendered")
+	}
+	if got := ConfigAddresses(cfg.Data); !slices.Equal(got, in.IronicHostIPs) {
+		t.Errorf("addresses %q from %q, want %q", got, cfg.Data[envIronicBaseURL], in.IronicHostIPs)
+	}
+	if got := ConfigAddresses(map[string][]byte{}); len(got) != 0 {
+		t.Errorf("addresses %q from no URL", got)
+	}
+}

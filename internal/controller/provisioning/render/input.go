@@ -46,6 +46,10 @@ const (
 	// TLSFingerprintAnnotation on a pod template carries a digest of the certificate the pod
 	// loads at start, so that a renewed certificate rolls the Deployment.
 	TLSFingerprintAnnotation = "baremetal.openshift.io/tls-fingerprint"
+	// CredentialsFingerprintAnnotation on a pod template carries a digest of the Ironic
+	// credentials (never the credentials), which Ironic and the baremetal-operator read at start:
+	// new credentials restart both, so they never disagree.
+	CredentialsFingerprintAnnotation = "baremetal.openshift.io/credentials-fingerprint"
 )
 
 // Paths inside the containers.
@@ -131,6 +135,9 @@ type Input struct {
 	// IronicCAFingerprint digests its CA (rolls the baremetal-operator, which trusts it).
 	IronicTLSFingerprint string
 	IronicCAFingerprint  string
+	// IronicCredentialsFingerprint digests the Ironic credentials (secrets.CredentialsFingerprint):
+	// new credentials roll Ironic and the baremetal-operator together.
+	IronicCredentialsFingerprint string
 	// BMOWebhookCABundle verifies the baremetal-operator's webhook certificate.
 	BMOWebhookCABundle []byte
 	// Proxy is the cluster's proxy (nil: none).

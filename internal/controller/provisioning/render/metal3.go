@@ -59,6 +59,7 @@ func buildMetal3(in *Input, s *Stack) {
 					Annotations: map[string]string{
 						"target.workload.openshift.io/management": `{"effect": "PreferredDuringScheduling"}`,
 						TLSFingerprintAnnotation:                  in.IronicTLSFingerprint,
+						CredentialsFingerprintAnnotation:          in.IronicCredentialsFingerprint,
 					},
 				},
 				Spec: spec,

@@ -49,8 +49,11 @@ func NewCA(commonName string, now time.Time) (Pair, error) {
 	return issue(tmpl, nil, nil)
 }
 
-// NewServing makes a serving certificate for sans (DNS names and IP addresses) signed by ca.
+// NewServing makes a serving certificate for sans (DNS names and IP addresses) signed by ca. Each
+// name is issued once, IP addresses in their canonical form: the same address given twice (the
+// provisioning IP among the external IPs, fd00::5 and fd00:0::5) is one name.
 func NewServing(ca Pair, sans []string, now time.Time) (Pair, error) {
+	sans = uniqueNames(sans)
 	caCert, caKey, err := parse(ca)
 	if err != nil {
 		return Pair{}, fmt.Errorf("reading the CA: %w", err)
@@ -191,8 +194,8 @@ func PlanTLS(data map[string][]byte, sans []string, now time.Time) Plan {
 		return Plan{Issue, "the serving certificate is not signed by the CA"}
 	case now.Add(RenewBefore).After(serving.NotAfter):
 		return Plan{Issue, fmt.Sprintf("the serving certificate expires on %s", serving.NotAfter.UTC().Format(time.DateOnly))}
-	case !slices.Equal(certNames(serving), normalizeNames(sans)):
-		return Plan{Issue, fmt.Sprintf("its names %s are not the wanted %s", strings.Join(certNames(serving), ","), strings.Join(normalizeNames(sans), ","))}
+	case !slices.Equal(certNames(serving), nameSet(sans)):
+		return Plan{Issue, fmt.Sprintf("its names %s are not the wanted %s", strings.Join(certNames(serving), ","), strings.Join(nameSet(sans), ","))}
 	}
 	return Plan{Keep, ""}
 }
@@ -216,25 +219,49 @@ func Apply(p Plan, data map[string][]byte, commonName string, sans []string, now
 	return TLSData(ca, serving), nil
 }
 
+// certNames are the names a certificate carries, as a set (see nameSet): a certificate issued
+// with a name twice (as earlier versions did) still matches the names it was issued for, and is
+// not reissued at every reconcile.
 func certNames(c *x509.Certificate) []string {
 	names := slices.Clone(c.DNSNames)
 	for _, ip := range c.IPAddresses {
 		names = append(names, ip.String())
 	}
-	slices.Sort(names)
-	return names
+	return nameSet(names)
 }
 
-func normalizeNames(sans []string) []string {
-	out := make([]string, 0, len(sans))
-	for _, s := range sans {
+// nameSet is names as a sorted set of canonical names, for comparing what a certificate carries
+// with what it should carry.
+func nameSet(names []string) []string {
+	out := uniqueNames(names)
+	slices.Sort(out)
+	return out
+}
+
+// uniqueNames keeps the first occurrence of each name, in order, IP addresses in their canonical
+// form (net.IP.String: fd00:0::5 is fd00::5, ::ffff:10.0.0.1 is 10.0.0.1, as x509 stores them).
+func uniqueNames(names []string) []string {
+	out := make([]string, 0, len(names))
+	for _, s := range names {
 		if ip := net.ParseIP(s); ip != nil {
 			s = ip.String()
 		}
-		out = append(out, s)
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	return out
+}
+
+// CredentialsFingerprint is a short stable digest of the Ironic credentials Secret's data, for the
+// pod template annotations that restart Ironic and the baremetal-operator together when the
+// credentials change (each reads them only at start: with one restarted alone, the two disagree
+// and every API call fails with 401). It digests the htpasswd, which RepairIronicCredentials keeps
+// matching the user and password (a new user or password gets a new htpasswd), so the digest
+// changes with either; and it is no fast oracle for the password, which only bcrypt with the
+// htpasswd's salt can test.
+func CredentialsFingerprint(data map[string][]byte) string {
+	return Fingerprint(data[KeyHtpasswd])
 }
 
 // Fingerprint is a short stable digest of certificate PEM, for pod template annotations that roll

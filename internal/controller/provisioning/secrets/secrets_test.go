@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -164,6 +166,61 @@ func TestPlanTLS(t *testing.T) {
 			}
 			if p.Action == Issue && string(out[KeyCA]) != string(tc.data[KeyCA]) {
 				t.Error("issuing a serving certificate replaced the CA")
+			}
+		})
+	}
+}
+
+// TestPlanTLSSameNameTwice: a name given twice (the provisioning IP among the external IPs, one
+// IPv6 address in two spellings) is issued once, and the certificate is kept at the next look,
+// not reissued at every reconcile (which restarted Ironic each time). A certificate that carries
+// a name twice, as earlier versions issued them, is kept too.
+func TestPlanTLSSameNameTwice(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	svc := []string{"metal3-state.ns.svc", "metal3-state.ns.svc.cluster.local"}
+	for name, tc := range map[string]struct {
+		names   []string
+		wantIPs []string
+	}{
+		"an IPv4 address twice":            {names: append(svc[:2:2], "192.168.111.5", "192.168.111.5"), wantIPs: []string{"192.168.111.5"}},
+		"an IPv6 address in two spellings": {names: append(svc[:2:2], "fd00::5", "fd00:0::5"), wantIPs: []string{"fd00::5"}},
+		"an IPv4 address and its mapped form": {names: append(svc[:2:2], "192.168.111.5", "::ffff:192.168.111.5"),
+			wantIPs: []string{"192.168.111.5"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			data := issued(t, now, tc.names)
+			if p := PlanTLS(data, tc.names, now); p.Action != Keep {
+				t.Fatalf("the certificate just issued: plan %+v, want Keep", p)
+			}
+			leaf, err := parseCert(data[KeyCert])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ips []string
+			for _, ip := range leaf.IPAddresses {
+				ips = append(ips, ip.String())
+			}
+			if !slices.Equal(ips, tc.wantIPs) || !slices.Equal(leaf.DNSNames, svc) {
+				t.Errorf("issued for IPs %q and names %q, want %q and %q", ips, leaf.DNSNames, tc.wantIPs, svc)
+			}
+
+			// As an earlier version issued it: every name as given.
+			ca := Pair{CertPEM: data[KeyCA], KeyPEM: data[keyCAKey]}
+			caCert, caKey, err := parse(ca)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tmpl := &x509.Certificate{NotBefore: now.Add(-time.Hour), NotAfter: now.Add(ServingValidity), DNSNames: svc,
+				KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+			for _, n := range tc.names[2:] {
+				tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(n))
+			}
+			old, err := issue(tmpl, caCert, caKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p := PlanTLS(TLSData(ca, old), tc.names, now); p.Action != Keep {
+				t.Errorf("a certificate with the name twice: plan %+v, want Keep", p)
 			}
 		})
 	}

@@ -1,0 +1,40 @@
+package provisioning
+
+import (
+	"context"
+	"testing"
+
+	configv1 "github.com/openshift/api/config/v1"
+)
+
+// TestCertLoaderPlatform: a replica waits for the webhook certificate where the platform gets a
+// stack (the leader makes it), and is ready without one where the platform gets none: no
+// certificate is ever made there, and the operator's pod would never be Ready.
+func TestCertLoaderPlatform(t *testing.T) {
+	for name, tc := range map[string]struct {
+		platform configv1.PlatformType
+		ready    bool
+	}{
+		"bare metal: waits for the certificate": {platform: configv1.BareMetalPlatformType},
+		"Nutanix: nothing to serve, ready":      {platform: configv1.NutanixPlatformType, ready: true},
+		"External: nothing to serve, ready":     {platform: configv1.ExternalPlatformType, ready: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			op := setup(t, options{platform: tc.platform, noStart: true})
+			store := NewCertStore()
+			(&CertLoader{Reader: env.Client, Namespace: op.ns, Store: store}).load(context.Background())
+			ready := false
+			select {
+			case <-store.Ready():
+				ready = true
+			default:
+			}
+			if ready != tc.ready {
+				t.Errorf("ready %v, want %v", ready, tc.ready)
+			}
+			if _, err := store.GetCertificate(nil); err == nil {
+				t.Error("a certificate is served though none was set")
+			}
+		})
+	}
+}
