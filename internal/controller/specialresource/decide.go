@@ -18,9 +18,9 @@ func (r *Reconciler) planPhase(s *scope) (outcome, bool, error) {
 
 // planInput gathers what the phases read for plan (and holdPlan).
 func (r *Reconciler) planInput(s *scope) planInput {
-	in := planInput{srName: s.sr.Name, states: s.in.rendered, observed: s.in.observed, stale: s.in.stale, logs: s.in.logs,
+	in := planInput{srName: s.sr.Name, states: s.in.rendered, affine: s.in.affine, observed: s.in.observed, stale: s.in.stale, logs: s.in.logs,
 		kernels: map[string]kernelGroup{}, present: map[string]bool{}, owned: s.in.owned, nodes: s.in.allNodes, selected: map[string]string{},
-		driverPods: s.in.driverPods}
+		driverPods: s.in.driverPods, heldDrivers: s.in.heldDrivers}
 	for _, g := range s.in.kernels {
 		in.present[g.kernel] = true
 		for _, n := range g.nodes {
@@ -42,9 +42,10 @@ func (r *Reconciler) skipInFlightLabels(s *scope) {
 	}
 }
 
-// decide turns the images and the plan into the reconcile's outcome: Errored when a kernel has
-// no image and cannot get one (its build failed, or there is nothing to build from) — the other
-// kernels are still served —, Progressing while a build runs or a state waits, Ready when every
+// decide turns the images and the plan into the reconcile's outcome: Errored when the pull
+// Secret keeps a kernel's image from being looked up, or a kernel has no image and cannot get one
+// (its build failed, or there is nothing to build from) — the other kernels are still served —,
+// Progressing while a build runs or a state waits, Ready when every
 // state is ready for every kernel.
 func decide(sr *sro.SpecialResource, in inputs, p *planResult, cfg *Config) outcome {
 	var failed, missing, building, unknown []string
@@ -61,6 +62,9 @@ func decide(sr *sro.SpecialResource, in inputs, p *planResult, cfg *Config) outc
 		}
 	}
 	switch {
+	case in.imageProblem != "":
+		// The user's to fix; looked at again every RetryDelay (Secrets are not watched).
+		return errored(sro.ReasonInvalidSpec, in.imageProblem, cfg.RetryDelay)
 	case len(failed) > 0:
 		return errored(sro.ReasonBuildFailed, fmt.Sprintf("build of the driver image failed for kernel %s: %s", message.List(failed), in.images[failed[0]].message), cfg.Resync)
 	case len(missing) > 0:

@@ -10,13 +10,14 @@
 //	              the ConfigMap wakes the SpecialResources that use it: recipewatch.go)
 //	namespace     spec.namespace, created (and then owned) when absent
 //	nodes         the selected nodes, grouped by kernel (status.nodeInfo.kernelVersion)
-//	dependencies  dependsOn SpecialResources: created when missing, Ready before we go on
+//	dependencies  dependsOn SpecialResources: created when missing, Ready (with an image for
+//	              each of our kernels, when we use theirs) before we go on
 //	images        per kernel: the image in the registry, or a build of it
 //	builds        builds no longer needed: succeeded with the image there, or superseded
 //	render        the recipe, two-pass, kernel-affine manifests once per kernel
 //	objects       what exists of the rendered objects (and wait-for-logs pod logs)
 //	plan          (pure, plan.go) what to apply, state by state and kernel by kernel; what to
-//	              prune; which nodes get which state labels
+//	              prune; which nodes get which state labels (labels.go: node by node)
 //
 // Phases read (the cache, the registry, pod logs) and record what they decided in the scope;
 // only the driver writes (write.go): namespace, dependencies, builds, objects in state order,

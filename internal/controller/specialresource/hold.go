@@ -18,16 +18,10 @@ func (r *Reconciler) hold(s *scope) error {
 		return err
 	}
 	in := r.planInput(s)
-	drivers := map[string]string{}
-	for _, k := range s.sr.Status.Kernels {
-		if k.DaemonSet != "" {
-			drivers[k.KernelVersion] = k.DaemonSet
-		}
-	}
-	res, affine := holdObjects(in, drivers)
+	res, affine := holdObjects(in, statusDrivers(s.sr))
 	in.driverPods = map[string]map[string]bool{}
 	for k, ds := range res.driverDaemonSets {
-		nodes, err := r.availableOn(s.ctx, ds)
+		nodes, err := r.servedOn(s.ctx, ds)
 		if err != nil {
 			return err
 		}
@@ -53,17 +47,11 @@ func holdObjects(in planInput, drivers map[string]string) (res *planResult, affi
 			continue
 		}
 		affine = true
-		switch {
-		case !u.GetDeletionTimestamp().IsZero():
-		case !in.present[k]:
+		if !in.present[k] && u.GetDeletionTimestamp().IsZero() {
 			res.prune = append(res.prune, u)
-		case u.GetKind() == "DaemonSet":
-			// The status's driver if it is there, else the first by name.
-			if cur := res.driverDaemonSets[k]; cur == nil || (cur.GetName() != drivers[k] && (u.GetName() == drivers[k] || u.GetName() < cur.GetName())) {
-				res.driverDaemonSets[k] = u
-			}
 		}
 	}
+	res.driverDaemonSets = pickDrivers(in.owned, drivers, func(k string) bool { return in.present[k] })
 	return res, affine
 }
 

@@ -1,6 +1,7 @@
 package specialresource
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,12 +63,20 @@ func driverHash(sr *sro.SpecialResource) string {
 }
 
 // images finds, for every kernel, the driver image in the registry, or starts (or follows) its
-// build. Kernels are independent: one kernel's failed build does not stop the others.
+// build. Kernels are independent: one kernel's failed build does not stop the others, nor does a
+// lookup the user's input prevents (a pull Secret missing, malformed, or refused by the
+// registry): that kernel's image is Unknown with the reason, and the reconcile goes on, so that
+// nodes and objects still follow the kernels (a node rebooted into that kernel loses its labels,
+// the DaemonSet of a kernel no node runs goes); the outcome is Errored naming the field
+// (s.in.imageProblem).
 func (r *Reconciler) images(s *scope) (outcome, bool, error) {
 	s.in.images = map[string]kernelImage{}
 	s.in.firstPass = map[string]*sro.SpecialResource{}
-	var secret *corev1.Secret
-	secretRead := false
+	var (
+		secret        *corev1.Secret
+		secretProblem string
+		secretRead    bool
+	)
 	for i := range s.in.kernels {
 		g := &s.in.kernels[i]
 		vals := r.values(s, g)
@@ -96,16 +105,18 @@ func (r *Reconciler) images(s *scope) (outcome, bool, error) {
 		}
 		if !secretRead {
 			secretRead = true
-			var stop bool
-			if secret, stop, err = r.pullSecret(s); err != nil || stop {
-				out := errored(sro.ReasonInvalidSpec, fmt.Sprintf("%s: Secret %s/%s not found", pullSecretField, s.in.namespace, s.sr.Spec.DriverContainer.PullSecret), r.Config.RetryDelay)
-				return out, stop, err
+			if secret, secretProblem, err = r.pullSecret(s); err != nil {
+				return outcome{}, false, err
 			}
-			if _, err := image.Keychain(secret); err != nil {
-				// The user's input, to be fixed by the user: not a registry to wait for. The
-				// error names the Secret, never its content.
-				return errored(sro.ReasonInvalidSpec, message.Sanitize(pullSecretField+": "+err.Error()), r.Config.RetryDelay), true, nil
-			}
+		}
+		// The build keeps its name: a build running for the kernel is not taken for a
+		// superseded one and deleted (builds.go).
+		unknown := kernelImage{image: img, state: sro.ImageUnknown, build: pullorbuild.BuildName(in)}
+		if secretProblem != "" {
+			unknown.message = secretProblem
+			s.in.images[g.kernel] = unknown
+			s.in.imageProblem = cmp.Or(s.in.imageProblem, secretProblem)
+			continue
 		}
 		in.PullSecret = secret
 		ki, refused, err := r.imageState(s, in)
@@ -113,26 +124,35 @@ func (r *Reconciler) images(s *scope) (outcome, bool, error) {
 			return outcome{}, false, err
 		}
 		if refused != nil {
-			return errored(sro.ReasonInvalidSpec, message.Sanitize(refusalMessage(secret, img, refused)), r.Config.RetryDelay), true, nil
+			unknown.message = message.Sanitize(refusalMessage(secret, img, refused))
+			s.in.images[g.kernel] = unknown
+			s.in.imageProblem = cmp.Or(s.in.imageProblem, unknown.message)
+			continue
 		}
 		s.in.images[g.kernel] = ki
 	}
 	return outcome{}, false, nil
 }
 
-// pullSecret reads the pull Secret (directly: the operator caches only its own Secrets).
-func (r *Reconciler) pullSecret(s *scope) (*corev1.Secret, bool, error) {
+// pullSecret reads the pull Secret (directly: the operator caches only its own Secrets). problem
+// says, naming the field, why it cannot be used: it does not exist, or is not a docker config
+// (the user's input, to be fixed by the user: not a registry to wait for; the message names the
+// Secret, never its content).
+func (r *Reconciler) pullSecret(s *scope) (secret *corev1.Secret, problem string, err error) {
 	name := s.sr.Spec.DriverContainer.PullSecret
 	if name == "" {
-		return nil, false, nil
+		return nil, "", nil
 	}
-	secret := &corev1.Secret{}
+	secret = &corev1.Secret{}
 	if err := r.APIReader.Get(s.ctx, client.ObjectKey{Namespace: s.in.namespace, Name: name}, secret); apierrors.IsNotFound(err) {
-		return nil, true, nil
+		return nil, fmt.Sprintf("%s: Secret %s/%s not found", pullSecretField, s.in.namespace, name), nil
 	} else if err != nil {
-		return nil, false, fmt.Errorf("reading pull Secret %s/%s: %w", s.in.namespace, name, err)
+		return nil, "", fmt.Errorf("reading pull Secret %s/%s: %w", s.in.namespace, name, err)
 	}
-	return secret, false, nil
+	if _, err := image.Keychain(secret); err != nil {
+		return nil, message.Sanitize(pullSecretField + ": " + err.Error()), nil
+	}
+	return secret, "", nil
 }
 
 // refusalMessage says what the registry refused: the pull Secret's credentials, or (none set)

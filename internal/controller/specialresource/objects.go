@@ -60,17 +60,29 @@ func (r *Reconciler) observeObjects(s *scope) (outcome, bool, error) {
 			}
 		}
 	}
-	if err := r.observeDriverPods(s); err != nil {
+	if err := r.observeOwned(s, kinds); err != nil {
 		return outcome{}, false, err
 	}
-	return outcome{}, false, r.observeOwned(s, kinds)
+	return outcome{}, false, r.observeDriverPods(s)
 }
 
 // observeDriverPods finds, for each kernel's driver (its first kernel-affine DaemonSet in state
-// order, as plan picks it), the nodes where one of its pods is available (Ready, not being
-// deleted).
+// order, as plan picks it; for a kernel the selected nodes run that was not rendered, the driver
+// an earlier reconcile applied, which prune keeps), the nodes where it serves (servedOn).
 func (r *Reconciler) observeDriverPods(s *scope) error {
 	s.in.driverPods = map[string]map[string]bool{}
+	notRendered := map[string]bool{}
+	for _, g := range s.in.kernels {
+		notRendered[g.kernel] = s.in.images[g.kernel].state != sro.ImageExists
+	}
+	s.in.heldDrivers = pickDrivers(s.in.owned, statusDrivers(s.sr), func(k string) bool { return notRendered[k] })
+	for k, ds := range s.in.heldDrivers {
+		nodes, err := r.servedOn(s.ctx, ds)
+		if err != nil {
+			return err
+		}
+		s.in.driverPods[k] = nodes
+	}
 	for _, st := range s.in.rendered {
 		for _, o := range st.Objects {
 			if o.Kernel == "" || o.Obj.GetKind() != "DaemonSet" {
@@ -84,7 +96,7 @@ func (r *Reconciler) observeDriverPods(s *scope) error {
 			if ds == nil {
 				continue
 			}
-			nodes, err := r.availableOn(s.ctx, ds)
+			nodes, err := r.servedOn(s.ctx, ds)
 			if err != nil {
 				return err
 			}
@@ -94,21 +106,56 @@ func (r *Reconciler) observeDriverPods(s *scope) error {
 	return nil
 }
 
-// availableOn lists the nodes where an available pod of the DaemonSet runs (Ready, not being
-// deleted).
-func (r *Reconciler) availableOn(ctx context.Context, ds *unstructured.Unstructured) (map[string]bool, error) {
+// servedOn lists the nodes where the driver DaemonSet serves: an available pod of it runs there
+// (Ready, not being deleted) and, when the DaemonSet waits for its pods' logs, the pod's log
+// matched (in this operator's memory, or as the pod's annotation says).
+func (r *Reconciler) servedOn(ctx context.Context, ds *unstructured.Unstructured) (map[string]bool, error) {
 	sel, _, _ := unstructured.NestedStringMap(ds.Object, "spec", "selector", "matchLabels")
 	var pods corev1.PodList
 	if err := r.Client.List(ctx, &pods, client.InNamespace(ds.GetNamespace()), client.MatchingLabels(sel), cacheview.ReadOnly); err != nil {
 		return nil, fmt.Errorf("listing pods of DaemonSet %s/%s: %w", ds.GetNamespace(), ds.GetName(), err)
 	}
+	logs := ds.GetAnnotations()[sro.WaitForLogsAnnotation] != ""
 	nodes := map[string]bool{}
 	for i := range pods.Items {
-		if p := &pods.Items[i]; p.DeletionTimestamp.IsZero() && p.Spec.NodeName != "" && podAvailable(p) {
-			nodes[p.Spec.NodeName] = true
+		p := &pods.Items[i]
+		if !p.DeletionTimestamp.IsZero() || p.Spec.NodeName == "" || !podAvailable(p) {
+			continue
 		}
+		if logs && !r.logs.matched(p.UID) && p.Annotations[sro.LogsMatchedAnnotation] != "true" {
+			continue
+		}
+		nodes[p.Spec.NodeName] = true
 	}
 	return nodes, nil
+}
+
+// statusDrivers names each kernel's driver DaemonSet as the last full reconcile found it
+// (status.kernels[].daemonSet).
+func statusDrivers(sr *sro.SpecialResource) map[string]string {
+	out := map[string]string{}
+	for _, k := range sr.Status.Kernels {
+		if k.DaemonSet != "" {
+			out[k.KernelVersion] = k.DaemonSet
+		}
+	}
+	return out
+}
+
+// pickDrivers picks, from our objects, the driver DaemonSet of each kernel want accepts (not
+// being deleted): the one the status names (named), else the first by name.
+func pickDrivers(owned []*unstructured.Unstructured, named map[string]string, want func(k string) bool) map[string]*unstructured.Unstructured {
+	out := map[string]*unstructured.Unstructured{}
+	for _, u := range owned {
+		k := u.GetAnnotations()[sro.KernelAnnotation]
+		if k == "" || u.GetKind() != "DaemonSet" || !u.GetDeletionTimestamp().IsZero() || !want(k) {
+			continue
+		}
+		if cur := out[k]; cur == nil || (cur.GetName() != named[k] && (u.GetName() == named[k] || u.GetName() < cur.GetName())) {
+			out[k] = u
+		}
+	}
+	return out
 }
 
 func podAvailable(p *corev1.Pod) bool {

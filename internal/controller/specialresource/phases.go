@@ -225,10 +225,16 @@ func (r *Reconciler) dependencies(s *scope) (outcome, bool, error) {
 		s.in.deps[d.Name] = recipe.Dependency{Namespace: dep.TargetNamespace()}
 		s.in.depImages[d.Name] = map[string]string{}
 		for _, k := range dep.Status.Kernels {
-			s.in.depImages[d.Name][k.KernelVersion] = k.Image
+			if k.ImageState == sro.ImageExists {
+				s.in.depImages[d.Name][k.KernelVersion] = k.Image
+			}
 		}
 		if !conditions.IsCurrent(dep.Status.Conditions, sro.ConditionReady, dep.Generation) {
 			waiting = append(waiting, d.Name)
+			continue
+		}
+		if recipe.UsesImage(d) {
+			waiting = append(waiting, missingDependencyImages(d.Name, s.in.kernels, s.in.depImages[d.Name])...)
 		}
 	}
 	if len(waiting) > 0 || len(problems) > 0 {
@@ -242,6 +248,25 @@ func (r *Reconciler) dependencies(s *scope) (outcome, bool, error) {
 		return progressing(sro.ReasonWaitingForDependency, "waiting for dependencies to be Ready: "+strings.Join(waiting, ", "), "", 0), true, nil
 	}
 	return outcome{}, false, nil
+}
+
+// missingDependencyImages says for which kernels of the selected nodes dependency name has no
+// image that exists (images, from its status), as waiting entries. A dependency can be Ready
+// without one: its status does not list a kernel a node rebooted into until it reconciled, or its
+// own nodes run other kernels. Templates would see an empty image (a build argument DEP="", a
+// driver without its dependency); as the preflight check does, wait instead.
+func missingDependencyImages(name string, kernels []kernelGroup, images map[string]string) []string {
+	var missing []string
+	for _, g := range kernels {
+		// Listed as existing, the image counts even when empty: a dependency that uses no image.
+		if _, ok := images[g.kernel]; !ok {
+			missing = append(missing, g.kernel)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("%s (no driver image for kernel %s yet)", name, message.List(missing))}
 }
 
 // newDependency is the SpecialResource to create for missing dependency i: the recipe's default

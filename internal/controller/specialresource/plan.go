@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
-	"github.com/metalforge/metalforge/internal/sro/naming"
 	"github.com/metalforge/metalforge/internal/sro/recipe"
 )
 
@@ -16,6 +15,10 @@ import (
 type planInput struct {
 	srName string
 	states []recipe.RenderedState
+	// affine[i]: the recipe's state i has kernel-affine manifests, even when none was rendered
+	// (no kernel has its image yet). A state with kernel-affine objects rendered is affine
+	// whatever it says.
+	affine []bool
 	// observed are the existing copies of rendered objects; stale marks those older than our
 	// last write of them.
 	observed map[objKey]*unstructured.Unstructured
@@ -30,8 +33,13 @@ type planInput struct {
 	// nodes are all nodes; selected maps the selected ones to their kernel.
 	nodes    []nodeLabels
 	selected map[string]string
-	// driverPods[k] are the nodes where an available pod of kernel k's driver DaemonSet runs.
+	// driverPods[k] are the nodes where kernel k's driver serves: an available pod of its driver
+	// DaemonSet runs there (whose log matched, for a wait-for-logs driver; servedOn).
 	driverPods map[string]map[string]bool
+	// heldDrivers[k] is the driver DaemonSet an earlier reconcile applied for kernel k, a kernel
+	// the selected nodes run whose manifests were not rendered this time (its new image is being
+	// built, or could not be looked up): prune keeps it, and it still serves its nodes.
+	heldDrivers map[string]*unstructured.Unstructured
 }
 
 // planResult is what plan decided.
@@ -43,6 +51,10 @@ type planResult struct {
 	// readyStates[k] is how many leading states are ready for kernel k; readyStates[""] for
 	// the manifests that are not kernel-affine.
 	readyStates map[string]int
+	// servedStates[k] is how many leading states are ready for a node of kernel k where its
+	// driver serves (driverPods): there the driver's DaemonSet is judged by the node's own pod,
+	// whatever its pods elsewhere do. At least readyStates[k].
+	servedStates map[string]int
 	// waitingState and waiting say what the first state that is not ready waits for; perKernel
 	// the same per kernel.
 	waitingState, waiting string
@@ -51,14 +63,15 @@ type planResult struct {
 	poll bool
 	// nodeLabels are the state-label changes, per node (value nil: remove).
 	nodeLabels map[string]map[string]*string
-	// driverDaemonSets is each kernel's first kernel-affine DaemonSet (the driver), and
-	// driverState the index of its state.
+	// driverDaemonSets is each kernel's first kernel-affine DaemonSet (the driver; for a kernel
+	// not rendered, its held driver), and driverState the index of its state (rendered kernels
+	// only).
 	driverDaemonSets map[string]*unstructured.Unstructured
 	driverState      map[string]int
 	// hold: the plan of a reconcile waiting for its dependencies (holdPlan): removals only.
 	hold bool
-	// labelsBehind: a driver DaemonSet counts more available pods than the cache shows
-	// (driverPodsBehind), so nodes wait for their state labels.
+	// labelsBehind: a driver DaemonSet counts another number of available pods than the cache
+	// shows (driverPodsBehind), so nodes' state labels wait for the cache.
 	labelsBehind bool
 }
 
@@ -66,18 +79,31 @@ type planResult struct {
 // kernel-affine manifests for kernel k are applied once every earlier state is ready for k (its
 // own manifests and the shared ones), so a kernel that waits for its build holds back no other.
 // A state's shared manifests (not kernel-affine) are applied once every earlier state is ready
-// for every kernel: what later states deploy everywhere (a device plugin, say) waits for the
-// drivers. Shared manifests that exist unchanged stay ready while a gate is closed, so nodes of
-// a kernel that is ready keep their labels while a new kernel catches up. An object is ready
-// when it needs no write and, if waited for, its kind says so; an object written now is ready
-// at once unless waited for, so a reconcile goes through every state up to the first wait.
+// for every kernel the selected nodes run, those without their image too: what later states
+// deploy everywhere (a device plugin, say) waits for the drivers. Shared manifests that exist
+// unchanged stay ready while a gate is closed, so nodes of a kernel that is ready keep their
+// labels while a new kernel catches up. An object is ready when it needs no write and, if waited
+// for, its kind says so; an object written now is ready at once unless waited for, so a
+// reconcile goes through every state up to the first wait.
 func plan(in planInput) *planResult {
-	res := &planResult{readyStates: map[string]int{}, perKernel: map[string]string{}, nodeLabels: map[string]map[string]*string{},
-		driverDaemonSets: map[string]*unstructured.Unstructured{}, driverState: map[string]int{}}
-	kernels := slices.Sorted(maps.Keys(in.kernels))
-	prevKernel := map[string]bool{}
+	res := &planResult{readyStates: map[string]int{}, servedStates: map[string]int{}, perKernel: map[string]string{},
+		nodeLabels: map[string]map[string]*string{}, driverDaemonSets: map[string]*unstructured.Unstructured{}, driverState: map[string]int{}}
+	kernels := slices.Sorted(maps.Keys(in.present))
+	for k := range in.kernels {
+		if !in.present[k] {
+			kernels = append(kernels, k)
+		}
+	}
+	slices.Sort(kernels)
+	affine := affineStates(in)
+	// ready[k]: every state so far is ready for kernel k; served[k]: for a node where k's driver
+	// serves.
+	ready, served := map[string]bool{}, map[string]bool{}
 	for _, k := range kernels {
-		prevKernel[k] = true
+		ready[k], served[k] = true, true
+		if ds := in.heldDrivers[k]; ds != nil {
+			res.driverDaemonSets[k] = ds
+		}
 	}
 	everyKernel, sharedSoFar := true, true
 	for i, st := range in.states {
@@ -98,59 +124,101 @@ func plan(in planInput) *planResult {
 		}
 		everyKernel = true
 		for _, k := range kernels {
-			if !prevKernel[k] {
-				everyKernel = false
-				continue
+			if served[k] {
+				ready[k], served[k] = res.kernelState(in, i, k, ready[k], sharedReady, affine[i])
 			}
-			g := in.kernels[k]
-			kernelReady := sharedReady
-			affine := false
-			for _, o := range st.Objects {
-				if o.Kernel != k {
-					continue
-				}
-				affine = true
-				if _, seen := res.driverState[k]; !seen && o.Obj.GetKind() == "DaemonSet" {
-					res.driverDaemonSets[k] = in.observed[keyOf(o.Obj)]
-					res.driverState[k] = i
-				}
-				if ok, why := res.object(in, o, &g, true); !ok {
-					kernelReady = false
-					res.wait(st.Name, k, why)
-				}
-			}
-			if affine && g.labelled < len(g.nodes) {
-				kernelReady = false
-				res.wait(st.Name, k, fmt.Sprintf("%d of %d nodes labelled %s", g.labelled, len(g.nodes), sro.KernelLabel))
-				res.poll = true
-			}
-			if !sharedReady && res.perKernel[k] == "" {
-				res.perKernel[k] = "state " + st.Name + ": " + res.waiting
-			}
-			prevKernel[k] = kernelReady
-			if kernelReady {
+			if ready[k] {
 				res.readyStates[k] = i + 1
 			} else {
 				everyKernel = false
 			}
+			if served[k] {
+				res.servedStates[k] = i + 1
+			}
 		}
 	}
 	res.prune = prune(in)
-	res.nodeLabels = nodeLabelChanges(in, res.readyStates, res.driverState, hasAffine(in.states))
+	res.nodeLabels = nodeLabelChanges(in, res)
 	res.labelsBehind = driverPodsBehind(in, res.driverDaemonSets)
 	return res
 }
 
-// driverPodsBehind reports whether a kernel's driver DaemonSet counts more available pods than
-// the cache shows available. Pods are read from the cache but do not wake the controller (their
-// informer can lag the DaemonSet's), so the nodes of the pods not seen yet would wait for their
-// state labels until the resync (10 minutes) although the DaemonSet is ready.
+// kernelState decides state i for kernel k: whether it is ready for k (wasReady: every earlier
+// state is; only then are k's objects of the state applied and what they wait for recorded), and
+// whether it is ready for a node where k's driver serves. A kernel whose manifests were not
+// rendered (no image yet) is ready up to its first kernel-affine state: its image state says what
+// it waits for.
+func (res *planResult) kernelState(in planInput, i int, k string, wasReady, sharedReady, affine bool) (isReady, isServed bool) {
+	g, rendered := in.kernels[k]
+	if !rendered {
+		ok := wasReady && sharedReady && !affine
+		return ok, ok
+	}
+	st := in.states[i]
+	isReady, isServed = wasReady && sharedReady, sharedReady
+	hasAffine := false
+	for _, o := range st.Objects {
+		if o.Kernel != k {
+			continue
+		}
+		hasAffine = true
+		driver := false
+		if _, seen := res.driverState[k]; !seen && o.Obj.GetKind() == "DaemonSet" {
+			res.driverDaemonSets[k] = in.observed[keyOf(o.Obj)]
+			res.driverState[k] = i
+			driver = true
+		}
+		ok, why := res.object(in, o, &g, wasReady)
+		if ok {
+			continue
+		}
+		isReady = false
+		if wasReady {
+			res.wait(st.Name, k, why)
+		}
+		// An existing driver DaemonSet is judged node by node (nodeLabelChanges): one pod
+		// restarting, or the pods a roll-out has not reached, do not make it unready where its
+		// own pod serves.
+		if !driver || in.observed[keyOf(o.Obj)] == nil {
+			isServed = false
+		}
+	}
+	if wasReady && hasAffine && g.labelled < len(g.nodes) {
+		// Judged node by node too: a node without the label has no driver pod.
+		isReady = false
+		res.wait(st.Name, k, fmt.Sprintf("%d of %d nodes labelled %s", g.labelled, len(g.nodes), sro.KernelLabel))
+		res.poll = true
+	}
+	if wasReady && !sharedReady && res.perKernel[k] == "" {
+		res.perKernel[k] = "state " + st.Name + ": " + res.waiting
+	}
+	return isReady, isServed
+}
+
+// affineStates says, per state, whether it has kernel-affine manifests: rendered ones, or, as
+// the recipe says (in.affine), ones no kernel was rendered for.
+func affineStates(in planInput) []bool {
+	out := make([]bool, len(in.states))
+	for i, st := range in.states {
+		out[i] = i < len(in.affine) && in.affine[i]
+		for _, o := range st.Objects {
+			out[i] = out[i] || o.Kernel != ""
+		}
+	}
+	return out
+}
+
+// driverPodsBehind reports whether a kernel's driver DaemonSet counts another number of
+// available pods than the cache shows serving. Pods are read from the cache but do not wake the
+// controller (their informer can lag the DaemonSet's): nodes whose pod the cache does not show
+// available yet would wait for their state labels, and nodes whose pod stopped would keep them,
+// until the resync (10 minutes). Node labels are judged by those pods (nodeLabelChanges).
 func driverPodsBehind(in planInput, drivers map[string]*unstructured.Unstructured) bool {
 	for k, ds := range drivers {
 		if ds == nil {
 			continue
 		}
-		if available, _, _ := unstructured.NestedInt64(ds.Object, "status", "numberAvailable"); available > int64(len(in.driverPods[k])) {
+		if available, _, _ := unstructured.NestedInt64(ds.Object, "status", "numberAvailable"); available != int64(len(in.driverPods[k])) {
 			return true
 		}
 	}
@@ -223,18 +291,6 @@ func objName(k objKey) string {
 	return k.namespace + "/" + k.name
 }
 
-// hasAffine: some state renders kernel-affine manifests.
-func hasAffine(states []recipe.RenderedState) bool {
-	for _, st := range states {
-		for _, o := range st.Objects {
-			if o.Kernel != "" {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // prune picks our objects to delete: those the recipe no longer renders, except the
 // kernel-affine objects of a kernel that a selected node still runs but whose image is not there
 // yet (building, or the registry could not be asked): the old driver keeps running until the new
@@ -259,64 +315,4 @@ func prune(in planInput) []*unstructured.Unstructured {
 		out = append(out, u)
 	}
 	return out
-}
-
-// nodeLabelChanges gives each node the state labels of the states ready for its kernel, and
-// takes them from nodes that are no longer selected or whose kernel is not ready. The states
-// from the driver's on are ready for a node only when an available driver pod runs on it: a
-// node the DaemonSet does not run on (a taint it does not tolerate) is not counted by the
-// DaemonSet's readiness, and must not be labelled as served. A recipe without kernel-affine
-// manifests labels every selected node by its shared states.
-func nodeLabelChanges(in planInput, readyStates, driverState map[string]int, affine bool) map[string]map[string]*string {
-	changes := map[string]map[string]*string{}
-	// The label keys are the same for every node: computed once, not per node and label.
-	prefix := naming.StateLabelPrefix(in.srName)
-	keys := make([]string, len(in.states))
-	for i := range in.states {
-		keys[i] = naming.StateLabel(in.srName, in.states[i].ID())
-	}
-	for _, n := range in.nodes {
-		want := map[string]bool{}
-		if k, selected := in.selected[n.name]; selected {
-			count := readyStates[k]
-			if d, ok := driverState[k]; ok && !in.driverPods[k][n.name] {
-				count = min(count, d)
-			}
-			if !affine {
-				count = readyStates[""]
-			}
-			for i := 0; i < count && i < len(in.states); i++ {
-				want[keys[i]] = true
-			}
-		}
-		if c := stateLabelChanges(n, prefix, want); c != nil {
-			changes[n.name] = c
-		}
-	}
-	return changes
-}
-
-// stateLabelChanges turns the node's state labels of the SpecialResource (naming.StateLabelPrefix)
-// into want: the wanted ones set to Ready, the others removed (value nil). Nil when the node has
-// them already.
-func stateLabelChanges(n nodeLabels, prefix string, want map[string]bool) map[string]*string {
-	ready := "Ready"
-	var c map[string]*string
-	for key := range want {
-		if n.labels[key] != ready {
-			if c == nil {
-				c = map[string]*string{}
-			}
-			c[key] = &ready
-		}
-	}
-	for key := range n.labels {
-		if naming.HasStatePrefix(key, prefix) && !want[key] {
-			if c == nil {
-				c = map[string]*string{}
-			}
-			c[key] = nil
-		}
-	}
-	return c
 }

@@ -238,7 +238,7 @@ func TestNodeLabelChanges(t *testing.T) {
 		},
 		selected: map[string]string{"new": "X", "behind": "Y", "done": "X"},
 	}
-	got := nodeLabelChanges(in, map[string]int{"": 3, "X": 2, "Y": 1}, nil, true)
+	got := nodeLabelChanges(in, &planResult{readyStates: map[string]int{"": 3, "X": 2, "Y": 1}})
 	ready := "Ready"
 	want := map[string]map[string]*string{
 		"new":    {l0: &ready, l1: &ready},
@@ -278,7 +278,8 @@ func TestNodeLabelsNeedDriverPod(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			in := planInput{srName: "sr", states: st, nodes: []nodeLabels{{name: "n", kernel: "X"}}, selected: map[string]string{"n": "X"}, driverPods: tc.pods}
-			got := slices.Sorted(maps.Keys(nodeLabelChanges(in, map[string]int{"": 3, "X": 3}, map[string]int{"X": 1}, true)["n"]))
+			res := &planResult{readyStates: map[string]int{"": 3, "X": 3}, servedStates: map[string]int{"X": 3}, driverState: map[string]int{"X": 1}}
+			got := slices.Sorted(maps.Keys(nodeLabelChanges(in, res)["n"]))
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("labels %v, want %v", got, tc.want)
 			}
@@ -286,9 +287,9 @@ func TestNodeLabelsNeedDriverPod(t *testing.T) {
 	}
 }
 
-// TestDriverPodsBehind: a driver DaemonSet that counts more available pods than the cache shows
-// makes the plan look again soon (pods do not wake the controller); one whose pods are all seen,
-// or that runs on fewer nodes than selected (an untolerated taint), does not.
+// TestDriverPodsBehind: a driver DaemonSet that counts more, or fewer, available pods than the
+// cache shows makes the plan look again soon (pods do not wake the controller); one whose pods are
+// all seen, or that runs on fewer nodes than selected (an untolerated taint), does not.
 func TestDriverPodsBehind(t *testing.T) {
 	ds := func(available int64) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{}}
@@ -302,13 +303,14 @@ func TestDriverPodsBehind(t *testing.T) {
 		pods    map[string]map[string]bool
 		want    bool
 	}{
-		"every available pod in the cache":     {map[string]*unstructured.Unstructured{"X": ds(2)}, map[string]map[string]bool{"X": {"a": true, "b": true}}, false},
-		"a pod the cache does not show yet":    {map[string]*unstructured.Unstructured{"X": ds(2)}, map[string]map[string]bool{"X": {"a": true}}, true},
-		"no pod in the cache yet":              {map[string]*unstructured.Unstructured{"X": ds(1)}, nil, true},
-		"another kernel's driver behind":       {map[string]*unstructured.Unstructured{"X": ds(1), "Y": ds(1)}, map[string]map[string]bool{"X": {"a": true}}, true},
-		"nothing available (not ready yet)":    {map[string]*unstructured.Unstructured{"X": ds(0)}, nil, false},
-		"driver DaemonSet not created yet":     {map[string]*unstructured.Unstructured{"X": nil}, nil, false},
-		"fewer pods than nodes (tainted node)": {map[string]*unstructured.Unstructured{"X": ds(1)}, map[string]map[string]bool{"X": {"a": true}}, false},
+		"every available pod in the cache":      {map[string]*unstructured.Unstructured{"X": ds(2)}, map[string]map[string]bool{"X": {"a": true, "b": true}}, false},
+		"a pod the cache does not show yet":     {map[string]*unstructured.Unstructured{"X": ds(2)}, map[string]map[string]bool{"X": {"a": true}}, true},
+		"no pod in the cache yet":               {map[string]*unstructured.Unstructured{"X": ds(1)}, nil, true},
+		"another kernel's driver behind":        {map[string]*unstructured.Unstructured{"X": ds(1), "Y": ds(1)}, map[string]map[string]bool{"X": {"a": true}}, true},
+		"nothing available (not ready yet)":     {map[string]*unstructured.Unstructured{"X": ds(0)}, nil, false},
+		"driver DaemonSet not created yet":      {map[string]*unstructured.Unstructured{"X": nil}, nil, false},
+		"fewer pods than nodes (tainted node)":  {map[string]*unstructured.Unstructured{"X": ds(1)}, map[string]map[string]bool{"X": {"a": true}}, false},
+		"a pod the cache still shows available": {map[string]*unstructured.Unstructured{"X": ds(1)}, map[string]map[string]bool{"X": {"a": true, "b": true}}, true},
 	}
 	for name, tc := range tests {
 		if got := driverPodsBehind(planInput{driverPods: tc.pods}, tc.drivers); got != tc.want {
@@ -317,8 +319,9 @@ func TestDriverPodsBehind(t *testing.T) {
 	}
 }
 
-// TestDecide: the outcome's precedence: a failed build, then a missing image (both Errored, the
-// other kernels still served), then registry trouble, a waiting state, a running build, Ready.
+// TestDecide: the outcome's precedence: a pull Secret that kept an image from being looked up,
+// a failed build, then a missing image (all Errored, the other kernels still served), then
+// registry trouble, a waiting state, a running build, Ready.
 func TestDecide(t *testing.T) {
 	cfg := &Config{WaitPoll: time.Second, RetryDelay: 10 * time.Second, Resync: time.Hour}
 	img := func(states ...sro.ImageState) map[string]kernelImage {
@@ -330,12 +333,15 @@ func TestDecide(t *testing.T) {
 	}
 	tests := map[string]struct {
 		images  map[string]kernelImage
+		problem string
 		plan    planResult
 		cond    string
 		reason  string
 		message string
 		after   time.Duration
 	}{
+		"the pull Secret wins, looked at again soon": {images: img(sro.ImageUnknown, sro.ImageBuildFailed), problem: "spec.driverContainer.pullSecret: Secret ns/pull not found",
+			cond: sro.ConditionErrored, reason: sro.ReasonInvalidSpec, message: "spec.driverContainer.pullSecret: Secret ns/pull not found", after: 10 * time.Second},
 		"build failed wins": {images: img(sro.ImageExists, sro.ImageBuildFailed, sro.ImageMissing), plan: planResult{waiting: "x"},
 			cond: sro.ConditionErrored, reason: sro.ReasonBuildFailed, message: "kernel B: msg BuildFailed", after: time.Hour},
 		"missing image": {images: img(sro.ImageMissing, sro.ImageBuilding),
@@ -353,7 +359,7 @@ func TestDecide(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			p := tc.plan
-			in := inputs{images: tc.images, kernels: []kernelGroup{{kernel: "A"}}}
+			in := inputs{images: tc.images, imageProblem: tc.problem, kernels: []kernelGroup{{kernel: "A"}}}
 			got := decide(&sro.SpecialResource{}, in, &p, cfg)
 			if got.condition != tc.cond || got.reason != tc.reason || !strings.Contains(got.message, tc.message) || got.after != tc.after {
 				t.Fatalf("got %+v, want %s/%s %q after %s", got, tc.cond, tc.reason, tc.message, tc.after)

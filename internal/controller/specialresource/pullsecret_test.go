@@ -24,6 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/sro/naming"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // TestRefusedCredentials: only 401 and 403 answers, however wrapped, refuse the credentials.
@@ -210,4 +212,56 @@ func (h *harness) noSecretData(e *corev1.Event) {
 	if strings.Contains(e.Message, secretData) {
 		h.t.Fatalf("event %s carries the Secret's data: %q", e.Reason, e.Message)
 	}
+}
+
+// TestPullSecretGoneNodeFollowsKernel: served on kernel X with a pull Secret, the Secret is
+// deleted and the only node reboots into Y, whose image must be looked up. The SpecialResource is
+// Errored/InvalidSpec naming the Secret, Y's image Unknown with that message, and still the
+// cluster follows the kernels: the node loses the driver's state label and X's DaemonSet, which
+// no node runs, goes. With the Secret back, Y is served.
+func TestPullSecretGoneNodeFollowsKernel(t *testing.T) {
+	h := start(t)
+	h.node("a", kernelX, true)
+	h.push("vendor/kmod:" + kernelX)
+	h.push("vendor/kmod:" + kernelY)
+	ns := h.recipeNamespace()
+	newSecret := func() *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull"}, Type: corev1.SecretTypeDockerConfigJson,
+			Data: dockerConfig(h.registry, "user", "pw")}
+	}
+	if err := env.Client.Create(context.Background(), newSecret()); err != nil {
+		t.Fatal(err)
+	}
+	sr := h.specialResource("kmod")
+	sr.Spec.Namespace = ns
+	sr.Spec.DriverContainer.PullSecret = "pull"
+	h.create(sr)
+	h.runDaemonSet(h.waitDaemonSets(sr.Name, kernelX)[kernelX], 1)
+	h.waitSR(sr.Name, "Ready", isTrue(sro.ConditionReady, ""))
+	l1 := naming.StateLabel(sr.Name, "1000")
+	poll.Until(t, "node a labelled", func() (bool, string) { return h.nodeNamed("a").Labels[l1] == "Ready", "" })
+
+	if err := env.Client.Delete(context.Background(), newSecret()); err != nil {
+		t.Fatal(err)
+	}
+	h.setKernel("a", kernelY)
+	want := fmt.Sprintf("spec.driverContainer.pullSecret: Secret %s/pull not found", ns)
+	got := h.waitSR(sr.Name, "Errored InvalidSpec", isTrue(sro.ConditionErrored, sro.ReasonInvalidSpec))
+	if msg := conditionMessage(got, sro.ConditionErrored); msg != want {
+		t.Fatalf("message %q, want %q", msg, want)
+	}
+	h.waitSR(sr.Name, "kernel Y's image Unknown with the reason", func(sr *sro.SpecialResource) bool {
+		ks := kernelStatus(sr, kernelY)
+		return ks != nil && ks.ImageState == sro.ImageUnknown && ks.Message == want
+	})
+	h.waitDaemonSets(sr.Name)
+	poll.Until(t, "node a without the driver's state label", func() (bool, string) {
+		l := h.nodeNamed("a").Labels
+		return l[l1] == "", fmt.Sprint(l)
+	})
+
+	if err := env.Client.Create(context.Background(), newSecret()); err != nil {
+		t.Fatal(err)
+	}
+	h.waitDaemonSets(sr.Name, kernelY)
 }

@@ -41,9 +41,13 @@ func TestRefusedBuildNotAnnounced(t *testing.T) {
 // Errored/RecipeFailure naming spec.driverContainer.pullSecret and the Secret, no Job, no
 // BuildStarted event, nothing counted, after retries too. A kubernetes.io/dockerconfigjson Secret
 // in its place (Secrets are not watched: seen at the next RetryDelay) lets the build start.
+// Meanwhile kernel X, whose image the registry has, is served: the refusal of Y's build holds
+// back no other kernel's DaemonSet.
 func TestDockercfgSecretRefusedForJobBuild(t *testing.T) {
 	h := start(t)
 	h.node("y", kernelY, true)
+	h.node("x", kernelX, true)
+	h.push("vendor/kmod:" + kernelX)
 	ns := h.recipeNamespace()
 	legacy := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull"}, Type: corev1.SecretTypeDockercfg,
 		Data: map[string][]byte{corev1.DockerConfigKey: fmt.Appendf(nil, `{%q:{"auth":"dXNlcjpwdw=="}}`, h.registry)}}
@@ -59,6 +63,7 @@ func TestDockercfgSecretRefusedForJobBuild(t *testing.T) {
 		"a Job (kaniko) build needs a kubernetes.io/dockerconfigjson Secret", ns)
 	jobs := func() int { return len(h.jobs(ns)) }
 	h.refusedBuild(sr.Name, ns, want, jobs)
+	h.waitDaemonSets(sr.Name, kernelX)
 
 	// The type of a Secret cannot change: replace it.
 	if err := env.Client.Delete(context.Background(), legacy); err != nil {

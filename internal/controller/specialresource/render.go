@@ -40,6 +40,9 @@ func (r *Reconciler) render(s *scope) (outcome, bool, error) {
 	if err != nil {
 		return errored(sro.ReasonRecipeFailure, message.Sanitize(s.in.recipe.Source+": "+err.Error()), r.Config.Resync), true, nil
 	}
+	if len(perKernel) == 0 && len(s.in.kernels) > 0 {
+		s.in.affine = affineWithoutImages(s.in.recipe, base, s.in.kernels[0].kernel)
+	}
 	for i := range states {
 		for j := range states[i].Objects {
 			o := &states[i].Objects[j]
@@ -50,6 +53,26 @@ func (r *Reconciler) render(s *scope) (outcome, bool, error) {
 	}
 	s.in.rendered = states
 	return outcome{}, false, nil
+}
+
+// affineWithoutImages says which states of the recipe have kernel-affine manifests when no
+// kernel has its image yet, and so none was rendered: without it a recipe whose driver is
+// kernel-affine would be taken for one without (its nodes labelled as served, its later shared
+// states applied, with no driver anywhere). The recipe is rendered for one kernel with the shared
+// values, as the shared pass already executed every template with them (delete.go also renders
+// for a sample kernel to learn the kinds).
+func affineWithoutImages(rec *recipe.Recipe, base recipe.Values, k string) []bool {
+	states, err := recipe.Render(rec, base, map[string]recipe.Values{k: base})
+	if err != nil {
+		return nil // the shared pass succeeded with the same values: not expected
+	}
+	out := make([]bool, len(states))
+	for i, st := range states {
+		for _, o := range st.Objects {
+			out[i] = out[i] || o.Kernel != ""
+		}
+	}
+	return out
 }
 
 // decorate makes a rendered object ours: the namespace for namespaced kinds without one, the

@@ -43,6 +43,10 @@ type inputs struct {
 	allNodes []nodeLabels
 	// images is the image of each kernel.
 	images map[string]kernelImage
+	// imageProblem is, naming the field, what in the user's input kept a kernel's image from
+	// being looked up (the pull Secret missing, malformed, or refused by the registry); that
+	// kernel's image is Unknown, and the SpecialResource Errored with it.
+	imageProblem string
 	// deps are what templates see of the dependencies; depImages their images by kernel.
 	deps      map[string]recipe.Dependency
 	depImages map[string]map[string]string
@@ -52,6 +56,9 @@ type inputs struct {
 	clusterVersion string
 	// rendered are the recipe's states, decorated (owner, labels, namespace, hash).
 	rendered []recipe.RenderedState
+	// affine[i]: the recipe's state i has kernel-affine manifests (set only when no kernel was
+	// rendered; otherwise the rendered states say it).
+	affine []bool
 	// observed are the existing copies of the rendered objects (from the cache).
 	observed map[objKey]*unstructured.Unstructured
 	// stale: the observed copy is older than our last write of it.
@@ -60,8 +67,10 @@ type inputs struct {
 	logs map[objKey]logState
 	// owned are the objects labelled as ours, for pruning.
 	owned []*unstructured.Unstructured
-	// driverPods[k] are the nodes with an available pod of kernel k's driver DaemonSet.
+	// driverPods[k] are the nodes where kernel k's driver serves (servedOn).
 	driverPods map[string]map[string]bool
+	// heldDrivers[k] is the driver DaemonSet of a kernel not rendered this time (planInput).
+	heldDrivers map[string]*unstructured.Unstructured
 }
 
 // kernelGroup is the selected nodes that run one kernel.

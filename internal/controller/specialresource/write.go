@@ -42,7 +42,10 @@ func (e *applyError) Unwrap() error { return e.err }
 
 // write applies the effects in an order that keeps status truthful: the namespace before what
 // goes in it, dependencies, builds, the objects state by state (first failure stops), prunes,
-// then node labels. The status is written by the driver afterwards.
+// then node labels. The status is written by the driver afterwards. A build the builder refuses
+// is reported (the returned error) only once the rest is written: one kernel's refused build must
+// not keep the other kernels' drivers from being applied, stale objects from being pruned, or
+// nodes' labels from following.
 func (r *Reconciler) write(ctx context.Context, s *scope) error {
 	if ns := s.fx.createNamespace; ns != nil {
 		if err := r.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -56,10 +59,24 @@ func (r *Reconciler) write(ctx context.Context, s *scope) error {
 			return fmt.Errorf("creating dependency SpecialResource %s: %w", dep.Name, err)
 		}
 	}
-	var refused error
+	refused, err := r.startBuilds(ctx, s)
+	if err != nil {
+		return err
+	}
+	if err := r.writePlan(ctx, s); err != nil {
+		// Reported instead of the refusal (which the kernel's status still shows): a failed
+		// write is retried with backoff, a refusal only after RetryDelay.
+		return err
+	}
+	return refused
+}
+
+// startBuilds starts the builds the images phase asked for. Every build is tried: a refusal of
+// one kernel's build does not hold the others'. It returns the first refusal (a permanent
+// applyError); each refused kernel is recorded in s.fx.refusedBuilds.
+func (r *Reconciler) startBuilds(ctx context.Context, s *scope) (refused error, err error) {
 	for _, req := range s.fx.startBuilds {
 		if err := r.Builder.Start(ctx, req); build.Refused(err) {
-			// Every build is tried: a refusal of one kernel's build does not hold the others'.
 			applyErr := &applyError{action: "cannot start", obj: r.Builder.Kind() + " " + req.Name, err: err, permanent: true}
 			if s.fx.refusedBuilds == nil {
 				s.fx.refusedBuilds = map[string]string{}
@@ -68,16 +85,19 @@ func (r *Reconciler) write(ctx context.Context, s *scope) error {
 			refused = cmp.Or(refused, error(applyErr))
 			continue
 		} else if err != nil {
-			return err
+			return refused, err
 		}
 		// Only now: a build refused or failing to start is asked for again every RetryDelay,
 		// and would be announced and counted each time although it never runs.
 		s.fx.buildsStarted++
 		s.fx.events.Normal(reasonBuildStarted, "Build", fmt.Sprintf("Building %s for kernel %s (%s %s)", req.Image, req.Kernel, r.Builder.Kind(), req.Name))
 	}
-	if refused != nil {
-		return refused
-	}
+	return refused, nil
+}
+
+// writePlan writes what the plan decided, after the pods whose logs matched and the builds no
+// longer needed.
+func (r *Reconciler) writePlan(ctx context.Context, s *scope) error {
 	for _, key := range s.fx.logsMatched {
 		if err := r.markLogsMatched(ctx, key); err != nil {
 			return err
