@@ -9,10 +9,8 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"time"
 
@@ -115,15 +113,7 @@ func run(ctx context.Context, o options) error {
 		}
 		// Ready once the webhook serves its certificate, or once the loader found that the
 		// platform gets no stack: nothing is served there and no certificate is ever made.
-		started := mgr.GetWebhookServer().StartedChecker()
-		ready = func(req *http.Request) error {
-			select {
-			case <-certs.Ready():
-			default:
-				return errors.New("the webhook certificate is not loaded yet")
-			}
-			return started(req)
-		}
+		ready = certs.Readiness(mgr.GetWebhookServer().StartedChecker())
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the health check: %w", err)

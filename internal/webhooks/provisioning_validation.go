@@ -110,18 +110,12 @@ func validateProvisioningName(prov *metal3.Provisioning) field.ErrorList {
 		"Provisioning is a singleton and must be named %q", metal3.ProvisioningSingletonName))}
 }
 
-// validateProvisioningNetwork checks a Managed or Unmanaged network: the interface the provisioning
-// IP goes on, the provisioning IP inside the CIDR, and for Managed the DHCP range and the gateway.
+// validateProvisioningNetwork checks a Managed or Unmanaged network: the provisioning IP inside
+// the CIDR, and for Managed the DHCP range and the gateway. Neither provisioningInterface nor
+// provisioningMacAddresses is required: the Ironic runner then uses the interface that already
+// holds the provisioning IP (ironicrunner.ProvisioningInterface).
 func validateProvisioningNetwork(spec *metal3.ProvisioningSpec, mode metal3.ProvisioningNetwork, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if spec.ProvisioningInterface == "" && len(spec.ProvisioningMacAddresses) == 0 {
-		// Ours: the static-ip containers put the provisioning IP on the interface named, or found
-		// by MAC; without either they find none and crash-loop. (OpenShift's operator discovers
-		// the MACs from the control-plane hosts; this one does not.)
-		errs = append(errs, field.Required(path.Child("provisioningInterface"), fmt.Sprintf(
-			"provisioningInterface or provisioningMacAddresses is required when provisioningNetwork is %q: "+
-				"the provisioning IP is set on that interface", mode)))
-	}
 	ipPath, cidrPath := path.Child("provisioningIP"), path.Child("provisioningNetworkCIDR")
 	ip, ipErr := parseIP(spec.ProvisioningIP, ipPath)
 	if ipErr != nil {

@@ -287,16 +287,8 @@ func TestValidateProvisioning(t *testing.T) {
 		"sensor interval defaulted": {mutate: func(s *metal3.ProvisioningSpec) {
 			s.PrometheusExporter = &metal3.PrometheusExporter{Enabled: true}
 		}},
-		"managed without interface or MACs": {
-			mutate: func(s *metal3.ProvisioningSpec) { s.ProvisioningInterface = "" },
-			want:   []string{spec + "provisioningInterface: Required value"}, detail: "provisioningInterface or provisioningMacAddresses",
-		},
-		"unmanaged without interface or MACs": {
-			mutate: func(s *metal3.ProvisioningSpec) {
-				s.ProvisioningNetwork, s.ProvisioningDHCPRange, s.ProvisioningInterface = metal3.ProvisioningNetworkUnmanaged, "", ""
-			},
-			want: []string{spec + "provisioningInterface: Required value"}, detail: `"Unmanaged"`,
-		},
+		// The runner finds the interface holding the provisioning IP when neither is given.
+		"managed without interface or MACs": {mutate: func(s *metal3.ProvisioningSpec) { s.ProvisioningInterface = "" }},
 		"provisioning IP in IPv4-mapped form": {
 			mutate: func(s *metal3.ProvisioningSpec) { s.ProvisioningIP = "::ffff:172.30.20.3" },
 			want:   []string{spec + "provisioningIP: Invalid value"}, detail: "IPv4-mapped IPv6 address: write it as 172.30.20.3",

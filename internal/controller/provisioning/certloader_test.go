@@ -2,6 +2,8 @@ package provisioning
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"testing"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -34,6 +36,12 @@ func TestCertLoaderPlatform(t *testing.T) {
 			}
 			if _, err := store.GetCertificate(nil); err == nil {
 				t.Error("a certificate is served though none was set")
+			}
+			// The readiness check main installs: the webhook server's own check (a TLS
+			// handshake) can only fail without a certificate, so it must not be asked then.
+			handshake := func(*http.Request) error { return errors.New("tls: no certificate") }
+			if err := store.Readiness(handshake)(nil); (err == nil) != tc.ready {
+				t.Errorf("readiness check: %v, want ready %v", err, tc.ready)
 			}
 		})
 	}

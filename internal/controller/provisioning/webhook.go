@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -67,6 +68,27 @@ func (s *CertStore) Ready() <-chan struct{} { return s.ready }
 // registers its webhook only where the platform is enabled too). The replica is then ready
 // without a certificate; one set later is served.
 func (s *CertStore) ServeNothing() { s.once.Do(func() { close(s.ready) }) }
+
+// Readiness is the operator's readiness check when it serves the webhook: not ready until the
+// store is; then, with a certificate, ready once the webhook server answers (started, its TLS
+// handshake, which needs the certificate); without one (ServeNothing), ready at once: that
+// handshake can only fail, and the pod would never be Ready.
+func (s *CertStore) Readiness(started func(*http.Request) error) func(*http.Request) error {
+	return func(req *http.Request) error {
+		select {
+		case <-s.ready:
+		default:
+			return errors.New("the webhook certificate is not loaded yet")
+		}
+		s.mu.RLock()
+		serving := s.cert != nil
+		s.mu.RUnlock()
+		if !serving {
+			return nil
+		}
+		return started(req)
+	}
+}
 
 // TLSOption makes a webhook server serve from the store.
 func (s *CertStore) TLSOption(c *tls.Config) { c.GetCertificate = s.GetCertificate }
