@@ -30,8 +30,8 @@ func paused(host *metal3.BareMetalHost) bool {
 	return ok
 }
 
-// detachedArgs parses the detached annotation. An unparsable value counts as the defaults (the
-// webhook rejects it; an annotation written before the webhook existed must not block the host).
+// detachedArgs parses the detached annotation. A value that is not a JSON object counts as the
+// defaults, as in metal3 (the webhook accepts it with a warning; clients write their name there).
 func (s *hostScope) detachedArgs() (metal3.DetachedAnnotationArguments, bool) {
 	var args metal3.DetachedAnnotationArguments
 	v, ok := s.host.Annotations[metal3.DetachedAnnotation]

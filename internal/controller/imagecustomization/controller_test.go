@@ -364,7 +364,8 @@ func TestDeletedWithoutFinalizerStep(t *testing.T) {
 }
 
 // The same while the controller was down: no event will come for the object, and the start-up
-// sweep stops serving its image; an image whose object exists stays served.
+// sweep stops serving its image; an image whose object exists stays served, even when the
+// restarted controller no longer caches its namespace.
 func TestDeletedWhileDown(t *testing.T) {
 	ns := env.Namespace(t)
 	c := startICC(t, ns)
@@ -373,6 +374,7 @@ func TestDeletedWhileDown(t *testing.T) {
 	p := deletedWhileHeld(t, ns, "gone")
 	c.stop()
 	update(t, p, func() { p.Finalizers = nil })
+	c.ns = env.Namespace(t) // the restarted controller watches another namespace only
 	c.start()
 	poll.Until(t, "the orphaned image no longer served", func() (bool, string) {
 		code, _ := download(t, p.Status.ImageURL)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // URLs are stable while the content is: the same request after a restart is not rebuilt and has
@@ -167,17 +169,21 @@ func TestBackgroundChecksumRetried(t *testing.T) {
 	away := e.paths.ISO + ".away"
 	must(t, os.Rename(e.paths.ISO, away))
 	rec := e.build(request("r"))
-	deadline := time.Now().Add(time.Second)
-	for e.b.sums.failedAttempts("r", rec.Image) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the checksum did not fail without its base")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, "a failed checksum without its base", func() (bool, string) {
+		return e.b.sums.failedAttempts("r", rec.Image) > 0, "no failure counted"
+	})
 	must(t, os.Rename(away, e.paths.ISO))
-	if uid := <-e.summed; uid != "r" {
-		t.Fatalf("checksum reported for %s", uid)
-	}
+	poll.Until(t, "the checksum retried", func() (bool, string) {
+		select {
+		case uid := <-e.summed:
+			if uid != "r" {
+				t.Fatalf("checksum reported for %s", uid)
+			}
+			return true, ""
+		default:
+			return false, "not stored yet"
+		}
+	})
 	if got := e.store.Get("r").SHA256; got == "" || got != sum(e.download(e.b.URL(rec))) {
 		t.Errorf("retried checksum %q does not match the image", got)
 	}

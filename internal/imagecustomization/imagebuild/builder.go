@@ -230,14 +230,17 @@ func (b *Builder) Current(uid string) *imagestore.Record {
 // Discard stops serving a PreprovisioningImage's image.
 func (b *Builder) Discard(uid string) error { return b.cfg.Store.Delete(uid) }
 
-// Stored lists the PreprovisioningImage UIDs that have an image stored (a snapshot).
-func (b *Builder) Stored() []string {
+// StoredImage names a stored image's PreprovisioningImage.
+type StoredImage struct{ UID, Namespace, Name string }
+
+// Stored lists the PreprovisioningImages that have an image stored (a snapshot).
+func (b *Builder) Stored() []StoredImage {
 	recs := b.cfg.Store.All()
-	uids := make([]string, len(recs))
+	out := make([]StoredImage, len(recs))
 	for i, r := range recs {
-		uids[i] = r.UID
+		out[i] = StoredImage{UID: r.UID, Namespace: r.Namespace, Name: r.Name}
 	}
-	return uids
+	return out
 }
 
 // DiscardNamed discards the images of the PreprovisioningImage namespace/name, whatever its UID

@@ -95,10 +95,20 @@ func (c *checksummer) run(ctx context.Context) error {
 		if err == nil {
 			err = c.b.cfg.Store.SetChecksum(j.uid, j.image, sum)
 		}
+		if errors.Is(err, errBaseGone) {
+			// The controller builds the image again on the current base; nothing to retry.
+			c.forget(j)
+			c.b.cfg.Log.Info("Not computing the checksum of an image whose base was replaced", "image", j.image)
+			continue
+		}
 		if err != nil {
 			delay := c.failed(j)
 			c.b.cfg.Log.Error(err, "Computing an image checksum", "image", j.image, "retryIn", delay)
-			time.AfterFunc(delay, func() { c.enqueue(j.uid, j.image) })
+			time.AfterFunc(delay, func() {
+				if ctx.Err() == nil { // not for a worker that stopped
+					c.enqueue(j.uid, j.image)
+				}
+			})
 			continue
 		}
 		c.forget(j)
@@ -138,6 +148,9 @@ func (b *Builder) pendingChecksums(records []*imagestore.Record) {
 	}
 }
 
+// errBaseGone: the record's base is no longer one of the bases the builder serves from.
+var errBaseGone = errors.New("checksum: the record's base is not one of the current bases")
+
 // checksum is the image's sha256 (hex), resuming from the state saved at the patch.
 func (b *Builder) checksum(r *imagestore.Record) (string, error) {
 	h, err := b.hashBefore(r)
@@ -170,5 +183,5 @@ func (b *Builder) hashBefore(r *imagestore.Record) (hash.Hash, error) {
 		h.Write(make([]byte, r.PatchOffset-set.Initrd.Size)) // alignment zeros
 		return h, nil
 	}
-	return nil, errors.New("checksum: the record's base is not one of the current bases")
+	return nil, errBaseGone
 }
