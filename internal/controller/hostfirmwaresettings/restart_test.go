@@ -47,6 +47,7 @@ func TestRestartSpreadsSettledReads(t *testing.T) {
 	before := startOperator(t, env.Config, ns, fix)
 	settled, pending := newHost(t, fix, ns, "settled"), newHost(t, fix, ns, "pending")
 	waitHFS(t, ns, "settled", "judged", current)
+	waitHFS(t, ns, "pending", "judged", current) // created by the operator: setSpec needs it
 	gen := setSpec(t, ns, "pending", metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")})
 	waitHFS(t, ns, "pending", "the change detected", func(hfs *metal3.HostFirmwareSettings) bool {
 		return hfs.Generation == gen && current(hfs) && condition(hfs, metal3.FirmwareSettingsChangeDetected).Status == metav1.ConditionTrue
