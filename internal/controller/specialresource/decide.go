@@ -19,15 +19,19 @@ func (r *Reconciler) planPhase(s *scope) (outcome, bool, error) {
 // planInput gathers what the phases read for plan (and holdPlan).
 func (r *Reconciler) planInput(s *scope) planInput {
 	in := planInput{srName: s.sr.Name, states: s.in.rendered, affine: s.in.affine, observed: s.in.observed, stale: s.in.stale, logs: s.in.logs,
-		kernels: map[string]kernelGroup{}, present: map[string]bool{}, owned: s.in.owned, nodes: s.in.allNodes, selected: map[string]string{},
-		driverPods: s.in.driverPods, heldDrivers: s.in.heldDrivers}
+		kernels: map[string]kernelGroup{}, present: map[string]bool{}, failed: map[string]bool{}, owned: s.in.owned, nodes: s.in.allNodes,
+		selected: map[string]string{}, driverPods: s.in.driverPods, heldDrivers: s.in.heldDrivers}
 	for _, g := range s.in.kernels {
 		in.present[g.kernel] = true
 		for _, n := range g.nodes {
 			in.selected[n] = g.kernel
 		}
-		if s.in.images[g.kernel].state == sro.ImageExists {
+		ki := s.in.images[g.kernel]
+		if ki.state == sro.ImageExists {
 			in.kernels[g.kernel] = g
+		}
+		if _, refused := s.fx.refusedBuilds[g.kernel]; refused || ki.failed() {
+			in.failed[g.kernel] = true
 		}
 	}
 	return in
@@ -44,9 +48,10 @@ func (r *Reconciler) skipInFlightLabels(s *scope) {
 
 // decide turns the images and the plan into the reconcile's outcome: Errored when the pull
 // Secret keeps a kernel's image from being looked up, or a kernel has no image and cannot get one
-// (its build failed, or there is nothing to build from) — the other kernels are still served —,
-// Progressing while a build runs or a state waits, Ready when every
-// state is ready for every kernel.
+// (its build failed, or there is nothing to build from) — the other kernels are still served, so
+// an Errored SpecialResource whose other kernels wait for what wakes nobody (pod logs, say) looks
+// again as soon as a Progressing one would —, Progressing while a build runs or a state waits,
+// Ready when every state is ready for every kernel.
 func decide(sr *sro.SpecialResource, in inputs, p *planResult, cfg *Config) outcome {
 	var failed, missing, building, unknown []string
 	for _, k := range slices.Sorted(maps.Keys(in.images)) {
@@ -61,18 +66,19 @@ func decide(sr *sro.SpecialResource, in inputs, p *planResult, cfg *Config) outc
 			unknown = append(unknown, k)
 		}
 	}
-	switch {
-	case in.imageProblem != "":
-		// The user's to fix; looked at again every RetryDelay (Secrets are not watched).
-		return errored(sro.ReasonInvalidSpec, in.imageProblem, cfg.RetryDelay)
-	case len(failed) > 0:
-		return errored(sro.ReasonBuildFailed, fmt.Sprintf("build of the driver image failed for kernel %s: %s", message.List(failed), in.images[failed[0]].message), cfg.Resync)
-	case len(missing) > 0:
-		return errored(sro.ReasonImageMissing, fmt.Sprintf("no driver image for kernel %s: %s", message.List(missing), in.images[missing[0]].message), cfg.Resync)
-	}
 	after := cfg.Resync
 	if p.poll || p.labelsBehind {
 		after = cfg.WaitPoll
+	}
+	switch {
+	case in.imageProblem != "":
+		// The user's to fix; looked at again every RetryDelay (Secrets are not watched), or
+		// sooner while the other kernels' states wait for what wakes nobody.
+		return errored(sro.ReasonInvalidSpec, in.imageProblem, min(after, cfg.RetryDelay))
+	case len(failed) > 0:
+		return errored(sro.ReasonBuildFailed, fmt.Sprintf("build of the driver image failed for kernel %s: %s", message.List(failed), in.images[failed[0]].message), after)
+	case len(missing) > 0:
+		return errored(sro.ReasonImageMissing, fmt.Sprintf("no driver image for kernel %s: %s", message.List(missing), in.images[missing[0]].message), after)
 	}
 	switch {
 	case len(unknown) > 0:

@@ -24,5 +24,7 @@
 // prunes, node labels, then the status in ONE merge patch (skipped when nothing changed), then
 // the events. Each reconcile goes as far as it can: states without a wait annotation do not
 // stop it. Kernels progress independently: a new kernel waiting for its build does not hold
-// back the others, and a kernel's objects are removed only when no selected node runs it.
+// back the others' drivers (only the later shared states, until its image exists or fails), a
+// kernel whose image failed holds back nothing, and a kernel's objects are removed only when no
+// selected node runs it.
 package specialresource

@@ -65,9 +65,10 @@ func driverHash(sr *sro.SpecialResource) string {
 // images finds, for every kernel, the driver image in the registry, or starts (or follows) its
 // build. Kernels are independent: one kernel's failed build does not stop the others, nor does a
 // lookup the user's input prevents (a pull Secret missing, malformed, or refused by the
-// registry): that kernel's image is Unknown with the reason, and the reconcile goes on, so that
-// nodes and objects still follow the kernels (a node rebooted into that kernel loses its labels,
-// the DaemonSet of a kernel no node runs goes); the outcome is Errored naming the field
+// registry): that kernel's image is Unknown with the reason (blocked), and the reconcile goes on,
+// so that nodes and objects still follow the kernels (a node rebooted into that kernel loses its
+// labels, the DaemonSet of a kernel no node runs goes) and the other kernels are served, their
+// later shared states included (plan's failed kernels); the outcome is Errored naming the field
 // (s.in.imageProblem).
 func (r *Reconciler) images(s *scope) (outcome, bool, error) {
 	s.in.images = map[string]kernelImage{}
@@ -111,7 +112,7 @@ func (r *Reconciler) images(s *scope) (outcome, bool, error) {
 		}
 		// The build keeps its name: a build running for the kernel is not taken for a
 		// superseded one and deleted (builds.go).
-		unknown := kernelImage{image: img, state: sro.ImageUnknown, build: pullorbuild.BuildName(in)}
+		unknown := kernelImage{image: img, state: sro.ImageUnknown, build: pullorbuild.BuildName(in), blocked: true}
 		if secretProblem != "" {
 			unknown.message = secretProblem
 			s.in.images[g.kernel] = unknown

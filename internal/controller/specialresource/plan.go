@@ -28,6 +28,11 @@ type planInput struct {
 	// nodes; present lists every kernel the selected nodes run.
 	kernels map[string]kernelGroup
 	present map[string]bool
+	// failed are the kernels of present whose image cannot come without the user: its build
+	// failed or the builder refused it, it is missing with nothing to build it from, or the pull
+	// Secret keeps it from being looked up. Unlike a kernel whose image is being built or looked
+	// up, such a kernel holds back no later shared state of the others (failedKernelsWait).
+	failed map[string]bool
 	// owned are the objects labelled ours (not builds), for pruning.
 	owned []*unstructured.Unstructured
 	// nodes are all nodes; selected maps the selected ones to their kernel.
@@ -79,8 +84,10 @@ type planResult struct {
 // kernel-affine manifests for kernel k are applied once every earlier state is ready for k (its
 // own manifests and the shared ones), so a kernel that waits for its build holds back no other.
 // A state's shared manifests (not kernel-affine) are applied once every earlier state is ready
-// for every kernel the selected nodes run, those without their image too: what later states
-// deploy everywhere (a device plugin, say) waits for the drivers. Shared manifests that exist
+// for every kernel the selected nodes run, those whose image is being built or looked up too:
+// what later states deploy everywhere (a device plugin, say) waits for the drivers. A kernel whose
+// image failed (in.failed) is not waited for, unless every kernel failed (failedKernelsWait): the
+// other kernels are served, later shared states included. Shared manifests that exist
 // unchanged stay ready while a gate is closed, so nodes of a kernel that is ready keep their
 // labels while a new kernel catches up. An object is ready when it needs no write and, if waited
 // for, its kind says so; an object written now is ready at once unless waited for, so a
@@ -96,6 +103,7 @@ func plan(in planInput) *planResult {
 	}
 	slices.Sort(kernels)
 	affine := affineStates(in)
+	waitFor := failedKernelsWait(kernels, in.failed)
 	// ready[k]: every state so far is ready for kernel k; served[k]: for a node where k's driver
 	// serves.
 	ready, served := map[string]bool{}, map[string]bool{}
@@ -129,7 +137,7 @@ func plan(in planInput) *planResult {
 			}
 			if ready[k] {
 				res.readyStates[k] = i + 1
-			} else {
+			} else if waitFor(k) {
 				everyKernel = false
 			}
 			if served[k] {
@@ -141,6 +149,22 @@ func plan(in planInput) *planResult {
 	res.nodeLabels = nodeLabelChanges(in, res)
 	res.labelsBehind = driverPodsBehind(in, res.driverDaemonSets)
 	return res
+}
+
+// failedKernelsWait says whether the later shared states wait for kernel k. A kernel whose image
+// failed (in.failed) waits for the user, not for time: holding the shared states back for it would
+// keep them, and their labels, from every other kernel's nodes until the user acts (a device
+// plugin never deployed, or never updated, for kernels whose driver serves). Its own nodes still
+// get no label of its first kernel-affine state or a later one (kernelState). When every kernel
+// failed, no kernel has a driver image for the shared states to follow: they wait for them all, as
+// for kernels whose image is still being built or looked up.
+func failedKernelsWait(kernels []string, failed map[string]bool) func(k string) bool {
+	for _, k := range kernels {
+		if !failed[k] {
+			return func(k string) bool { return !failed[k] }
+		}
+	}
+	return func(string) bool { return true }
 }
 
 // kernelState decides state i for kernel k: whether it is ready for k (wasReady: every earlier

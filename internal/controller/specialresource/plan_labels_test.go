@@ -17,7 +17,9 @@ import (
 // hold does): a node keeps, or gets, their labels while its own driver pod serves, whatever the
 // driver's pods elsewhere do; and a recipe whose driver is kernel-affine stays so when no kernel
 // has its image yet: no node is labelled as served and no later shared state is applied without a
-// driver.
+// driver. A kernel whose image is being built holds the later shared states back; one whose image
+// failed (build failed or refused, missing, lookup prevented by the pull Secret) does not: the
+// other kernels get them and their labels, its own nodes only those before the driver.
 func TestPlanNodeLabelsPerNode(t *testing.T) {
 	l0, l1, l2 := naming.StateLabel("sr", "0000"), naming.StateLabel("sr", "1000"), naming.StateLabel("sr", "2000")
 	all := map[string]string{l0: "Ready", l1: "Ready", l2: "Ready"}
@@ -26,6 +28,9 @@ func TestPlanNodeLabelsPerNode(t *testing.T) {
 	unrendered := []recipe.RenderedState{{Name: "0000-rbac.yaml", Objects: []recipe.Object{rbac}}, {Name: "1000-driver.yaml"},
 		{Name: "2000-plugin.yaml", Objects: []recipe.Object{plugin}}}
 	oldX := observed(dsX, "old", 2)
+	// pluginNoWait is a later shared state ready once applied: a node can be labelled with it in
+	// the reconcile that creates it.
+	pluginNoWait := obj("2000-plugin.yaml", "DaemonSet", "plugin", "", false)
 	tests := map[string]struct {
 		in planInput
 		// labels are the nodes' state labels before (nodes n-X-1, n-X-2 on X, n-Y-1 on Y).
@@ -61,6 +66,26 @@ func TestPlanNodeLabelsPerNode(t *testing.T) {
 				driverPods: map[string]map[string]bool{"X": {"n-X-1": true, "n-X-2": true}}, observed: observe(observed(rbac, "", 0), observed(dsX, "", 2))},
 			labels:  map[string]map[string]string{"n-Y-1": all},
 			changes: []string{"n-X-1: +0000 +1000", "n-X-2: +0000 +1000", "n-Y-1: -1000 -2000"},
+		},
+		"a kernel whose image failed holds no later shared state back: the others' nodes labelled through it": {
+			in: planInput{states: states(rbac, dsX, pluginNoWait), kernels: groups(true, "X"), present: map[string]bool{"X": true, "Y": true},
+				failed: map[string]bool{"Y": true}, driverPods: map[string]map[string]bool{"X": {"n-X-1": true, "n-X-2": true}},
+				observed: observe(observed(rbac, "", 0), observed(dsX, "", 2))},
+			labels:  map[string]map[string]string{"n-Y-1": all},
+			changes: []string{"n-X-1: +0000 +1000 +2000", "n-X-2: +0000 +1000 +2000", "n-Y-1: -1000 -2000"},
+			apply:   []string{"plugin"},
+		},
+		"a kernel whose image failed: a changed later shared state is updated for the others": {
+			in: planInput{states: states(rbac, dsX, pluginNoWait), kernels: groups(true, "X"), present: map[string]bool{"X": true, "Y": true},
+				failed: map[string]bool{"Y": true}, driverPods: map[string]map[string]bool{"X": {"n-X-1": true, "n-X-2": true}},
+				observed: observe(observed(rbac, "", 0), observed(dsX, "", 2), observed(pluginNoWait, "old", 0))},
+			labels: map[string]map[string]string{"n-X-1": all, "n-X-2": all, "n-Y-1": {l0: "Ready"}},
+			apply:  []string{"plugin"},
+		},
+		"every kernel's image failed: no later shared state without a driver anywhere": {
+			in: planInput{states: unrendered, affine: []bool{false, true, false}, present: map[string]bool{"X": true}, failed: map[string]bool{"X": true},
+				observed: observe(observed(rbac, "", 0))},
+			changes: []string{"n-X-1: +0000", "n-X-2: +0000"},
 		},
 		"new image being built: nodes the old driver serves keep their labels": {
 			in: planInput{states: unrendered, affine: []bool{false, true, false}, present: map[string]bool{"X": true}, owned: []*unstructured.Unstructured{oldX},

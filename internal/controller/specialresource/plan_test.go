@@ -149,6 +149,16 @@ func TestPlan(t *testing.T) {
 				observed: observe(observed(rbac, "", 0), observed(dsX, "", 1), observed(dsY, "", 2))},
 			apply: []string{"plugin-y"}, readyStates: map[string]int{"": 3, "X": 1, "Y": 3}, waiting: "driver-x: 1 of 2 pods available",
 		},
+		"a kernel whose image failed does not hold the shared later state back": {
+			in: planInput{states: states(rbac, dsX, plugin), kernels: groups(true, "X"), present: map[string]bool{"X": true, "Y": true}, failed: map[string]bool{"Y": true},
+				observed: observe(observed(rbac, "", 0), observed(dsX, "", 2))},
+			apply: []string{"plugin"}, readyStates: map[string]int{"": 2, "X": 2, "Y": 1}, waiting: "plugin created",
+		},
+		"a kernel whose image is being looked up or built holds the shared later state back": {
+			in: planInput{states: states(rbac, dsX, plugin), kernels: groups(true, "X"), present: map[string]bool{"X": true, "Y": true},
+				observed: observe(observed(rbac, "", 0), observed(dsX, "", 2))},
+			readyStates: map[string]int{"": 2, "X": 2, "Y": 1}, waiting: "plugin waits for the earlier states on every kernel",
+		},
 		"no kernels: the shared pipeline alone": {
 			in:    planInput{states: states(rbac, plugin)},
 			apply: []string{"rbac", "plugin"}, readyStates: map[string]int{"": 1}, waiting: "plugin created",
@@ -320,8 +330,9 @@ func TestDriverPodsBehind(t *testing.T) {
 }
 
 // TestDecide: the outcome's precedence: a pull Secret that kept an image from being looked up,
-// a failed build, then a missing image (all Errored, the other kernels still served), then
-// registry trouble, a waiting state, a running build, Ready.
+// a failed build, then a missing image (all Errored, the other kernels still served: looked at
+// again as soon as what they wait for needs it), then registry trouble, a waiting state, a running
+// build, Ready.
 func TestDecide(t *testing.T) {
 	cfg := &Config{WaitPoll: time.Second, RetryDelay: 10 * time.Second, Resync: time.Hour}
 	img := func(states ...sro.ImageState) map[string]kernelImage {
@@ -344,6 +355,11 @@ func TestDecide(t *testing.T) {
 			cond: sro.ConditionErrored, reason: sro.ReasonInvalidSpec, message: "spec.driverContainer.pullSecret: Secret ns/pull not found", after: 10 * time.Second},
 		"build failed wins": {images: img(sro.ImageExists, sro.ImageBuildFailed, sro.ImageMissing), plan: planResult{waiting: "x"},
 			cond: sro.ConditionErrored, reason: sro.ReasonBuildFailed, message: "kernel B: msg BuildFailed", after: time.Hour},
+		"build failed, another kernel's state waits for logs: looked at again at the poll": {images: img(sro.ImageExists, sro.ImageBuildFailed),
+			plan: planResult{waiting: "logs", poll: true}, cond: sro.ConditionErrored, reason: sro.ReasonBuildFailed, message: "kernel B", after: time.Second},
+		"the pull Secret, another kernel's labels behind the cache: looked at again at the poll": {images: img(sro.ImageExists, sro.ImageUnknown),
+			problem: "spec.driverContainer.pullSecret: Secret ns/pull not found", plan: planResult{labelsBehind: true},
+			cond: sro.ConditionErrored, reason: sro.ReasonInvalidSpec, message: "Secret ns/pull not found", after: time.Second},
 		"missing image": {images: img(sro.ImageMissing, sro.ImageBuilding),
 			cond: sro.ConditionErrored, reason: sro.ReasonImageMissing, message: "kernel A: msg Missing", after: time.Hour},
 		"registry unknown retries": {images: img(sro.ImageUnknown), plan: planResult{waiting: "x"},
@@ -365,5 +381,35 @@ func TestDecide(t *testing.T) {
 				t.Fatalf("got %+v, want %s/%s %q after %s", got, tc.cond, tc.reason, tc.message, tc.after)
 			}
 		})
+	}
+}
+
+// TestPlanInputFailedKernels: the kernels whose image cannot come without the user, which hold
+// back no later shared state of the others: a failed build, a build the builder refused (it shows
+// as Building until the builder is asked), a missing image with nothing to build it from, a lookup
+// the pull Secret prevents. Not a build running, nor a registry that cannot be reached: those end
+// by themselves.
+func TestPlanInputFailedKernels(t *testing.T) {
+	s := &scope{sr: &sro.SpecialResource{}}
+	s.in.images = map[string]kernelImage{
+		"exists":       {state: sro.ImageExists},
+		"building":     {state: sro.ImageBuilding},
+		"refused":      {state: sro.ImageBuilding},
+		"unreachable":  {state: sro.ImageUnknown},
+		"secret":       {state: sro.ImageUnknown, blocked: true},
+		"build-failed": {state: sro.ImageBuildFailed},
+		"missing":      {state: sro.ImageMissing},
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.in.images)) {
+		s.in.kernels = append(s.in.kernels, kernelGroup{kernel: k, nodes: []string{"n-" + k}})
+	}
+	s.fx.refusedBuilds = map[string]string{"refused": "cannot start Job b: refused"}
+	in := (&Reconciler{}).planInput(s)
+	want := []string{"build-failed", "missing", "refused", "secret"}
+	if got := slices.Sorted(maps.Keys(in.failed)); !slices.Equal(got, want) {
+		t.Fatalf("failed kernels %v, want %v", got, want)
+	}
+	if len(in.present) != len(s.in.images) || len(in.kernels) != 1 {
+		t.Fatalf("present %v, rendered %v", in.present, slices.Collect(maps.Keys(in.kernels)))
 	}
 }

@@ -100,6 +100,18 @@ type kernelImage struct {
 	message string
 	// build is the name of the build that makes image ("" when no image is used).
 	build string
+	// blocked: the user's input keeps the image from being looked up (the pull Secret missing,
+	// malformed, or refused by the registry). Its state is Unknown, but waiting will not change
+	// it, unlike a registry that cannot be reached.
+	blocked bool
+}
+
+// failed reports whether the image cannot come without the user: its build failed, it is missing
+// with nothing to build it from, or it cannot be looked up (blocked). An image being built or
+// looked up (a registry that cannot be reached) comes by itself, or fails. A refused build shows
+// as Building here: the builder says so only when asked to start it (effects.refusedBuilds).
+func (ki kernelImage) failed() bool {
+	return ki.state == sro.ImageBuildFailed || ki.state == sro.ImageMissing || (ki.state == sro.ImageUnknown && ki.blocked)
 }
 
 // logState is what the logs of a wait-for-logs DaemonSet's pods say.

@@ -44,8 +44,8 @@ func (e *applyError) Unwrap() error { return e.err }
 // goes in it, dependencies, builds, the objects state by state (first failure stops), prunes,
 // then node labels. The status is written by the driver afterwards. A build the builder refuses
 // is reported (the returned error) only once the rest is written: one kernel's refused build must
-// not keep the other kernels' drivers from being applied, stale objects from being pruned, or
-// nodes' labels from following.
+// not keep the other kernels' drivers or later shared states from being applied, stale objects
+// from being pruned, or nodes' labels from following.
 func (r *Reconciler) write(ctx context.Context, s *scope) error {
 	if ns := s.fx.createNamespace; ns != nil {
 		if err := r.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -62,6 +62,15 @@ func (r *Reconciler) write(ctx context.Context, s *scope) error {
 	refused, err := r.startBuilds(ctx, s)
 	if err != nil {
 		return err
+	}
+	if refused != nil && s.plan != nil && !s.plan.hold {
+		// The plan took the refused kernels for kernels being built, whose image will come and
+		// which hold back the later shared states; none will come until the user acts, so the
+		// other kernels are served without them (plan's failed kernels). Only the builder can
+		// say it refuses, and only when asked to start: plan again, still before any object is
+		// written. The outcome is the refusal's (Reconcile), whatever the first plan decided.
+		s.plan = plan(r.planInput(s))
+		r.skipInFlightLabels(s)
 	}
 	if err := r.writePlan(ctx, s); err != nil {
 		// Reported instead of the refusal (which the kernel's status still shows): a failed
