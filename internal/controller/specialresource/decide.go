@@ -70,15 +70,23 @@ func decide(sr *sro.SpecialResource, in inputs, p *planResult, cfg *Config) outc
 	if p.poll || p.labelsBehind {
 		after = cfg.WaitPoll
 	}
+	// An Errored resource polls only while another kernel's state really waits for what wakes
+	// nobody: p.poll alone also marks ready objects of kinds nobody watches, and polling for them
+	// would read the registry (and the pull Secret) for the failed kernel every few seconds for
+	// as long as the failure lasts.
+	erroredAfter := cfg.Resync
+	if (p.poll && p.waiting != "") || p.labelsBehind {
+		erroredAfter = cfg.WaitPoll
+	}
 	switch {
 	case in.imageProblem != "":
 		// The user's to fix; looked at again every RetryDelay (Secrets are not watched), or
 		// sooner while the other kernels' states wait for what wakes nobody.
-		return errored(sro.ReasonInvalidSpec, in.imageProblem, min(after, cfg.RetryDelay))
+		return errored(sro.ReasonInvalidSpec, in.imageProblem, min(erroredAfter, cfg.RetryDelay))
 	case len(failed) > 0:
-		return errored(sro.ReasonBuildFailed, fmt.Sprintf("build of the driver image failed for kernel %s: %s", message.List(failed), in.images[failed[0]].message), after)
+		return errored(sro.ReasonBuildFailed, fmt.Sprintf("build of the driver image failed for kernel %s: %s", message.List(failed), in.images[failed[0]].message), erroredAfter)
 	case len(missing) > 0:
-		return errored(sro.ReasonImageMissing, fmt.Sprintf("no driver image for kernel %s: %s", message.List(missing), in.images[missing[0]].message), after)
+		return errored(sro.ReasonImageMissing, fmt.Sprintf("no driver image for kernel %s: %s", message.List(missing), in.images[missing[0]].message), erroredAfter)
 	}
 	switch {
 	case len(unknown) > 0:

@@ -25,6 +25,6 @@
 // the events. Each reconcile goes as far as it can: states without a wait annotation do not
 // stop it. Kernels progress independently: a new kernel waiting for its build does not hold
 // back the others' drivers (only the later shared states, until its image exists or fails), a
-// kernel whose image failed holds back nothing, and a kernel's objects are removed only when no
-// selected node runs it.
+// kernel whose image failed holds back nothing (unless every kernel failed, or its previous
+// driver still serves), and a kernel's objects are removed only when no selected node runs it.
 package specialresource

@@ -86,8 +86,8 @@ type planResult struct {
 // A state's shared manifests (not kernel-affine) are applied once every earlier state is ready
 // for every kernel the selected nodes run, those whose image is being built or looked up too:
 // what later states deploy everywhere (a device plugin, say) waits for the drivers. A kernel whose
-// image failed (in.failed) is not waited for, unless every kernel failed (failedKernelsWait): the
-// other kernels are served, later shared states included. Shared manifests that exist
+// image failed (in.failed) is not waited for, unless every kernel failed or its previous driver
+// still serves (failedKernelsWait): the other kernels are served, later shared states included. Shared manifests that exist
 // unchanged stay ready while a gate is closed, so nodes of a kernel that is ready keep their
 // labels while a new kernel catches up. An object is ready when it needs no write and, if waited
 // for, its kind says so; an object written now is ready at once unless waited for, so a
@@ -103,7 +103,7 @@ func plan(in planInput) *planResult {
 	}
 	slices.Sort(kernels)
 	affine := affineStates(in)
-	waitFor := failedKernelsWait(kernels, in.failed)
+	waitFor := failedKernelsWait(kernels, in.failed, in.heldDrivers)
 	// ready[k]: every state so far is ready for kernel k; served[k]: for a node where k's driver
 	// serves.
 	ready, served := map[string]bool{}, map[string]bool{}
@@ -155,13 +155,15 @@ func plan(in planInput) *planResult {
 // failed (in.failed) waits for the user, not for time: holding the shared states back for it would
 // keep them, and their labels, from every other kernel's nodes until the user acts (a device
 // plugin never deployed, or never updated, for kernels whose driver serves). Its own nodes still
-// get no label of its first kernel-affine state or a later one (kernelState). When every kernel
-// failed, no kernel has a driver image for the shared states to follow: they wait for them all, as
-// for kernels whose image is still being built or looked up.
-func failedKernelsWait(kernels []string, failed map[string]bool) func(k string) bool {
+// get no label of its first kernel-affine state or a later one (kernelState). Two exceptions wait
+// as for a kernel being built: when every kernel failed, no kernel has a driver image for the
+// shared states to follow; and a failed kernel whose previous driver still serves (held, a
+// version roll whose new build failed) keeps its nodes and their labels, so a changed shared
+// state (a new plugin) would reach nodes running the old driver.
+func failedKernelsWait(kernels []string, failed map[string]bool, held map[string]*unstructured.Unstructured) func(k string) bool {
 	for _, k := range kernels {
 		if !failed[k] {
-			return func(k string) bool { return !failed[k] }
+			return func(k string) bool { return !failed[k] || held[k] != nil }
 		}
 	}
 	return func(string) bool { return true }

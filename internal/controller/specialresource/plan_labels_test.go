@@ -82,6 +82,17 @@ func TestPlanNodeLabelsPerNode(t *testing.T) {
 			labels: map[string]map[string]string{"n-X-1": all, "n-X-2": all, "n-Y-1": {l0: "Ready"}},
 			apply:  []string{"plugin"},
 		},
+		"a kernel whose new image failed while its old driver serves: a changed later shared state waits": {
+			// A version roll: the new plugin must not reach the node the old Y driver still runs on.
+			in: planInput{states: states(rbac, dsX, pluginNoWait), kernels: groups(true, "X"), present: map[string]bool{"X": true, "Y": true},
+				failed: map[string]bool{"Y": true}, heldDrivers: map[string]*unstructured.Unstructured{"Y": observed(dsY, "old", 1)},
+				driverPods: map[string]map[string]bool{"X": {"n-X-1": true, "n-X-2": true}, "Y": {"n-Y-1": true}},
+				observed:   observe(observed(rbac, "", 0), observed(dsX, "", 2), observed(pluginNoWait, "old", 0))},
+			// As while a kernel is built: the held plugin's state is not ready for X; the node the
+			// old Y driver serves keeps what it had (as in "new image being built").
+			labels:  map[string]map[string]string{"n-X-1": all, "n-X-2": all, "n-Y-1": all},
+			changes: []string{"n-X-1: -2000", "n-X-2: -2000"},
+		},
 		"every kernel's image failed: no later shared state without a driver anywhere": {
 			in: planInput{states: unrendered, affine: []bool{false, true, false}, present: map[string]bool{"X": true}, failed: map[string]bool{"X": true},
 				observed: observe(observed(rbac, "", 0))},
