@@ -1,6 +1,8 @@
 package webhooks
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -382,5 +384,29 @@ func TestProvisioningNetworkMode(t *testing.T) {
 				t.Errorf("ProvisioningNetworkMode() = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A network without interface or MACs is accepted, with a warning when an update makes it so.
+func TestProvisioningInterfaceWarning(t *testing.T) {
+	v := &ProvisioningValidator{}
+	prov := func(mode metal3.ProvisioningNetwork, iface string) *metal3.Provisioning {
+		return &metal3.Provisioning{ObjectMeta: metav1.ObjectMeta{Name: metal3.ProvisioningSingletonName},
+			Spec: metal3.ProvisioningSpec{ProvisioningNetwork: mode, ProvisioningInterface: iface}}
+	}
+	if w := provisioningWarnings(nil, prov(metal3.ProvisioningNetworkManaged, "")); len(w) != 1 || !strings.Contains(w[0], "spec.provisioningInterface") {
+		t.Errorf("create without interface: warnings %q", w)
+	}
+	if w := provisioningWarnings(nil, prov(metal3.ProvisioningNetworkManaged, "eth1")); len(w) != 0 {
+		t.Errorf("create with an interface: warnings %q", w)
+	}
+	if w := provisioningWarnings(nil, prov(metal3.ProvisioningNetworkDisabled, "")); len(w) != 0 {
+		t.Errorf("Disabled needs no interface: warnings %q", w)
+	}
+	if w := provisioningWarnings(prov(metal3.ProvisioningNetworkUnmanaged, ""), prov(metal3.ProvisioningNetworkUnmanaged, "")); len(w) != 0 {
+		t.Errorf("an unrelated update repeats the warning: %q", w)
+	}
+	if w, _ := v.ValidateUpdate(context.Background(), prov(metal3.ProvisioningNetworkManaged, "eth1"), prov(metal3.ProvisioningNetworkManaged, "")); len(w) != 1 {
+		t.Errorf("update removing the interface: warnings %q", w)
 	}
 }

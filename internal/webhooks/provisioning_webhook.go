@@ -33,7 +33,7 @@ func (v *ProvisioningValidator) ValidateCreate(ctx context.Context, prov *metal3
 	if err != nil {
 		return nil, err
 	}
-	return nil, invalid("Provisioning", prov.Name, append(validateProvisioningName(prov), errs...))
+	return provisioningWarnings(nil, prov), invalid("Provisioning", prov.Name, append(validateProvisioningName(prov), errs...))
 }
 
 // ValidateUpdate rejects an update that makes the Provisioning invalid.
@@ -49,7 +49,7 @@ func (v *ProvisioningValidator) ValidateUpdate(ctx context.Context, oldProv, new
 	if err != nil {
 		return nil, err
 	}
-	return nil, invalid("Provisioning", newProv.Name, newErrors(now, before))
+	return provisioningWarnings(oldProv, newProv), invalid("Provisioning", newProv.Name, newErrors(now, before))
 }
 
 // ValidateDelete allows every delete.
@@ -66,4 +66,21 @@ func (v *ProvisioningValidator) validate(ctx context.Context, prov *metal3.Provi
 		return nil, fmt.Errorf("reading the cluster's platform to validate Provisioning %s: %w", prov.Name, err)
 	}
 	return ValidateProvisioningOn(prov, platform, modes), nil
+}
+
+// provisioningWarnings: a Managed or Unmanaged network without provisioningInterface or
+// provisioningMacAddresses is valid (the Ironic runner uses the interface that already holds the
+// provisioning IP, and stacks run that way), but it starts only on a node where something else
+// put that IP on an interface: said back when the update makes it so (nil oldProv on create).
+func provisioningWarnings(oldProv, newProv *metal3.Provisioning) admission.Warnings {
+	noInterface := func(p *metal3.Provisioning) bool {
+		mode := ProvisioningNetworkMode(&p.Spec)
+		return (mode == metal3.ProvisioningNetworkManaged || mode == metal3.ProvisioningNetworkUnmanaged) &&
+			p.Spec.ProvisioningInterface == "" && len(p.Spec.ProvisioningMacAddresses) == 0
+	}
+	if !noInterface(newProv) || (oldProv != nil && noInterface(oldProv)) {
+		return nil
+	}
+	return admission.Warnings{"spec.provisioningInterface: neither it nor spec.provisioningMacAddresses is set: " +
+		"the metal3 pod starts only on a node where an interface already holds spec.provisioningIP"}
 }
