@@ -192,7 +192,8 @@ func (r *Reconciler) imageState(s *scope, in pullorbuild.Input) (ki kernelImage,
 			s.fx.buildsFailed++
 		}
 	}
-	return kernelImage{image: img, state: res.State, message: message.Sanitize(res.Message), build: pullorbuild.BuildName(in)}, nil, nil
+	return kernelImage{image: img, state: res.State, message: message.Sanitize(res.Message), build: pullorbuild.BuildName(in),
+		unconfirmed: res.Unconfirmed}, nil, nil
 }
 
 // pullSecretField is the spec field of the pull Secret, named by the messages about it.

@@ -404,6 +404,8 @@ func TestPlanInputFailedKernels(t *testing.T) {
 		"secret":       {state: sro.ImageUnknown, blocked: true},
 		"build-failed": {state: sro.ImageBuildFailed},
 		"missing":      {state: sro.ImageMissing},
+		// The build pushed, the registry does not show it yet: it may come by itself.
+		"pushed-unseen": {state: sro.ImageBuildFailed, unconfirmed: true},
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.in.images)) {
 		s.in.kernels = append(s.in.kernels, kernelGroup{kernel: k, nodes: []string{"n-" + k}})

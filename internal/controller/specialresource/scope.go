@@ -104,14 +104,18 @@ type kernelImage struct {
 	// malformed, or refused by the registry). Its state is Unknown, but waiting will not change
 	// it, unlike a registry that cannot be reached.
 	blocked bool
+	// unconfirmed: the build succeeded but the registry does not show the image (pullorbuild's
+	// Unconfirmed): BuildFailed, but perhaps only a registry that has not caught up yet.
+	unconfirmed bool
 }
 
 // failed reports whether the image cannot come without the user: its build failed, it is missing
 // with nothing to build it from, or it cannot be looked up (blocked). An image being built or
-// looked up (a registry that cannot be reached) comes by itself, or fails. A refused build shows
-// as Building here: the builder says so only when asked to start it (effects.refusedBuilds).
+// looked up (a registry that cannot be reached), or whose pushed image the registry does not show
+// yet (unconfirmed), comes by itself, or fails. A refused build shows as Building here: the
+// builder says so only when asked to start it (effects.refusedBuilds).
 func (ki kernelImage) failed() bool {
-	return ki.state == sro.ImageBuildFailed || ki.state == sro.ImageMissing || (ki.state == sro.ImageUnknown && ki.blocked)
+	return (ki.state == sro.ImageBuildFailed && !ki.unconfirmed) || ki.state == sro.ImageMissing || (ki.state == sro.ImageUnknown && ki.blocked)
 }
 
 // logState is what the logs of a wait-for-logs DaemonSet's pods say.

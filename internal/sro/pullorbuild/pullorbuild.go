@@ -45,6 +45,10 @@ type Result struct {
 	Start *build.Request
 	// Delete names a finished build that is no longer needed ("" : none).
 	Delete string
+	// Unconfirmed: the build says it pushed the image but the registry does not show it. Reported
+	// as a failed build (the user may have to act), but it may be a registry or mirror that has
+	// not caught up yet: callers should not take it for a failure that lasts.
+	Unconfirmed bool
 }
 
 // Check asks the registry for the image; when it is missing, it follows the image's build, or
@@ -88,7 +92,7 @@ func Check(ctx context.Context, reg image.Registry, b build.Builder, in Input) (
 		return Result{State: sro.ImageBuildFailed, Message: st.Message + " (change an input, or delete the " + b.Kind() + ", to build again)"}, nil
 	}
 	// The build says it pushed, the registry says it has nothing.
-	return Result{State: sro.ImageBuildFailed, Message: b.Kind() + " " + name + " succeeded but the registry has no " + in.Image}, nil
+	return Result{State: sro.ImageBuildFailed, Message: b.Kind() + " " + name + " succeeded but the registry has no " + in.Image, Unconfirmed: true}, nil
 }
 
 // BuildName is the name of the build that makes in's image (whether or not it exists).

@@ -77,6 +77,9 @@ func TestCheck(t *testing.T) {
 			if res.State != tc.state || (res.Start != nil) != tc.start || (res.Delete != "") != tc.delete || !strings.Contains(res.Message, tc.message) {
 				t.Fatalf("got %+v, want %s start %v delete %v %q", res, tc.state, tc.start, tc.delete, tc.message)
 			}
+			if res.Unconfirmed != (name == "build succeeded, registry empty") {
+				t.Fatalf("unconfirmed %v: only a succeeded build whose image the registry lacks is", res.Unconfirmed)
+			}
 			if strings.Contains(res.Message, "token=abc") {
 				t.Fatalf("the registry's error body reached the message: %q", res.Message)
 			}
