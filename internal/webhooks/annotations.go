@@ -51,7 +51,7 @@ func validateHostAnnotations(host *metal3.BareMetalHost) field.ErrorList {
 	for _, key := range keys {
 		value, path := host.Annotations[key], base.Key(key)
 		switch {
-		case key == metal3.RebootAnnotationPrefix || strings.HasPrefix(key, metal3.RebootAnnotationPrefix+"/"):
+		case isRebootAnnotation(key):
 			errs = append(errs, validateRebootAnnotation(value, path)...)
 		case key == metal3.DetachedAnnotation:
 			errs = append(errs, validateDetachedAnnotation(value, path)...)
@@ -66,6 +66,12 @@ func validateHostAnnotations(host *metal3.BareMetalHost) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// isRebootAnnotation: reboot.metal3.io or reboot.metal3.io/<suffix> (not a look-alike such as
+// reboot.metal3.io.example/x).
+func isRebootAnnotation(key string) bool {
+	return key == metal3.RebootAnnotationPrefix || strings.HasPrefix(key, metal3.RebootAnnotationPrefix+"/")
 }
 
 // validateRebootAnnotation refuses what metal3 refuses (a value that is not JSON, an unknown
@@ -115,7 +121,7 @@ func annotationWarnings(oldHost, newHost *metal3.BareMetalHost) []string {
 		var form string
 		var args any
 		switch {
-		case key == metal3.RebootAnnotationPrefix || strings.HasPrefix(key, metal3.RebootAnnotationPrefix+"/"):
+		case isRebootAnnotation(key):
 			form, args = rebootForm, &metal3.RebootAnnotationArguments{}
 		case key == metal3.DetachedAnnotation:
 			form, args = detachedForm, &metal3.DetachedAnnotationArguments{}

@@ -19,32 +19,8 @@ func (h *harness) pluginRecipe() *sro.RecipeConfigMap {
 	ns := h.recipeNamespace()
 	h.recipeConfigMap(ns, "plugin", map[string]string{
 		"0000-config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: '{{.SpecialResource.Name}}-config'\ndata:\n  kernel-affine: 'no'\n",
-		"1000-driver.yaml": `apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: '{{.SpecialResource.Name}}'
-  annotations:
-    specialresource.openshift.io/kernel-affine: "true"
-    specialresource.openshift.io/wait: "true"
-spec:
-  selector: {matchLabels: {app: '{{.SpecialResource.Name}}'}}
-  template:
-    metadata: {labels: {app: '{{.SpecialResource.Name}}'}}
-    spec:
-      nodeSelector: {{toJson .SpecialResource.Spec.NodeSelector}}
-      containers: [{name: driver, image: '{{.Image}}'}]
-`,
-		"2000-plugin.yaml": `apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: '{{.SpecialResource.Name}}-plugin'}
-spec:
-  selector: {matchLabels: {app: plugin}}
-  template:
-    metadata: {labels: {app: plugin}}
-    spec:
-      nodeSelector: {'specialresource.openshift.io/state-{{.SpecialResource.Name}}-1000': Ready}
-      containers: [{name: plugin, image: registry.example/plugin:1}]
-`,
+		"1000-driver.yaml": driverStateYAML(`specialresource.openshift.io/wait: "true"`),
+		"2000-plugin.yaml": pluginStateYAML,
 	})
 	return &sro.RecipeConfigMap{Namespace: ns, Name: "plugin"}
 }
@@ -124,3 +100,37 @@ func (h *harness) servedThroughPlugin(srName, l0, l1, l2 string) {
 		h.t.Fatalf("node y, without a driver, labelled %v; want only %s", l, l0)
 	}
 }
+
+// driverStateYAML is a recipe state with the kernel-affine driver DaemonSet, waited for as
+// waitAnnotation says (a "key: value" annotation line).
+func driverStateYAML(waitAnnotation string) string {
+	return `apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: '{{.SpecialResource.Name}}'
+  annotations:
+    specialresource.openshift.io/kernel-affine: "true"
+    ` + waitAnnotation + `
+spec:
+  selector: {matchLabels: {app: '{{.SpecialResource.Name}}'}}
+  template:
+    metadata: {labels: {app: '{{.SpecialResource.Name}}'}}
+    spec:
+      nodeSelector: {{toJson .SpecialResource.Spec.NodeSelector}}
+      containers: [{name: driver, image: '{{.Image}}'}]
+`
+}
+
+// pluginStateYAML is a recipe state with a shared device plugin DaemonSet on the nodes the
+// driver's state 1000 serves.
+const pluginStateYAML = `apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: '{{.SpecialResource.Name}}-plugin'}
+spec:
+  selector: {matchLabels: {app: plugin}}
+  template:
+    metadata: {labels: {app: plugin}}
+    spec:
+      nodeSelector: {'specialresource.openshift.io/state-{{.SpecialResource.Name}}-1000': Ready}
+      containers: [{name: plugin, image: registry.example/plugin:1}]
+`

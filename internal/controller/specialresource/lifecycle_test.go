@@ -168,32 +168,8 @@ func TestWaitStatesAndLogs(t *testing.T) {
 	ns := h.recipeNamespace()
 	h.recipeConfigMap(ns, "logs", map[string]string{
 		"0000-config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: '{{.SpecialResource.Name}}-config'\ndata:\n  cluster: '{{.ClusterVersionMajorMinor}}'\n",
-		"1000-driver.yaml": `apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: '{{.SpecialResource.Name}}'
-  annotations:
-    specialresource.openshift.io/kernel-affine: "true"
-    specialresource.openshift.io/wait-for-logs: "driver loaded for kernel [0-9.]+"
-spec:
-  selector: {matchLabels: {app: '{{.SpecialResource.Name}}'}}
-  template:
-    metadata: {labels: {app: '{{.SpecialResource.Name}}'}}
-    spec:
-      nodeSelector: {{toJson .SpecialResource.Spec.NodeSelector}}
-      containers: [{name: driver, image: '{{.Image}}'}]
-`,
-		"2000-plugin.yaml": `apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: '{{.SpecialResource.Name}}-plugin'}
-spec:
-  selector: {matchLabels: {app: plugin}}
-  template:
-    metadata: {labels: {app: plugin}}
-    spec:
-      nodeSelector: {'specialresource.openshift.io/state-{{.SpecialResource.Name}}-1000': Ready}
-      containers: [{name: plugin, image: registry.example/plugin:1}]
-`,
+		"1000-driver.yaml": driverStateYAML(`specialresource.openshift.io/wait-for-logs: "driver loaded for kernel [0-9.]+"`),
+		"2000-plugin.yaml": pluginStateYAML,
 	})
 	sr := h.specialResource("kmod")
 	sr.Spec.Recipe = sro.SpecialResourceRecipe{ConfigMap: &sro.RecipeConfigMap{Name: "logs", Namespace: ns}}

@@ -87,9 +87,9 @@ type planResult struct {
 // for every kernel the selected nodes run, those whose image is being built or looked up too:
 // what later states deploy everywhere (a device plugin, say) waits for the drivers. A kernel whose
 // image failed (in.failed) is not waited for, unless every kernel failed or its previous driver
-// still serves (failedKernelsWait): the other kernels are served, later shared states included. Shared manifests that exist
-// unchanged stay ready while a gate is closed, so nodes of a kernel that is ready keep their
-// labels while a new kernel catches up. An object is ready when it needs no write and, if waited
+// still serves (failedKernelsWait): the other kernels are served, later shared states included.
+// Shared manifests that exist unchanged stay ready while a gate is closed, so nodes of a kernel
+// that is ready keep their labels while a new kernel catches up. An object is ready when it needs no write and, if waited
 // for, its kind says so; an object written now is ready at once unless waited for, so a
 // reconcile goes through every state up to the first wait.
 func plan(in planInput) *planResult {

@@ -66,13 +66,7 @@ func affineWithoutImages(rec *recipe.Recipe, base recipe.Values, k string) []boo
 	if err != nil {
 		return nil // the shared pass succeeded with the same values: not expected
 	}
-	out := make([]bool, len(states))
-	for i, st := range states {
-		for _, o := range st.Objects {
-			out[i] = out[i] || o.Kernel != ""
-		}
-	}
-	return out
+	return affineStates(planInput{states: states})
 }
 
 // decorate makes a rendered object ours: the namespace for namespaced kinds without one, the
