@@ -21,6 +21,13 @@ func reconcileCount() float64 {
 	return m.GetCounter().GetValue()
 }
 
+// reconcileErrors counts the reconciles that returned an error.
+func reconcileErrors() float64 {
+	var m dto.Metric
+	_ = metricReconcileErrors.Write(&m)
+	return m.GetCounter().GetValue()
+}
+
 // writeCount is every create, update and delete the controller made.
 func writeCount() float64 {
 	total := 0.0

@@ -61,6 +61,8 @@ type Reconciler struct {
 	WebhookCerts *CertStore
 
 	tracker patch.Tracker
+	// failures is since when the stack's writes fail (syncerror.go).
+	failures syncFailures
 	// skipNameValidation lets tests run several managers in one process.
 	skipNameValidation bool
 }
@@ -150,8 +152,9 @@ func (r *Reconciler) reconcile(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, err
 	}
 	if err := r.write(ctx, o, p); err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, r.writeFailed(ctx, o, p, err)
 	}
+	r.failures.succeeded()
 	ctrl.LoggerFrom(ctx).V(1).Info("Reconciled", "state", p.state.Reason, "writes", len(p.writes)+len(p.secretWrites),
 		"deletes", len(p.deletes), "again", p.requeueAfter)
 	return ctrl.Result{RequeueAfter: p.requeueAfter}, nil

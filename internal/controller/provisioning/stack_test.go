@@ -383,6 +383,56 @@ func TestDeploymentCrashLooping(t *testing.T) {
 	waitCO(t, map[string]string{"Degraded": "False/AsExpected", "Available": "True/DeployComplete"})
 }
 
+// TestSyncError: a write the API server refuses for good (the Ironic certificate's Secret made
+// immutable, then due for renewal) is not Degraded at once (conflicts clear by themselves), is
+// Degraded with SyncError naming the Secret once it has lasted five minutes on the operator's
+// clock, with one event, and clears when the write goes through again.
+func TestSyncError(t *testing.T) {
+	op := setup(t, options{})
+	createProvisioning(t, disabled, nil)
+	deployComplete(t, op.ns)
+	s := secret(t, op.ns, secrets.IronicTLS)
+	immutable := true
+	s.Immutable = &immutable
+	if err := env.Client.Update(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	errorsBefore := reconcileErrors()
+	renewal := time.Now().Add(secrets.ServingValidity - secrets.RenewBefore + 24*time.Hour)
+	op.clock.Set(renewal)
+	updateSpec(t, func(p *metal3.Provisioning) { p.Annotations = map[string]string{"example.com/wake": "1"} })
+	poll.Until(t, "the renewal to fail", func() (bool, string) {
+		return reconcileErrors() >= errorsBefore+2, "no failed reconcile yet"
+	})
+	if c := clusteroperator.Condition(co(t), configv1.OperatorDegraded); c == nil || c.Status != configv1.ConditionFalse {
+		t.Fatalf("Degraded before the grace: %+v", c)
+	}
+
+	op.clock.Set(renewal.Add(syncErrorGrace + time.Minute))
+	updateSpec(t, func(p *metal3.Provisioning) { p.Annotations = map[string]string{"example.com/wake": "2"} })
+	c := waitCO(t, map[string]string{"Degraded": "True/SyncError", "Available": "True/SyncError", "Progressing": "True/SyncError"})
+	if m := clusteroperator.Condition(c, configv1.OperatorDegraded).Message; !strings.Contains(m, secrets.IronicTLS) || !strings.Contains(m, "immutable") {
+		t.Errorf("Degraded message %q does not name the Secret and the refusal", m)
+	}
+	waitEvent(t, start, ReasonSyncError, secrets.IronicTLS)
+
+	if err := env.Client.Delete(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	waitCO(t, map[string]string{"Degraded": "False/AsExpected"})
+	var warnings int
+	for _, e := range provisioningEvents(t) {
+		if e.Reason == ReasonSyncError && !e.CreationTimestamp.Time.Before(start.Truncate(time.Second)) {
+			warnings++
+		}
+	}
+	if warnings != 1 {
+		t.Errorf("%d SyncError events, want 1", warnings)
+	}
+}
+
 // TestUpgrade: a new release version shows as Progressing (Available stays True) until the stack
 // runs at it, then versions name it.
 func TestUpgrade(t *testing.T) {

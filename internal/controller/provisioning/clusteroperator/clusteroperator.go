@@ -36,6 +36,10 @@ const (
 	// reason and never sets it; Kubernetes reports nothing then (its progress deadline holds only
 	// during a rollout), so without it the stack would look Progressing forever.
 	ReasonDeploymentCrashLooping = "DeploymentCrashLooping"
+	// ReasonSyncError: the API server has refused the stack's writes for minutes (an immutable
+	// Secret, a value its validation refuses). Ours: OpenShift's operator returns the error and
+	// leaves the ClusterOperator as it was, so nothing told the administrator.
+	ReasonSyncError = "SyncError"
 	// ReasonResourceNotFound: the stack is gone (the Provisioning object was deleted).
 	ReasonResourceNotFound = "ResourceNotFound"
 	// ReasonAsExpected is the reason of a condition with nothing to report.
@@ -85,6 +89,7 @@ var Table = map[string]row{
 	ReasonInvalidConfiguration:     {available: t, progressing: t, degraded: t, disabled: f, message: "invalid configuration", progress: "Unable to apply Provisioning CR: invalid configuration"},
 	ReasonDeployTimedOut:           {available: t, progressing: t, degraded: t, disabled: f, message: "metal3 deployment rollout taking too long", progress: "Waiting for the rollout"},
 	ReasonDeploymentCrashLooping:   {available: t, progressing: f, degraded: t, disabled: f, message: "metal3 deployment unavailable"},
+	ReasonSyncError:                {available: t, progressing: t, degraded: t, disabled: f, message: "applying the stack failed", progress: "Unable to apply the stack"},
 	ReasonResourceNotFound:         {available: f, progressing: t, degraded: f, disabled: f, message: "all Metal3 resources deleted", progress: "Waiting for Provisioning CR"},
 }
 

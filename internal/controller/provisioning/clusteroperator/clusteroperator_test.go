@@ -51,6 +51,10 @@ func TestApplyTable(t *testing.T) {
 			configv1.OperatorAvailable: "True/DeploymentCrashLooping", configv1.OperatorProgressing: "False/AsExpected",
 			configv1.OperatorDegraded: "True/DeploymentCrashLooping", Disabled: "False/AsExpected", configv1.OperatorUpgradeable: "True/AsExpected",
 		},
+		ReasonSyncError: {
+			configv1.OperatorAvailable: "True/SyncError", configv1.OperatorProgressing: "True/SyncError",
+			configv1.OperatorDegraded: "True/SyncError", Disabled: "False/AsExpected", configv1.OperatorUpgradeable: "True/AsExpected",
+		},
 		ReasonResourceNotFound: {
 			configv1.OperatorAvailable: "False/AsExpected", configv1.OperatorProgressing: "True/ResourceNotFound",
 			configv1.OperatorDegraded: "False/AsExpected", Disabled: "False/AsExpected", configv1.OperatorUpgradeable: "True/AsExpected",
@@ -75,7 +79,7 @@ func TestApplyTable(t *testing.T) {
 			}
 		})
 	}
-	if len(Table) != 8 {
+	if len(Table) != 9 {
 		t.Errorf("the table has %d rows; a new row needs a case here", len(Table))
 	}
 }

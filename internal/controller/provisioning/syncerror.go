@@ -1,0 +1,76 @@
+package provisioning
+
+import (
+	"context"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/metalforge/metalforge/internal/controller/events"
+	"github.com/metalforge/metalforge/internal/controller/patch"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/clusteroperator"
+	"github.com/metalforge/metalforge/internal/statustext"
+)
+
+// syncErrorGrace is how long writes may keep failing, with no successful reconcile between
+// them, before the ClusterOperator says so. Conflicts and a cache behind the API server clear
+// within seconds; what lasts minutes (an immutable Secret at certificate renewal, a value the
+// API server's validation refuses) needs an administrator. Five minutes, as a rollout's.
+const syncErrorGrace = 5 * time.Minute
+
+// ReasonSyncError is the event reason when the stack's writes keep failing.
+const ReasonSyncError = "SyncError"
+
+// syncFailures remembers since when the writes fail. Only the controller's single worker
+// touches it (MaxConcurrentReconciles 1). An operator restart starts the clock again.
+type syncFailures struct {
+	since time.Time
+}
+
+// succeeded: a reconcile wrote its whole plan.
+func (s *syncFailures) succeeded() { s.since = time.Time{} }
+
+// failed records a failed write at now and reports whether it has lasted past the grace.
+func (s *syncFailures) failed(now time.Time) bool {
+	if s.since.IsZero() || now.Before(s.since) {
+		s.since = now
+	}
+	return now.Sub(s.since) >= syncErrorGrace
+}
+
+// writeFailed handles a plan whose writes failed: OpenShift's operator only returns the error, so
+// a write the API server refuses for good leaves the ClusterOperator at its last state (often
+// Available and not Degraded) while nothing is applied. Past the grace, the ClusterOperator is
+// Degraded with SyncError and the error (cleaned: it may quote a Secret's name or an image URL),
+// with one Warning event. The error is returned either way: the work queue's backoff retries it,
+// and the next successful reconcile writes the decided state over SyncError.
+func (r *Reconciler) writeFailed(ctx context.Context, o *observed, p *plan, err error) error {
+	if !r.failures.failed(o.now) || p.paused || o.co == nil || o.co.ResourceVersion == "" {
+		return err
+	}
+	msg := statustext.Clean("applying the stack: "+err.Error(), statustext.ConditionMessageLimit)
+	co := o.co
+	first := true
+	if c := clusteroperator.Condition(co, configv1.OperatorDegraded); c != nil && c.Reason == clusteroperator.ReasonSyncError && c.Message == msg {
+		first = false
+	}
+	h := patch.NewHelper(r.Client, co, nil)
+	clusteroperator.Apply(co, clusteroperator.State{Reason: clusteroperator.ReasonSyncError, Message: msg, Busy: o.busy},
+		o.release, clusteroperator.RelatedObjects(o.namespace), o.now)
+	if _, perr := h.PatchStatus(ctx, co); perr != nil {
+		ctrl.LoggerFrom(ctx).Error(perr, "Reporting failed writes on the ClusterOperator")
+		return err
+	}
+	recordConditions(co)
+	if first {
+		var ev events.List
+		ev.Warning(ReasonSyncError, "Apply", msg)
+		if o.prov != nil {
+			ev.Emit(r.Recorder, o.prov)
+		} else {
+			ev.Emit(r.Recorder, co)
+		}
+	}
+	return err
+}
