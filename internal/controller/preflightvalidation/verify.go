@@ -129,6 +129,12 @@ func (v *verifier) verify(sr *sro.SpecialResource) (check, error) {
 	if err != nil {
 		return c, err
 	}
+	if res.Refused != nil {
+		// The user's to fix, as the SpecialResource controller says it (not Unknown for ever:
+		// waiting does not mend refused credentials). Not final: pull Secrets are not watched,
+		// and the next look, RetryDelay later, finds a corrected one.
+		return fail(sro.VerificationError, res.Message)
+	}
 	c.start = res.Start
 	if c.start != nil {
 		if f := v.r.refusals.refusedBefore(v.pv, sr, *c.start); f != nil {

@@ -2,10 +2,13 @@ package preflightvalidation
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -165,5 +168,35 @@ func TestSpecErrorsWaitForAChange(t *testing.T) {
 				t.Fatalf("retry by time: %v for a %s check with final %v", !tc.final, c.status, c.final)
 			}
 		})
+	}
+}
+
+// refusing is a registry that refuses every request's credentials.
+type refusing struct{}
+
+func (refusing) Exists(context.Context, string, *corev1.Secret) (bool, error) {
+	return false, fmt.Errorf("HEAD r/a: %w", &transport.Error{StatusCode: http.StatusUnauthorized})
+}
+
+// TestRefusedCredentials: a registry refusing the credentials is an Error naming the pull Secret
+// field (the SpecialResource controller's words), not Unknown for ever; not final, so it is looked
+// at again after RetryDelay (pull Secrets are not watched); and nothing is built.
+func TestRefusedCredentials(t *testing.T) {
+	srs := []sro.SpecialResource{unitSR("a", true)}
+	r := &Reconciler{Registry: refusing{}, Builder: noBuilds{}}
+	pv := &sro.PreflightValidation{Spec: sro.PreflightValidationSpec{KernelVersion: unitKernel}}
+	c, err := newVerifier(context.Background(), r, pv, srs, "4.15.0").check(&srs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "spec.driverContainer.pullSecret: not set, and the registry refused anonymous access to image r/a:" + unitKernel + ": HTTP 401 Unauthorized"
+	if c.status != sro.VerificationError || c.final || !strings.HasPrefix(c.reason, want) {
+		t.Fatalf("a: %s (final %v) %q, want Error (not final) %q…", c.status, c.final, c.reason, want)
+	}
+	if c.start != nil {
+		t.Fatalf("a build was asked for: %+v", c.start)
+	}
+	if !retry([]*check{c}) {
+		t.Fatal("not looked at again by time")
 	}
 }

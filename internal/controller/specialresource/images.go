@@ -2,13 +2,9 @@ package specialresource
 
 import (
 	"cmp"
-	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -125,7 +121,7 @@ func (r *Reconciler) images(s *scope) (outcome, bool, error) {
 			return outcome{}, false, err
 		}
 		if refused != nil {
-			unknown.message = message.Sanitize(refusalMessage(secret, img, refused))
+			unknown.message = message.Sanitize(pullorbuild.RefusalMessage(secret, img, refused))
 			s.in.images[g.kernel] = unknown
 			s.in.imageProblem = cmp.Or(s.in.imageProblem, unknown.message)
 			continue
@@ -146,26 +142,14 @@ func (r *Reconciler) pullSecret(s *scope) (secret *corev1.Secret, problem string
 	}
 	secret = &corev1.Secret{}
 	if err := r.APIReader.Get(s.ctx, client.ObjectKey{Namespace: s.in.namespace, Name: name}, secret); apierrors.IsNotFound(err) {
-		return nil, fmt.Sprintf("%s: Secret %s/%s not found", pullSecretField, s.in.namespace, name), nil
+		return nil, fmt.Sprintf("%s: Secret %s/%s not found", pullorbuild.PullSecretField, s.in.namespace, name), nil
 	} else if err != nil {
 		return nil, "", fmt.Errorf("reading pull Secret %s/%s: %w", s.in.namespace, name, err)
 	}
 	if _, err := image.Keychain(secret); err != nil {
-		return nil, message.Sanitize(pullSecretField + ": " + err.Error()), nil
+		return nil, message.Sanitize(pullorbuild.PullSecretField + ": " + err.Error()), nil
 	}
 	return secret, "", nil
-}
-
-// refusalMessage says what the registry refused: the pull Secret's credentials, or (none set)
-// anonymous access, which needs one. Registries that hide which repositories exist (Docker Hub,
-// say) also answer 401 to an anonymous request for an image that does not exist.
-func refusalMessage(secret *corev1.Secret, img string, refused error) string {
-	if secret == nil {
-		return fmt.Sprintf("%s: not set, and the registry refused anonymous access to image %s: %s (a private image needs a pull Secret, or the image does not exist)",
-			pullSecretField, img, pullorbuild.RegistryError(refused))
-	}
-	return fmt.Sprintf("%s: the registry refused the credentials of Secret %s/%s for image %s: %s",
-		pullSecretField, secret.Namespace, secret.Name, img, pullorbuild.RegistryError(refused))
 }
 
 // imageState asks the registry for the image and, when it is missing, follows or starts its
@@ -175,13 +159,12 @@ func refusalMessage(secret *corev1.Secret, img string, refused error) string {
 // nothing else is decided then.
 func (r *Reconciler) imageState(s *scope, in pullorbuild.Input) (ki kernelImage, refused error, err error) {
 	k, img := in.Kernel, in.Image
-	reg := &refusals{Registry: r.Registry}
-	res, err := pullorbuild.Check(s.ctx, reg, r.Builder, in)
+	res, err := pullorbuild.Check(s.ctx, r.Registry, r.Builder, in)
 	if err != nil {
 		return kernelImage{}, nil, err
 	}
-	if reg.refused != nil {
-		return kernelImage{}, reg.refused, nil
+	if res.Refused != nil {
+		return kernelImage{}, res.Refused, nil
 	}
 	if res.Start != nil {
 		// Announced and counted by write, once the builder started it: it may refuse it.
@@ -194,31 +177,6 @@ func (r *Reconciler) imageState(s *scope, in pullorbuild.Input) (ki kernelImage,
 	}
 	return kernelImage{image: img, state: res.State, message: message.Sanitize(res.Message), build: pullorbuild.BuildName(in),
 		unconfirmed: res.Unconfirmed}, nil, nil
-}
-
-// pullSecretField is the spec field of the pull Secret, named by the messages about it.
-const pullSecretField = "spec.driverContainer.pullSecret"
-
-// refusals is the registry, remembering an error that refused the credentials (pullorbuild.Check
-// reports any registry error as the Unknown image state, to be asked again: a refusal does not
-// go away by waiting, the pull Secret must change).
-type refusals struct {
-	image.Registry
-	refused error
-}
-
-func (r *refusals) Exists(ctx context.Context, ref string, pullSecret *corev1.Secret) (bool, error) {
-	ok, err := r.Registry.Exists(ctx, ref, pullSecret)
-	if refusedCredentials(err) {
-		r.refused = err
-	}
-	return ok, err
-}
-
-// refusedCredentials: the registry answered 401 Unauthorized or 403 Forbidden.
-func refusedCredentials(err error) bool {
-	var terr *transport.Error
-	return errors.As(err, &terr) && (terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden)
 }
 
 // kernelStatus is the status entry of kernel k, or nil.

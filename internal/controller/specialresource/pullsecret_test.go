@@ -3,7 +3,6 @@ package specialresource
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -17,7 +16,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -27,27 +25,6 @@ import (
 	"github.com/metalforge/metalforge/internal/sro/naming"
 	"github.com/metalforge/metalforge/internal/test/poll"
 )
-
-// TestRefusedCredentials: only 401 and 403 answers, however wrapped, refuse the credentials.
-func TestRefusedCredentials(t *testing.T) {
-	for name, tc := range map[string]struct {
-		err  error
-		want bool
-	}{
-		"none":            {err: nil, want: false},
-		"401, wrapped":    {err: fmt.Errorf("looking up image r/x:1: %w", &transport.Error{StatusCode: http.StatusUnauthorized}), want: true},
-		"403":             {err: &transport.Error{StatusCode: http.StatusForbidden}, want: true},
-		"404":             {err: &transport.Error{StatusCode: http.StatusNotFound}, want: false},
-		"503":             {err: &transport.Error{StatusCode: http.StatusServiceUnavailable}, want: false},
-		"network failure": {err: errors.New("dial tcp 10.0.0.1:443: connect: connection refused"), want: false},
-	} {
-		t.Run(name, func(t *testing.T) {
-			if got := refusedCredentials(tc.err); got != tc.want {
-				t.Errorf("refusedCredentials(%v) = %v, want %v", tc.err, got, tc.want)
-			}
-		})
-	}
-}
 
 // secretData is a value a test puts into pull Secrets: it must never reach status or events.
 const secretData = "s3cr3t-Zq81"

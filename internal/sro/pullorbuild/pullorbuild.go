@@ -49,6 +49,10 @@ type Result struct {
 	// as a failed build (the user may have to act), but it may be a registry or mirror that has
 	// not caught up yet: callers should not take it for a failure that lasts.
 	Unconfirmed bool
+	// Refused is the registry's answer when it refused the pull Secret's credentials, or
+	// anonymous access when there is none (HTTP 401 or 403); the state is then Unknown and the
+	// message says so. Waiting does not change it: the Secret, or the spec naming none, must.
+	Refused error
 }
 
 // Check asks the registry for the image; when it is missing, it follows the image's build, or
@@ -59,6 +63,9 @@ func Check(ctx context.Context, reg image.Registry, b build.Builder, in Input) (
 	defer cancel()
 	exists, err := reg.Exists(rctx, in.Image, in.PullSecret)
 	if err != nil {
+		if RefusedCredentials(err) {
+			return Result{State: sro.ImageUnknown, Message: RefusalMessage(in.PullSecret, in.Image, err), Refused: err}, nil
+		}
 		return Result{State: sro.ImageUnknown, Message: "the registry could not be asked: " + RegistryError(err)}, nil
 	}
 	args := build.Args(in.SR, in.Kernel)
@@ -93,6 +100,27 @@ func Check(ctx context.Context, reg image.Registry, b build.Builder, in Input) (
 	}
 	// The build says it pushed, the registry says it has nothing.
 	return Result{State: sro.ImageBuildFailed, Message: b.Kind() + " " + name + " succeeded but the registry has no " + in.Image, Unconfirmed: true}, nil
+}
+
+// PullSecretField is the spec field of the pull Secret, named by the messages about it.
+const PullSecretField = "spec.driverContainer.pullSecret"
+
+// RefusedCredentials: the registry answered 401 Unauthorized or 403 Forbidden.
+func RefusedCredentials(err error) bool {
+	var terr *transport.Error
+	return errors.As(err, &terr) && (terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden)
+}
+
+// RefusalMessage says what the registry refused: the pull Secret's credentials, or (none set)
+// anonymous access, which needs one. Registries that hide which repositories exist (Docker Hub,
+// say) also answer 401 to an anonymous request for an image that does not exist.
+func RefusalMessage(secret *corev1.Secret, img string, refused error) string {
+	if secret == nil {
+		return fmt.Sprintf("%s: not set, and the registry refused anonymous access to image %s: %s (a private image needs a pull Secret, or the image does not exist)",
+			PullSecretField, img, RegistryError(refused))
+	}
+	return fmt.Sprintf("%s: the registry refused the credentials of Secret %s/%s for image %s: %s",
+		PullSecretField, secret.Namespace, secret.Name, img, RegistryError(refused))
 }
 
 // BuildName is the name of the build that makes in's image (whether or not it exists).

@@ -155,3 +155,55 @@ func TestRegistryErrorNoURL(t *testing.T) {
 		t.Fatalf("RegistryError(%q) = %q: want the cause without the URL", err, got)
 	}
 }
+
+// TestRefusedCredentials: only 401 and 403 answers, however wrapped, refuse the credentials.
+func TestRefusedCredentials(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err  error
+		want bool
+	}{
+		"none":            {err: nil, want: false},
+		"401, wrapped":    {err: fmt.Errorf("looking up image r/x:1: %w", &transport.Error{StatusCode: http.StatusUnauthorized}), want: true},
+		"403":             {err: &transport.Error{StatusCode: http.StatusForbidden}, want: true},
+		"404":             {err: &transport.Error{StatusCode: http.StatusNotFound}, want: false},
+		"503":             {err: &transport.Error{StatusCode: http.StatusServiceUnavailable}, want: false},
+		"network failure": {err: errors.New("dial tcp 10.0.0.1:443: connect: connection refused"), want: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := RefusedCredentials(tc.err); got != tc.want {
+				t.Errorf("RefusedCredentials(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCheckRefused: a registry refusing the credentials is an Unknown image whose Result says so,
+// naming the pull Secret field and the Secret (or its absence); another registry failure is not
+// a refusal.
+func TestCheckRefused(t *testing.T) {
+	sr := &sro.SpecialResource{ObjectMeta: metav1.ObjectMeta{Name: "kmod"}}
+	pull := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pull"}}
+	for name, tc := range map[string]struct {
+		err     error
+		secret  *corev1.Secret
+		refused bool
+		message string
+	}{
+		"401 with a Secret": {err: &transport.Error{StatusCode: http.StatusUnauthorized}, secret: pull, refused: true,
+			message: "spec.driverContainer.pullSecret: the registry refused the credentials of Secret ns/pull for image r/kmod:1: HTTP 401 Unauthorized"},
+		"403 anonymous": {err: &transport.Error{StatusCode: http.StatusForbidden}, refused: true,
+			message: "spec.driverContainer.pullSecret: not set, and the registry refused anonymous access to image r/kmod:1: HTTP 403 Forbidden"},
+		"503": {err: &transport.Error{StatusCode: http.StatusServiceUnavailable}, secret: pull,
+			message: "the registry could not be asked: HTTP 503 Service Unavailable"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res, err := Check(context.Background(), registry{err: tc.err}, nil, Input{SR: sr, Namespace: "ns", Kernel: "k", Image: "r/kmod:1", PullSecret: tc.secret})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.State != sro.ImageUnknown || (res.Refused != nil) != tc.refused || !strings.HasPrefix(res.Message, tc.message) {
+				t.Fatalf("got %s refused=%v %q, want Unknown refused=%v %q", res.State, res.Refused != nil, res.Message, tc.refused, tc.message)
+			}
+		})
+	}
+}
