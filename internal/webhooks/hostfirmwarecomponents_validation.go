@@ -12,9 +12,11 @@ import (
 // nicComponentPrefix starts the name of a NIC firmware component, "nic:<id>".
 const nicComponentPrefix = "nic:"
 
-// firmwareURLSchemes: the provisioner downloads firmware over HTTP(S) (metal3 also lets oci://
-// through, which Ironic's firmware updates cannot fetch).
-var firmwareURLSchemes = []string{"http", "https"}
+// firmwareURLSchemes: what Ironic's redfish firmware interface fetches: HTTP(S), handed to the
+// BMC, or a file on Ironic's side (file:///shared/html/…), which Ironic copies to its own HTTP
+// server and allows only under its file_url_allowed_paths. metal3 also lets oci:// through, which
+// Ironic's firmware updates cannot fetch; swift:// needs a Swift Metalforge does not deploy.
+var firmwareURLSchemes = []string{"http", "https", "file"}
 
 // ValidateHostFirmwareComponents returns what is wrong with the requested firmware updates:
 // component names, URLs, and a component listed twice.

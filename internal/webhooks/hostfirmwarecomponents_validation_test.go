@@ -48,7 +48,10 @@ func TestValidateHostFirmwareComponents(t *testing.T) {
 		},
 		"URL that is not a URL": {
 			updates: []metal3.FirmwareUpdate{{Component: "bios", URL: "bios.exe"}},
-			want:    []string{"spec.updates[0].url: Invalid value"}, detail: `http:// or https://`,
+			want:    []string{"spec.updates[0].url: Invalid value"}, detail: `http://, https:// or file://`,
+		},
+		"a file on Ironic's side": {
+			updates: []metal3.FirmwareUpdate{{Component: "bios", URL: "file:///shared/html/firmware/bios.exe"}},
 		},
 		"URL with an unsupported scheme": {
 			updates: []metal3.FirmwareUpdate{{Component: "bmc", URL: "oci://quay.io/firmware/bmc:7"}},

@@ -3,6 +3,7 @@ package hostfirmwarecomponents
 import (
 	"fmt"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 
@@ -56,15 +57,24 @@ func validateComponent(c string, reported []metal3.FirmwareComponentStatus) erro
 	return nil
 }
 
-// validateURL: Ironic downloads the image (and hands the BMC a URL to it), so it must be an
-// absolute http or https URL.
+// validateURL: Ironic hands an http or https URL to the BMC, and copies a file on its side
+// (file:///shared/html/…, allowed only under its file_url_allowed_paths, which it checks) to its
+// own HTTP server; so an absolute http(s) URL with a host, or a file URL with an absolute path.
 func validateURL(raw string) error {
 	if raw == "" {
 		return fmt.Errorf("missing: the URL of the firmware image")
 	}
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an http or https URL", raw)
+	switch {
+	case err != nil:
+	case u.Scheme == "http" || u.Scheme == "https":
+		if u.Host != "" {
+			return nil
+		}
+	case u.Scheme == "file":
+		if (u.Host == "" || u.Host == "localhost") && strings.HasPrefix(u.Path, "/") && path.Clean(u.Path) != "/" {
+			return nil
+		}
 	}
-	return nil
+	return fmt.Errorf("%q is not an http, https or file URL", raw)
 }

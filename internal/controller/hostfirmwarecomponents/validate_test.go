@@ -32,13 +32,16 @@ func TestValidateUpdates(t *testing.T) {
 			want: `spec.updates[1].component: "bios" is updated twice (also spec.updates[0])`},
 		"no URL": {updates: []metal3.FirmwareUpdate{u("bmc", "")}, reported: reported,
 			want: `spec.updates[0].url: missing: the URL of the firmware image`},
-		"a file URL": {updates: []metal3.FirmwareUpdate{u("bmc", "file:///tmp/bmc.bin")}, reported: reported,
-			want: `spec.updates[0].url: "file:///tmp/bmc.bin" is not an http or https URL`},
+		"a file URL (Ironic's side)": {updates: []metal3.FirmwareUpdate{u("bmc", "file:///shared/html/fw/bmc.bin")}, reported: reported},
+		"a file URL with a host": {updates: []metal3.FirmwareUpdate{u("bmc", "file://server/fw/bmc.bin")}, reported: reported,
+			want: `spec.updates[0].url: "file://server/fw/bmc.bin" is not an http, https or file URL`},
+		"an http URL without a host": {updates: []metal3.FirmwareUpdate{u("bmc", "http:///fw/bmc.bin")}, reported: reported,
+			want: `spec.updates[0].url: "http:///fw/bmc.bin" is not an http, https or file URL`},
 		"a relative URL": {updates: []metal3.FirmwareUpdate{u("bios", "bios.bin")}, reported: reported,
-			want: `spec.updates[0].url: "bios.bin" is not an http or https URL`},
+			want: `spec.updates[0].url: "bios.bin" is not an http, https or file URL`},
 		"both fields wrong": {updates: []metal3.FirmwareUpdate{u("gpu", "ftp://x/y")}, reported: reported,
 			want: "spec.updates[0].component: \"gpu\" is not a firmware component; use bios, bmc or nic:<id>\n" +
-				`spec.updates[0].url: "ftp://x/y" is not an http or https URL`},
+				`spec.updates[0].url: "ftp://x/y" is not an http, https or file URL`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
