@@ -117,3 +117,23 @@ func (c *cleaner) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Re
 	deleted = true
 	return ctrl.Result{}, nil
 }
+
+// usersOfDeletedSchema maps a FirmwareSchema's deletion to the HostFirmwareSettings whose status
+// still names it, so that they create it again at once rather than at their next re-read (up to
+// Resync later). It is deleted by hand, or by the cleaner in the moment a new host of the same
+// hardware found it in the cache and named it.
+func (r *Reconciler) usersOfDeletedSchema() handler.EventHandler {
+	return handler.Funcs{
+		DeleteFunc: func(ctx context.Context, e ctrlevent.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			var users metal3.HostFirmwareSettingsList
+			if err := r.Client.List(ctx, &users, client.InNamespace(e.Object.GetNamespace()),
+				client.MatchingFields{schemaRefField: e.Object.GetName()}); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Listing the users of a deleted firmware schema", "schema", e.Object.GetName())
+				return
+			}
+			for _, u := range users.Items {
+				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&u)})
+			}
+		},
+	}
+}

@@ -109,6 +109,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Named("hostfirmwaresettings").
 		For(&metal3.HostFirmwareSettings{}, builder.WithPredicates(companion.EditedOrDeleted())).
 		Watches(&metal3.BareMetalHost{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(companion.HostChanges())).
+		Watches(&metal3.FirmwareSchema{}, r.usersOfDeletedSchema()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.Concurrency), SkipNameValidation: &r.skipNameValidation}).
 		Complete(r)
 	if err != nil {

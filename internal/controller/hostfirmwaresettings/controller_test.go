@@ -389,3 +389,29 @@ func deleteHFS(t *testing.T, ns, name string) {
 		t.Fatal(err)
 	}
 }
+
+// TestDeletedSchemaComesBack: a FirmwareSchema deleted while a host's HostFirmwareSettings name it
+// (by hand, or by the cleaner in the moment a new host of the same hardware found it in the cache)
+// is created again at once, under the same name, not at the host's next re-read.
+func TestDeletedSchemaComesBack(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	// No periodic re-read: only the deletion can bring the schema back within the test.
+	startOperator(t, env.Config, ns, fix, func(c *Config) { c.Resync, c.ChangeResync = time.Hour, time.Hour })
+	newHost(t, fix, ns, "h")
+	name := waitHFS(t, ns, "h", "created", current).Status.FirmwareSchema.Name
+	old := schemasIn(t, ns)
+	if len(old) != 1 || old[0].Name != name {
+		t.Fatalf("schemas %v, want %s", old, name)
+	}
+	// Past the grace period of its creation (testConfig's SchemaGrace).
+	time.Sleep(time.Second)
+	if err := env.Client.Delete(context.Background(), &old[0]); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the schema created again", func() (bool, string) {
+		s := schemasIn(t, ns)
+		return len(s) == 1 && s[0].Name == name && s[0].UID != old[0].UID, fmt.Sprintf("%d schemas", len(s))
+	})
+}

@@ -63,7 +63,14 @@ type schemas struct {
 	grace  time.Duration // Config.SchemaGrace
 
 	mu      sync.Mutex
-	created map[types.NamespacedName]time.Time
+	created map[types.NamespacedName]stampAt
+}
+
+// stampAt is when a schema was last created or found for a host, and whether it was created (a
+// create the cache does not show yet is not sent again; a schema only found, and gone since, is).
+type stampAt struct {
+	at      time.Time
+	created bool
 }
 
 // ensure makes sure the FirmwareSchema key exists, creating it with build() when it does not.
@@ -76,7 +83,7 @@ func (s *schemas) ensure(ctx context.Context, key types.NamespacedName, build fu
 		// Used now, by a host whose status may name it only after the cleaner, having found no
 		// user, would delete it: it waits a grace period (recentlyCreated) and looks again.
 		s.mu.Lock()
-		s.stamp(key, s.now())
+		s.stamp(key, s.now(), false)
 		s.mu.Unlock()
 		return nil
 	}
@@ -85,11 +92,11 @@ func (s *schemas) ensure(ctx context.Context, key types.NamespacedName, build fu
 	}
 	now := s.now()
 	s.mu.Lock()
-	if at, ok := s.created[key]; ok && now.Sub(at) < s.grace {
+	if st, ok := s.created[key]; ok && st.created && now.Sub(st.at) < s.grace {
 		s.mu.Unlock()
 		return nil // created a moment ago; the cache does not show it yet
 	}
-	s.stamp(key, now)
+	s.stamp(key, now, true)
 	s.mu.Unlock()
 
 	fs := build()
@@ -101,12 +108,12 @@ func (s *schemas) ensure(ctx context.Context, key types.NamespacedName, build fu
 	return nil
 }
 
-// stamp records that the schema was created or found for a host at now; s.mu is held.
-func (s *schemas) stamp(key types.NamespacedName, now time.Time) {
+// stamp records that the schema was created (or found) for a host at now; s.mu is held.
+func (s *schemas) stamp(key types.NamespacedName, now time.Time, created bool) {
 	if s.created == nil {
-		s.created = map[types.NamespacedName]time.Time{}
+		s.created = map[types.NamespacedName]stampAt{}
 	}
-	s.created[key] = now
+	s.created[key] = stampAt{at: now, created: created}
 }
 
 // forget drops the memory of a schema's creation (it was deleted, or creating it failed).
@@ -121,8 +128,8 @@ func (s *schemas) forget(key types.NamespacedName) {
 func (s *schemas) recentlyCreated(key types.NamespacedName) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	at, ok := s.created[key]
-	return ok && s.now().Sub(at) < s.grace
+	st, ok := s.created[key]
+	return ok && s.now().Sub(st.at) < s.grace
 }
 
 // newSchema is the FirmwareSchema object for a published schema, with the host's vendor and model
