@@ -12,15 +12,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/metalforge/metalforge/internal/ironicrunner"
-)
-
-// staticIPLifetime: the refreshed address expires this long after its pod stops refreshing it.
-const (
-	staticIPLifetime = 300
-	staticIPRefresh  = 10 * time.Second
 )
 
 func main() {
@@ -86,7 +79,7 @@ func dnsmasq(ctx context.Context, c ironicrunner.Config) error {
 	if err := os.MkdirAll(c.ConfDir, 0o755); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(c.SharedDir, "tftpboot"), 0o755); err != nil {
+	if err := ironicrunner.FillTFTPRoot(c, log.Printf); err != nil {
 		return err
 	}
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil { //nolint:gosec // no secrets in it
@@ -100,34 +93,21 @@ func dnsmasq(ctx context.Context, c ironicrunner.Config) error {
 }
 
 func staticIP(ctx context.Context, c ironicrunner.Config, refresh bool) error {
-	for {
-		links, err := ironicrunner.Links()
-		if err != nil {
-			return err
-		}
-		iface, err := ironicrunner.ProvisioningInterface(c, links)
-		if err != nil {
-			return err
-		}
-		lifetime := 0
-		if refresh {
-			lifetime = staticIPLifetime
-		}
-		args, err := ironicrunner.StaticIPArgs(c, iface, lifetime)
-		if err != nil {
-			return err
-		}
-		if out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("ip %v: %w\n%s", args, err, out)
-		}
-		if !refresh {
-			log.Printf("set %s on %s", args[2], iface)
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(staticIPRefresh):
-		}
+	if refresh {
+		return ironicrunner.KeepStaticIP(ctx, c, ironicrunner.Links, runIP, ironicrunner.StaticIPRefresh, log.Printf)
 	}
+	iface, err := ironicrunner.SetStaticIP(ctx, c, ironicrunner.Links, runIP)
+	if err != nil {
+		return err
+	}
+	log.Printf("set %s/%d on %s for %d s (the refresh container keeps it)", c.ProvisioningIP, c.Prefix, iface, ironicrunner.StaticIPSetLifetime)
+	return nil
+}
+
+// runIP runs the image's `ip`.
+func runIP(ctx context.Context, args ...string) error {
+	if out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("ip %v: %w\n%s", args, err, out)
+	}
+	return nil
 }

@@ -24,6 +24,9 @@ type Config struct {
 	ExternalIP netip.Addr
 	// ListenAll (LISTEN_ALL_INTERFACES, default true): listen on every address, not only Ironic's.
 	ListenAll bool
+	// NoIPv6: the kernel has no IPv6, so listening on every address means IPv4's (the runner
+	// probes this; see listenAddress).
+	NoIPv6 bool
 
 	APIPort       int // IRONIC_LISTEN_PORT, default 6385
 	HTTPPort      int // HTTP_PORT, default 6180
@@ -50,6 +53,10 @@ type Config struct {
 	// default /usr/share/ironic-runner/esp.img when that file exists).
 	ESPImage string
 
+	// IPXEDir holds the iPXE loaders dnsmasq serves over TFTP (IPXE_CUSTOM_FIRMWARE_DIR, default
+	// /usr/lib/ipxe, where Debian's ipxe package puts them).
+	IPXEDir string
+
 	// DHCP (dnsmasq mode): DHCPRange is DHCP_RANGE ("start,end[,prefix]"), Gateway GATEWAY_IP,
 	// DNS DNS_IP ("provisioning": Ironic's address).
 	DHCPRange, Gateway, DNS string
@@ -57,6 +64,9 @@ type Config struct {
 
 // DefaultESPImage is where the Ironic image keeps its EFI system partition.
 const DefaultESPImage = "/usr/share/ironic-runner/esp.img"
+
+// DefaultIPXEDir is where the Ironic image (Debian's ipxe package) keeps the iPXE loaders.
+const DefaultIPXEDir = "/usr/lib/ipxe"
 
 // FromEnv reads the configuration from getenv. Errors name the variable.
 func FromEnv(getenv func(string) string) (Config, error) {
@@ -66,6 +76,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		Htpasswd: strings.TrimSpace(getenv("IRONIC_HTPASSWD")), KernelParams: strings.TrimSpace(getenv("IRONIC_KERNEL_PARAMS")),
 		SharedDir: orDefault(getenv("SHARED_DIR"), "/shared"), DataDir: orDefault(getenv("IRONIC_DATA_DIR"), "/var/lib/ironic"),
 		ConfDir: orDefault(getenv("IRONIC_CONF_DIR"), "/etc/ironic"), ESPImage: getenv("IRONIC_ESP_IMAGE"),
+		IPXEDir:   orDefault(getenv("IPXE_CUSTOM_FIRMWARE_DIR"), DefaultIPXEDir),
 		DHCPRange: strings.TrimSpace(getenv("DHCP_RANGE")), Gateway: strings.TrimSpace(getenv("GATEWAY_IP")), DNS: strings.TrimSpace(getenv("DNS_IP")),
 	}
 	var errs []error
@@ -165,13 +176,28 @@ func urlHost(a netip.Addr) string {
 	return a.String()
 }
 
-// listenAddress is where a server binds: every address (of Ironic's family), or Ironic's.
+// listenAddress is where Ironic's API binds: every address, or Ironic's. Every address is "::"
+// whatever Ironic's own family: the pod is on the host's network, and the kubelet's probe and the
+// metal3-state endpoints use the node's primary address, IPv6 on an IPv6-primary cluster with an
+// IPv4 provisioning network. Ironic's server (cheroot) makes "::" dual-stack (IPV6_V6ONLY off),
+// so IPv4 clients are still served; only a kernel without IPv6 gets "0.0.0.0".
 func (c Config) listenAddress(ironicIP netip.Addr) string {
-	if !c.ListenAll {
+	switch {
+	case !c.ListenAll:
 		return ironicIP.String()
+	case c.NoIPv6:
+		return "0.0.0.0"
 	}
-	if ironicIP.Is6() {
-		return "::"
+	return "::"
+}
+
+// IPv6Available reports whether the kernel can listen on IPv6 (it cannot when booted with
+// ipv6.disable=1).
+func IPv6Available() bool {
+	ln, err := net.Listen("tcp6", "[::]:0")
+	if err != nil {
+		return false
 	}
-	return "0.0.0.0"
+	_ = ln.Close()
+	return true
 }

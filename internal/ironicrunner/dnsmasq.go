@@ -9,7 +9,8 @@ import (
 )
 
 // DnsmasqConf is the DHCP and TFTP configuration of a Managed provisioning network: leases from
-// DHCP_RANGE on the provisioning interface, iPXE chain-loaded over TFTP and then pointed at
+// DHCP_RANGE on the provisioning interface, iPXE chain-loaded over TFTP (the UEFI or the BIOS
+// loader, FillTFTPRoot puts them in the TFTP root) and then pointed at
 // Ironic's boot script over HTTP, the gateway (or none), and Ironic's address as DNS server when
 // DNS_IP is "provisioning". No DNS service of its own (port=0).
 func DnsmasqConf(c Config, ip netip.Addr, iface string) (string, error) {
@@ -38,16 +39,22 @@ func DnsmasqConf(c Config, ip netip.Addr, iface string) (string, error) {
 	w("bind-dynamic")
 	w("log-dhcp")
 	w("enable-tftp")
-	w("tftp-root=%s/tftpboot", c.SharedDir)
+	w("tftp-root=%s", c.TFTPRoot())
 	if start.Is4() {
 		mask := ""
 		if bits > 0 {
 			mask = "," + net.IP(net.CIDRMask(bits, 32)).String()
 		}
 		w("dhcp-range=%s,%s%s", start, end, mask)
+		// A client already running iPXE (option 175) gets Ironic's boot script. Any other gets
+		// the iPXE loader of its firmware (client architecture, RFC 4578): 7 and 9 are x86-64
+		// UEFI, the rest legacy BIOS, which cannot run an EFI binary.
 		w("dhcp-match=ipxe,175")
-		w("dhcp-boot=tag:!ipxe,snponly.efi")
+		w("dhcp-match=set:efi,option:client-arch,7")
+		w("dhcp-match=set:efi,option:client-arch,9")
 		w("dhcp-boot=tag:ipxe,http://%s:%d/boot.ipxe", urlHost(ip), c.HTTPPort)
+		w("dhcp-boot=tag:efi,tag:!ipxe,%s", EFILoader)
+		w("dhcp-boot=tag:!efi,tag:!ipxe,%s", BIOSLoader)
 		switch c.Gateway {
 		case "":
 			w("dhcp-option=3") // no default route through the provisioning network
@@ -64,7 +71,8 @@ func DnsmasqConf(c Config, ip netip.Addr, iface string) (string, error) {
 		w("dhcp-range=%s,%s,%d", start, end, bits)
 		w("enable-ra")
 		w("dhcp-match=set:ipxe6,option6:user-class,iPXE")
-		w("dhcp-option=tag:!ipxe6,option6:bootfile-url,tftp://%s/snponly.efi", urlHost(ip))
+		// DHCPv6 network boot is UEFI only: no BIOS loader.
+		w("dhcp-option=tag:!ipxe6,option6:bootfile-url,tftp://%s/%s", urlHost(ip), EFILoader)
 		w("dhcp-option=tag:ipxe6,option6:bootfile-url,http://%s:%d/boot.ipxe", urlHost(ip), c.HTTPPort)
 		if c.DNS == "provisioning" {
 			w("dhcp-option=option6:dns-server,%s", urlHost(ip))
@@ -90,18 +98,4 @@ func ProvisioningInterface(c Config, links []Link) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%w: no provisioning interface (PROVISIONING_INTERFACE, PROVISIONING_MACS)", errNoAddress)
-}
-
-// StaticIPArgs is the `ip` command that puts the provisioning IP on iface; lifetime (seconds, 0
-// forever) lets refresh keep an address that expires unless it is refreshed, so a stopped pod
-// does not leave it behind for long.
-func StaticIPArgs(c Config, iface string, lifetime int) ([]string, error) {
-	if !c.ProvisioningIP.IsValid() || c.Prefix == 0 {
-		return nil, fmt.Errorf("PROVISIONING_IP=%q: want address/prefix for the static IP", c.ProvisioningIP)
-	}
-	args := []string{"addr", "replace", netip.PrefixFrom(c.ProvisioningIP, c.Prefix).String(), "dev", iface}
-	if lifetime > 0 {
-		args = append(args, "valid_lft", strconv.Itoa(lifetime), "preferred_lft", strconv.Itoa(lifetime))
-	}
-	return args, nil
 }

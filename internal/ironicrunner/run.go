@@ -35,6 +35,10 @@ func RunIronic(ctx context.Context, c Config, logf func(string, ...any)) error {
 			return fmt.Errorf("writing the htpasswd: %w", err)
 		}
 	}
+	if w := ESPWarning(c); w != "" {
+		logf("%s", w)
+	}
+	c.NoIPv6 = !IPv6Available()
 	tls := c.TLS()
 	if err := os.WriteFile(c.confPath(), []byte(IronicConf(c, ip, tls)), 0o600); err != nil {
 		return fmt.Errorf("writing ironic.conf: %w", err)

@@ -120,7 +120,7 @@ func TestIronicConf(t *testing.T) {
 			},
 			ip: v4, tls: true,
 			want: []string{"auth_strategy = http_basic", "http_basic_auth_user_file = /etc/ironic/htpasswd", "enable_ssl_api = true",
-				"cert_file = /certs/ironic/tls.crt", "host_ip = 0.0.0.0", "endpoint_override = https://192.168.111.10:6385",
+				"cert_file = /certs/ironic/tls.crt", "host_ip = ::", "endpoint_override = https://192.168.111.10:6385",
 				"http_url = http://192.168.111.10:6180", "external_http_url = https://192.168.111.10:6183", "ipa-insecure=1",
 				"connection = sqlite:////var/lib/ironic/ironic.sqlite", "file_url_allowed_paths = /var/lib/ironic,/shared,/templates",
 				"periodic_max_workers = 128"},
@@ -130,6 +130,10 @@ func TestIronicConf(t *testing.T) {
 			c: func(c Config) Config { return c }, ip: v4,
 			want:  []string{"auth_strategy = noauth", "endpoint_override = http://192.168.111.10:6385"},
 			avoid: []string{"enable_ssl_api", "http_basic_auth_user_file", "external_http_url", "ipa-insecure"},
+		},
+		"every address without IPv6 in the kernel": {
+			c: func(c Config) Config { c.NoIPv6 = true; return c }, ip: v4,
+			want: []string{"host_ip = 0.0.0.0"},
 		},
 		"IPv6, external IP, one address only": {
 			c: func(c Config) Config {
@@ -164,10 +168,17 @@ func TestDnsmasqConf(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"interface=eth1", "dhcp-range=172.22.0.10,172.22.0.100,255.255.255.0", "dhcp-option=3,172.22.0.1",
-		"dhcp-option=6,172.22.0.3", "dhcp-boot=tag:ipxe,http://172.22.0.3:6180/boot.ipxe", "port=0"} {
+		"dhcp-option=6,172.22.0.3", "dhcp-boot=tag:ipxe,http://172.22.0.3:6180/boot.ipxe", "port=0", "tftp-root=/shared/tftpboot",
+		// UEFI clients (x86-64: client architectures 7 and 9) get the EFI loader, legacy BIOS
+		// ones the BIOS loader, which they can run.
+		"dhcp-match=set:efi,option:client-arch,7", "dhcp-match=set:efi,option:client-arch,9",
+		"dhcp-boot=tag:efi,tag:!ipxe,snponly.efi", "dhcp-boot=tag:!efi,tag:!ipxe,undionly.kpxe"} {
 		if !strings.Contains(conf, w+"\n") {
 			t.Errorf("lacks %q:\n%s", w, conf)
 		}
+	}
+	if strings.Contains(conf, "dhcp-boot=tag:!ipxe,") {
+		t.Errorf("a dhcp-boot line sends every non-iPXE client one loader:\n%s", conf)
 	}
 	c6 := Config{HTTPPort: 6180, SharedDir: "/shared", DHCPRange: "fd00:1101::a,fd00:1101::ffff,64"}
 	conf, err = DnsmasqConf(c6, netip.MustParseAddr("fd00:1101::3"), "eth1")
@@ -182,20 +193,6 @@ func TestDnsmasqConf(t *testing.T) {
 	}
 	if _, err := DnsmasqConf(Config{DHCPRange: "172.22.0.10,fd00::1"}, netip.MustParseAddr("172.22.0.3"), "eth1"); err == nil {
 		t.Error("a mixed-family range was accepted")
-	}
-}
-
-func TestStaticIPArgs(t *testing.T) {
-	c := Config{ProvisioningIP: netip.MustParseAddr("172.22.0.3"), Prefix: 24}
-	got, err := StaticIPArgs(c, "eth1", 300)
-	if err != nil || strings.Join(got, " ") != "addr replace 172.22.0.3/24 dev eth1 valid_lft 300 preferred_lft 300" {
-		t.Fatalf("%v %v", got, err)
-	}
-	if got, _ := StaticIPArgs(c, "eth1", 0); strings.Join(got, " ") != "addr replace 172.22.0.3/24 dev eth1" {
-		t.Errorf("set: %v", got)
-	}
-	if _, err := StaticIPArgs(Config{ProvisioningIP: netip.MustParseAddr("172.22.0.3")}, "eth1", 0); err == nil {
-		t.Error("an address without a prefix was accepted")
 	}
 }
 

@@ -3,12 +3,14 @@
 // webhook server and client rate limit, the client's request counting, the manager's options, the
 // health checks, the garbage collector's target (gc.go) and a REST mapper that remembers what it
 // found (restmapper.go). Each binary keeps its own controllers, defaults and user agent. (The
-// cluster-baremetal-operator has fixed lease timings and no rate-limit flags, and sets up its own.)
+// cluster-baremetal-operator has fixed lease timings and no rate-limit flags, and sets up its own;
+// it renders the baremetal-operator's lease timings as flags.)
 package managerconfig
 
 import (
 	"flag"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -34,6 +36,11 @@ type Flags struct {
 	LeaderElectionNS string
 	WebhookPort      int
 	WebhookCertDir   string
+
+	// LeaseDuration, RenewDeadline and RetryPeriod time the leader election. A leader that cannot
+	// renew its lease within RenewDeadline (the API server away) exits; the defaults are
+	// controller-runtime's, and the cluster-baremetal-operator renders OpenShift's 137/107/26 s.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
 
 // Defaults are the flag defaults that differ between the operators.
@@ -52,6 +59,9 @@ func (f *Flags) Bind(fs *flag.FlagSet, d Defaults) {
 	fs.StringVar(&f.PprofAddr, "pprof-bind-address", "0", "Address of the pprof endpoints (0 disables them).")
 	fs.BoolVar(&f.LeaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles.")
 	fs.StringVar(&f.LeaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's).")
+	fs.DurationVar(&f.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long non-leaders wait before taking over a lease that was not renewed.")
+	fs.DurationVar(&f.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader retries renewing its lease before it gives up and exits (less than the lease duration).")
+	fs.DurationVar(&f.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "How often leader election clients retry.")
 	fs.IntVar(&f.WebhookPort, "webhook-port", 9443, "Port of the admission webhook server (0: no webhooks).")
 	fs.StringVar(&f.WebhookCertDir, "webhook-cert-dir", "", "Directory with tls.crt and tls.key for the webhook server (default: controller-runtime's).")
 }
@@ -83,12 +93,23 @@ func (f Flags) ManagerOptions(scheme *runtime.Scheme, leaderElectionID string, c
 		LeaderElection:          f.LeaderElect,
 		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: f.LeaderElectionNS,
+		LeaseDuration:           durationOrDefault(f.LeaseDuration),
+		RenewDeadline:           durationOrDefault(f.RenewDeadline),
+		RetryPeriod:             durationOrDefault(f.RetryPeriod),
 		MapperProvider:          newMemoizedRESTMapper,
 	}
 	if f.WebhookPort != 0 {
 		opts.WebhookServer = webhook.NewServer(webhook.Options{Port: f.WebhookPort, CertDir: f.WebhookCertDir})
 	}
 	return opts
+}
+
+// durationOrDefault leaves a zero duration (Flags built without Bind) to controller-runtime.
+func durationOrDefault(d time.Duration) *time.Duration {
+	if d == 0 {
+		return nil
+	}
+	return &d
 }
 
 // AddHealthChecks adds /healthz (the process answers) and /readyz: with webhooks, ready once the

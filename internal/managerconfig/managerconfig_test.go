@@ -3,6 +3,7 @@ package managerconfig
 import (
 	"flag"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -24,7 +25,8 @@ func parse(t *testing.T, d Defaults, args ...string) Flags {
 
 func TestBindKeepsEachOperatorsDefaults(t *testing.T) {
 	f := parse(t, Defaults{QPS: 200, Burst: 400, ProbeAddr: ":8081"})
-	want := Flags{QPS: 200, Burst: 400, MetricsAddr: ":8080", ProbeAddr: ":8081", PprofAddr: "0", WebhookPort: 9443}
+	want := Flags{QPS: 200, Burst: 400, MetricsAddr: ":8080", ProbeAddr: ":8081", PprofAddr: "0", WebhookPort: 9443,
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
 	if f != want {
 		t.Fatalf("defaults: got %+v, want %+v", f, want)
 	}
@@ -79,5 +81,27 @@ func TestManagerOptionsUseTheMemoizedMapper(t *testing.T) {
 	opts := Flags{}.ManagerOptions(scheme.New(), "id", cache.Options{}, client.Options{})
 	if opts.MapperProvider == nil {
 		t.Fatal("no MapperProvider: the manager would use the dynamic mapper alone")
+	}
+}
+
+// TestLeaderElectionTimings: the lease flags reach the manager (a renew deadline of 10 s makes a
+// leader exit whenever the API server is away longer, so the operators must be able to say more).
+func TestLeaderElectionTimings(t *testing.T) {
+	f := parse(t, Defaults{}, "--leader-elect", "--leader-elect-lease-duration=137s", "--leader-elect-renew-deadline=107s", "--leader-elect-retry-period=26s")
+	opts := f.ManagerOptions(scheme.New(), "lease", cache.Options{}, client.Options{})
+	for name, tc := range map[string]struct {
+		got  *time.Duration
+		want time.Duration
+	}{
+		"lease duration": {opts.LeaseDuration, 137 * time.Second},
+		"renew deadline": {opts.RenewDeadline, 107 * time.Second},
+		"retry period":   {opts.RetryPeriod, 26 * time.Second},
+	} {
+		if tc.got == nil || *tc.got != tc.want {
+			t.Errorf("%s: got %v, want %v", name, tc.got, tc.want)
+		}
+	}
+	if opts := (Flags{}).ManagerOptions(scheme.New(), "lease", cache.Options{}, client.Options{}); opts.LeaseDuration != nil || opts.RenewDeadline != nil || opts.RetryPeriod != nil {
+		t.Error("flags without timings override controller-runtime's defaults")
 	}
 }

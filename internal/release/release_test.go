@@ -217,3 +217,40 @@ func TestCRDsAreConfigs(t *testing.T) {
 		}
 	}
 }
+
+// TestRoleGrantsThePrivilegedSCC: the account every pod of the stack runs as may use the
+// privileged SCC in the stack's namespace, without which OpenShift refuses the metal3 pod (host
+// network, host paths, root) and the image-customization-controller (root, a host path).
+func TestRoleGrantsThePrivilegedSCC(t *testing.T) {
+	files, err := ReadDir(filepath.Join(repo(t), "manifests"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role, binding map[string]any
+	for _, o := range objects(t, files[Prefix+"05_rbac.yaml"]) {
+		switch o["kind"] {
+		case "Role":
+			role = o
+		case "RoleBinding":
+			binding = o
+		}
+	}
+	if role == nil || binding == nil || role["metadata"].(map[string]any)["namespace"] != Namespace {
+		t.Fatalf("no Role and RoleBinding in %s", Namespace)
+	}
+	subjects, _ := binding["subjects"].([]any)
+	if len(subjects) != 1 || subjects[0].(map[string]any)["name"] != render.ServiceAccount {
+		t.Errorf("the Role is bound to %v, want the stack's service account %s", subjects, render.ServiceAccount)
+	}
+	granted := false
+	for _, r := range role["rules"].([]any) {
+		rule := r.(map[string]any)
+		if reflect.DeepEqual(rule["apiGroups"], []any{"security.openshift.io"}) && reflect.DeepEqual(rule["resources"], []any{"securitycontextconstraints"}) &&
+			reflect.DeepEqual(rule["resourceNames"], []any{"privileged"}) && reflect.DeepEqual(rule["verbs"], []any{"use"}) {
+			granted = true
+		}
+	}
+	if !granted {
+		t.Errorf("the Role does not grant use of the privileged SCC: %v", role["rules"])
+	}
+}

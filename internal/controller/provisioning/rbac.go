@@ -22,6 +22,9 @@ func ClusterRules() []rbacv1.PolicyRule {
 	}
 }
 
+// PrivilegedSCC is the security context constraint the stack's privileged pods are admitted under.
+const PrivilegedSCC = "privileged"
+
 // NamespaceRules are its permissions in the stack's namespace.
 func NamespaceRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
@@ -30,5 +33,11 @@ func NamespaceRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 		// Where the metal3 pod runs (the image-customization-controller's Ironic URL).
 		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
+		// The stack's pods run as this account, and OpenShift admits the metal3 pod (host network,
+		// host paths, root, network capabilities) and the image-customization-controller (root, a
+		// host path) only under the privileged SCC. OpenShift's operator grants every SCC; the
+		// one it needs is enough.
+		{APIGroups: []string{"security.openshift.io"}, Resources: []string{"securitycontextconstraints"},
+			ResourceNames: []string{PrivilegedSCC}, Verbs: []string{"use"}},
 	}
 }

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,6 +13,15 @@ import (
 
 	"github.com/metalforge/metalforge/internal/controller/provisioning/secrets"
 	"github.com/metalforge/metalforge/internal/provisioner/ironic"
+)
+
+// Leader election timings of the baremetal-operator: OpenShift's, as the cluster-baremetal-operator
+// uses for itself (cmd/cluster-baremetal-operator); a leader keeps its lease through 107 s without
+// the API server.
+const (
+	LeaseDuration = 137 * time.Second
+	RenewDeadline = 107 * time.Second
+	RetryPeriod   = 26 * time.Second
 )
 
 // bmoLabels select the baremetal-operator pod; its webhook Service uses them.
@@ -26,6 +36,12 @@ func buildBMO(in *Input, s *Stack) {
 	args := []string{
 		"--provisioner=ironic",
 		"--leader-elect",
+		// OpenShift's timings, as the operator's own: the default 10 s renew deadline makes the
+		// operator exit whenever the API server is away longer (a single-node kube-apiserver
+		// rollout), and the Recreate Deployment then restarts it over and over.
+		"--leader-elect-lease-duration=" + LeaseDuration.String(),
+		"--leader-elect-renew-deadline=" + RenewDeadline.String(),
+		"--leader-elect-retry-period=" + RetryPeriod.String(),
 		"--webhook-port=" + strconv.Itoa(BMOWebhookPort),
 		"--webhook-cert-dir=" + bmoCertDir,
 		"--health-probe-bind-address=:" + strconv.Itoa(BMOHealthPort),

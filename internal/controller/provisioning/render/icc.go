@@ -172,6 +172,7 @@ func buildICC(in *Input, s *Stack) {
 			},
 		},
 	}
+	privileged(&deployment.Spec.Template.Spec)
 	svc.Labels = labels(ICCDeployment)
 	svc.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: deployment.Spec.Selector.MatchLabels,
 		Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(ICCPort), Protocol: corev1.ProtocolTCP}}}

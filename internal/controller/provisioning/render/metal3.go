@@ -29,10 +29,13 @@ func buildMetal3(in *Input, s *Stack) {
 		DNSPolicy:          corev1.DNSClusterFirstWithHostNet,
 		PriorityClassName:  "system-node-critical",
 		ServiceAccountName: ServiceAccount,
-		NodeSelector:       controlPlaneSelector(in),
-		Tolerations:        controlPlaneTolerations(),
-		InitContainers:     append(in.staticIPSet(), in.machineOSImages()),
-		Containers:         append([]corev1.Container{in.ironicContainer(), in.httpdContainer()}, in.networkContainers()...),
+		// No container of the pod calls the Kubernetes API, and the account can read every
+		// Secret: its token stays out of a pod on the host's network.
+		AutomountServiceAccountToken: ptrTo(false),
+		NodeSelector:                 controlPlaneSelector(in),
+		Tolerations:                  controlPlaneTolerations(),
+		InitContainers:               append(in.staticIPSet(), in.machineOSImages()),
+		Containers:                   append([]corev1.Container{in.ironicContainer(), in.httpdContainer()}, in.networkContainers()...),
 		Volumes: []corev1.Volume{
 			emptyDirVolume("metal3-shared"),
 			emptyDirVolume("metal3-data"),
@@ -41,6 +44,7 @@ func buildMetal3(in *Input, s *Stack) {
 			secretVolume("metal3-ironic-tls", secrets.IronicTLS, secrets.KeyCert, secrets.KeyKey),
 		},
 	}
+	privileged(&spec)
 	d := &appsv1.Deployment{
 		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -256,7 +260,11 @@ func (in *Input) networkContainers() []corev1.Container {
 	}
 	if in.mode() == metal3.ProvisioningNetworkManaged {
 		env := append(in.dhcpEnv(), in.portEnv()...)
-		out = append(out, in.runnerNetContainer("metal3-dnsmasq", []string{"dnsmasq"}, env, "NET_ADMIN", "NET_RAW", "NET_BIND_SERVICE"))
+		c := in.runnerNetContainer("metal3-dnsmasq", []string{"dnsmasq"}, env, "NET_ADMIN", "NET_RAW", "NET_BIND_SERVICE")
+		// Its TFTP root is /shared/tftpboot: the iPXE loaders it puts there, and the PXE files
+		// Ironic writes there, must be on the volume both containers share.
+		c.VolumeMounts = []corev1.VolumeMount{{Name: "metal3-shared", MountPath: sharedDir}}
+		out = append(out, c)
 	}
 	return out
 }
