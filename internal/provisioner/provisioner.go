@@ -48,6 +48,12 @@ type Result struct {
 	// firmware settings the engine had already sent to the BMC without seeing them applied: a BMC
 	// applies staged settings at the server's next boot, which the abort does not undo.
 	StagedSettings []string
+	// Serviced, on a finished Service, is what the run of the caller's servicing attempt applied
+	// (nil when none ran to its end: nothing to apply, or an abort).
+	Serviced *Serviced
+	// Restart, on Service asked AfterFailure: the engine would start the request (it is not the one
+	// that failed, or its run was only interrupted); nothing was started.
+	Restart bool
 	// Started, on a busy Inspect, says the engine is inspecting the host: this call started the
 	// inspection or one was already running. A requested re-inspection (the inspect annotation)
 	// is under way then, and not before (the engine may first have to take the host back, which
@@ -199,21 +205,37 @@ type ServiceData struct {
 	// FirmwareSettings holds only the settings that differ from the current ones.
 	FirmwareSettings metal3.DesiredSettingsMap
 	FirmwareUpdates  []metal3.FirmwareUpdate
-	// Since is when the host's servicing started (zero when unknown). The same data applied by a
-	// servicing that ended before is not this servicing's work (the values were changed back since,
-	// behind the operator's back): it is applied again. Applied after it, it is (an operator restarted
-	// while the engine finished), and not applied twice.
+	// Since identifies the host's servicing attempt: when it started, as the host's status records
+	// it (the operator's clock, whole seconds). The engine keeps it with the run it starts and only
+	// ever compares it with itself (never with its own clock): a run kept with the same Since is this
+	// attempt's, reported done once finished whatever the data asks by then (changed while it ran,
+	// or already recorded applied after a status write that failed), and never started twice. A run
+	// kept with another Since is an earlier attempt's: the same data is applied again (the values
+	// were changed back behind the operator's back), and its failure is retried. Zero: a caller
+	// without attempts (tests, tools): a run of the same data is its own.
 	Since time.Time
-	// RetryFailed: this request's servicing failed and the failure was reported; start it again
-	// (the host's automatic retry). Without it a failed request stays failed until it changes.
+	// RetryFailed: this request's servicing failed and the failure was reported; start it again.
+	// For callers without Since; with Since, a new attempt is the retry.
 	RetryFailed bool
+	// AfterFailure: the host's live update failed and waits (Since is zero). The engine reports the
+	// failure, follows or aborts what runs, and starts nothing: a request it would start (changed
+	// changes, or a run only interrupted) is answered Result.Restart. The host then writes that
+	// its servicing starts again (a new Since) before asking again.
+	AfterFailure bool
+}
+
+// Serviced is what a finished servicing run applied: the request it was started with.
+type Serviced struct {
+	Settings []string // names of the firmware settings set
+	Updates  []metal3.FirmwareUpdate
 }
 
 // Empty reports whether there is nothing to apply.
 func (d ServiceData) Empty() bool { return len(d.FirmwareSettings) == 0 && len(d.FirmwareUpdates) == 0 }
 
-// FinishedBy reports whether an engine's servicing of this data that ended at ended is this
-// servicing's (see Since).
+// FinishedBy reports whether an engine's servicing of this data that ended at ended (the engine's
+// clock) is this servicing's. It compares two clocks, so it only serves runs an engine recorded
+// without their Since (an older operator's); see Since.
 func (d ServiceData) FinishedBy(ended time.Time) bool {
 	return d.Since.IsZero() || !ended.Before(d.Since)
 }
@@ -264,9 +286,11 @@ type Servicer interface {
 	// Ironic API older than servicing cannot); asked before a live update starts.
 	ServicingSupported(ctx context.Context) (bool, error)
 	// Service starts or follows servicing with data and is done when the host is back in service
-	// with data applied; data applied before (the same request finished) is done at once. A failed
-	// servicing is reported again for the same data and started again for different data (the user
-	// changed the request); empty data aborts a servicing that waits or failed. An engine that
+	// with the run of the caller's attempt (ServiceData.Since) finished, reporting what that run
+	// applied (Result.Serviced); asked again for that attempt it is done at once, whatever data
+	// asks by then. A failed servicing is reported again for the same data and started again for
+	// different data (the user changed the request) or a new attempt; with AfterFailure nothing
+	// starts (Result.Restart); empty data aborts a servicing that waits or failed. An engine that
 	// cannot service returns ErrServicingUnsupported.
 	Service(ctx context.Context, host Host, data ServiceData) (Result, error)
 }

@@ -46,12 +46,16 @@ func Registered(h *metal3.BareMetalHost) bool {
 }
 
 // Applying reports whether the provisioner may be applying firmware changes to the host now:
-// preparing (manual cleaning), or a live update running (servicing, not failed). Ironic's copy of
-// the settings moves step by step during those (the BIOS step's values show while the firmware
-// step still runs); a companion that published them then would shrink the host's request mid-way,
-// and the provisioner would take the smaller request for a new one and run it again.
+// preparing (manual cleaning), or a live update running or failed (servicing, servicing error).
+// Ironic's copy of the settings moves step by step during those (the BIOS step's values show while
+// the firmware step still runs); a companion that published them then would shrink the host's
+// request mid-way, and the provisioner would take the smaller request for a new one and run it
+// again. A failed live update is retried (after its backoff, counted) with the request it failed
+// with: shrunk by a partial failure's values, it would look changed by the user and be started
+// again at once, its failures no longer counted.
 func Applying(h *metal3.BareMetalHost) bool {
-	return h.Status.Provisioning.State == metal3.StatePreparing || h.Status.OperationalStatus == metal3.OperationalStatusServicing
+	return h.Status.Provisioning.State == metal3.StatePreparing || h.Status.OperationalStatus == metal3.OperationalStatusServicing ||
+		h.Status.ErrorType == metal3.ServicingError
 }
 
 // ProvisionerHost is the provisioner's view of the host for reading its firmware: its node.
@@ -92,7 +96,7 @@ func hostChangeMatters(o, n *metal3.BareMetalHost) bool {
 	return Registered(o) != Registered(n) ||
 		o.Status.Provisioning.ID != n.Status.Provisioning.ID ||
 		left(string(o.Status.Provisioning.State), string(n.Status.Provisioning.State), string(metal3.StatePreparing)) ||
-		left(string(o.Status.OperationalStatus), string(n.Status.OperationalStatus), string(metal3.OperationalStatusServicing))
+		(Applying(o) && !Applying(n))
 }
 
 // ProvisionerRetry is how long a companion waits when the provisioner cannot answer now.

@@ -23,23 +23,27 @@ func TestHostChangeMatters(t *testing.T) {
 	ok := metal3.OperationalStatusOK
 	paused := func(h *metal3.BareMetalHost) { h.Annotations = map[string]string{metal3.PausedAnnotation: ""} }
 	newNode := func(h *metal3.BareMetalHost) { h.Status.Provisioning.ID = "node-2" }
+	servicingError := func(h *metal3.BareMetalHost) { h.Status.ErrorType = metal3.ServicingError }
 	for name, c := range map[string]struct {
 		o, n *metal3.BareMetalHost
 		want bool
 	}{
-		"registered (registering → inspecting)":       {host(metal3.StateRegistering, ok), host(metal3.StateInspecting, ok), true},
-		"inspecting → preparing":                      {host(metal3.StateInspecting, ok), host(metal3.StatePreparing, ok), false},
-		"preparing done (preparing → available)":      {host(metal3.StatePreparing, ok), host(metal3.StateAvailable, ok), true},
-		"available → provisioning":                    {host(metal3.StateAvailable, ok), host(metal3.StateProvisioning, ok), false},
-		"provisioning → provisioned":                  {host(metal3.StateProvisioning, ok), host(metal3.StateProvisioned, ok), false},
-		"provisioned → deprovisioning":                {host(metal3.StateProvisioned, ok), host(metal3.StateDeprovisioning, ok), false},
-		"deprovisioning → available":                  {host(metal3.StateDeprovisioning, ok), host(metal3.StateAvailable, ok), false},
-		"servicing starts":                            {host(metal3.StateProvisioned, ok), host(metal3.StateProvisioned, metal3.OperationalStatusServicing), false},
-		"servicing done":                              {host(metal3.StateProvisioned, metal3.OperationalStatusServicing), host(metal3.StateProvisioned, ok), true},
-		"servicing failed":                            {host(metal3.StateProvisioned, metal3.OperationalStatusServicing), host(metal3.StateProvisioned, metal3.OperationalStatusError), true},
-		"paused":                                      {host(metal3.StateProvisioned, ok), host(metal3.StateProvisioned, ok, paused), true},
-		"unpaused":                                    {host(metal3.StateProvisioned, ok, paused), host(metal3.StateProvisioned, ok), true},
-		"detached":                                    {host(metal3.StateProvisioned, ok), host(metal3.StateProvisioned, metal3.OperationalStatusDetached), true},
+		"registered (registering → inspecting)":  {host(metal3.StateRegistering, ok), host(metal3.StateInspecting, ok), true},
+		"inspecting → preparing":                 {host(metal3.StateInspecting, ok), host(metal3.StatePreparing, ok), false},
+		"preparing done (preparing → available)": {host(metal3.StatePreparing, ok), host(metal3.StateAvailable, ok), true},
+		"available → provisioning":               {host(metal3.StateAvailable, ok), host(metal3.StateProvisioning, ok), false},
+		"provisioning → provisioned":             {host(metal3.StateProvisioning, ok), host(metal3.StateProvisioned, ok), false},
+		"provisioned → deprovisioning":           {host(metal3.StateProvisioned, ok), host(metal3.StateDeprovisioning, ok), false},
+		"deprovisioning → available":             {host(metal3.StateDeprovisioning, ok), host(metal3.StateAvailable, ok), false},
+		"servicing starts":                       {host(metal3.StateProvisioned, ok), host(metal3.StateProvisioned, metal3.OperationalStatusServicing), false},
+		"servicing done":                         {host(metal3.StateProvisioned, metal3.OperationalStatusServicing), host(metal3.StateProvisioned, ok), true},
+		"servicing failed":                       {host(metal3.StateProvisioned, metal3.OperationalStatusServicing), host(metal3.StateProvisioned, metal3.OperationalStatusError), true},
+		"servicing failed (servicing error: the values stay)": {host(metal3.StateProvisioned, metal3.OperationalStatusServicing),
+			host(metal3.StateProvisioned, metal3.OperationalStatusError, servicingError), false},
+		"failed servicing aborted": {host(metal3.StateProvisioned, metal3.OperationalStatusError, servicingError), host(metal3.StateProvisioned, ok), true},
+		"paused":                   {host(metal3.StateProvisioned, ok), host(metal3.StateProvisioned, ok, paused), true},
+		"unpaused":                 {host(metal3.StateProvisioned, ok, paused), host(metal3.StateProvisioned, ok), true},
+		"detached":                 {host(metal3.StateProvisioned, ok), host(metal3.StateProvisioned, metal3.OperationalStatusDetached), true},
 		"registered again on a new node (adopted)":    {host(metal3.StateProvisioned, ok), host(metal3.StateProvisioned, ok, newNode), true},
 		"nothing that matters (a power poll's write)": {host(metal3.StateProvisioned, ok), host(metal3.StateProvisioned, ok), false},
 	} {

@@ -21,6 +21,9 @@ func (s *hostScope) imageCheck() imageCheck {
 	if len(s.in.imageFormats) == 0 {
 		return imageCheck{err: imageErrorPrefix + "cannot be used: the provisioner boots no image format on this host's BMC"}
 	}
+	if s.in.image == nil && s.in.imageCreateRefused {
+		return imageCheck{err: fmt.Sprintf("%s%q cannot be created: namespace %s is being deleted", imageErrorPrefix, s.host.Name, s.host.Namespace)}
+	}
 	return checkImage(s.host, s.in.image, imageSpec(s.host, s.in.imageFormats), s.in.preprovNetworkDataVersion)
 }
 

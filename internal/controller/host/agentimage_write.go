@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -43,6 +44,7 @@ func (r *Reconciler) loadAgentImage(ctx context.Context, s *hostScope) error {
 		return err
 	}
 	s.in.image = ppi
+	s.in.imageCreateRefused = r.refusals.has(h.UID)
 	if s.in.bmcErr != nil || !h.HasBMCDetails() {
 		return nil
 	}
@@ -80,6 +82,38 @@ func (r *Reconciler) writeImage(ctx context.Context, w imageWrite) error {
 	}
 	return nil
 }
+
+// imageCreateRefusal handles a failed create of the image of a deleting host: the API server
+// refuses every create in a namespace being deleted, so a host whose cleaning needs an image it
+// no longer has (deleted once the host was provisioned) would fail the same way at every
+// reconcile, before its status write, and its finalizer would hold the namespace for ever. The
+// refusal is remembered instead and shown as the image's error (imageCheck), which lets a
+// deleting host go on without cleaning (imageFailed). Any other error is returned.
+func (r *Reconciler) imageCreateRefusal(s *hostScope, err error) error {
+	if !s.deleting() || s.fx.image.create == nil || !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		return err
+	}
+	ctrl.LoggerFrom(s.ctx).Info("The host's namespace is being deleted: going on without its PreprovisioningImage", "error", err.Error())
+	r.refusals.add(s.host.UID)
+	s.fx.imageCreateRefused = true
+	return nil
+}
+
+// imageRefusals remembers the deleting hosts whose image the API server refused to create because
+// their namespace is being deleted (by host UID, memory only: after a restart the next create is
+// refused again and remembered again).
+type imageRefusals struct {
+	m sync.Map // types.UID → struct{}
+}
+
+func (m *imageRefusals) add(uid types.UID) { m.m.Store(uid, struct{}{}) }
+
+func (m *imageRefusals) has(uid types.UID) bool {
+	_, ok := m.m.Load(uid)
+	return ok
+}
+
+func (m *imageRefusals) forget(uid types.UID) { m.m.Delete(uid) }
 
 // deleteImage deletes the host's image (that exact object: a new one of the same name is not
 // ours to delete). It runs after the status write: should that fail, the state that needed the

@@ -35,13 +35,18 @@ func setConditions(host *metal3.BareMetalHost, out outcome, now metav1.Time) {
 	st := host.Status
 	row := stateOf(st.Provisioning.State).conditions
 	erred := st.OperationalStatus == metal3.OperationalStatusError
+	// A live update whose registration failed keeps operationalStatus servicing (keepServicing):
+	// Manageable shows the failure, Ready keeps its Servicing reason (its transition time is when
+	// the live update started, which the provisioner is told) and quotes the error.
+	servicing := st.OperationalStatus == metal3.OperationalStatusServicing
+	regFailed := (erred || servicing) && (st.ErrorType == metal3.RegistrationError || st.ErrorType == metal3.ProvisionedRegistrationError)
 	detached := st.OperationalStatus == metal3.OperationalStatusDetached
 
 	manageable := cond{metav1.ConditionFalse, metal3.NotManagedReason, "The host has no BMC details"}
 	switch {
 	case detached:
 		manageable = cond{metav1.ConditionFalse, metal3.NotManagedReason, "The host is detached from the provisioner"}
-	case erred && (st.ErrorType == metal3.RegistrationError || st.ErrorType == metal3.ProvisionedRegistrationError):
+	case regFailed:
 		manageable = cond{metav1.ConditionFalse, metal3.RegistrationFailedReason, st.ErrorMessage}
 	case erred && st.ErrorType == metal3.PowerManagementError:
 		manageable = cond{metav1.ConditionFalse, metal3.PowerFailureReason, st.ErrorMessage}
@@ -91,7 +96,9 @@ func setConditions(host *metal3.BareMetalHost, out outcome, now metav1.Time) {
 		ready = cond{metav1.ConditionFalse, metal3.ErrorReason, st.ErrorMessage}
 	case detached:
 		ready = cond{metav1.ConditionFalse, metal3.DetachedReason, "The host is detached"}
-	case st.OperationalStatus == metal3.OperationalStatusServicing:
+	case servicing && st.ErrorMessage != "":
+		ready = cond{metav1.ConditionFalse, metal3.ServicingReason, "A live update is running; " + st.ErrorMessage}
+	case servicing:
 		ready = cond{metav1.ConditionFalse, metal3.ServicingReason, "A live update is running"}
 	case provisioned.status == metav1.ConditionTrue:
 		ready = cond{metav1.ConditionTrue, metal3.ProvisionedReason, "The host is provisioned"}

@@ -105,14 +105,19 @@ func (r *Reconciler) loadInputs(ctx context.Context, s *hostScope) error {
 
 // loadPreprovNetworkData reads spec.preprovisioningNetworkDataName: its content for the provisioner
 // (without an image builder it becomes the node's network data) and its version, which the agent
-// image must have been built from. A host past provisioning reads it only while its state uses the
-// image (deprovisioning). A missing Secret or key is not an error here: without a builder the
-// provisioner gets no network data, with one the image builder reports the missing Secret.
+// image must have been built from. It is read in every state where the host may be registered
+// (again): a node the provisioner lost after provisioning (Ironic's database, a pivot) is enrolled
+// anew there, and without its network data the agent that later cleans it boots without its
+// static network. Only a host leaving the provisioner (deleting) skips it. A missing Secret or
+// key is not an error here: without a builder the provisioner gets no network data, with one the
+// image builder reports the missing Secret.
 func (r *Reconciler) loadPreprovNetworkData(ctx context.Context, s *hostScope) error {
 	h := s.host
 	name := h.Spec.PreprovisioningNetworkDataName
-	usesImage := s.imagesUsed() && stateOf(s.state()).agentImage(h).needed()
-	if name == "" || (stateOf(s.state()).pastProvisioning.is() && !usesImage) {
+	row := stateOf(s.state())
+	registers := !row.pastProvisioning.is() || row.registered.is()
+	usesImage := s.imagesUsed() && row.agentImage(h).needed()
+	if name == "" || (!registers && !usesImage) {
 		return nil
 	}
 	secret, err := r.secrets.get(ctx, types.NamespacedName{Namespace: h.Namespace, Name: name}, h.DeletionTimestamp.IsZero())

@@ -18,8 +18,20 @@ func (s *hostScope) checkDeletion() (outcome, bool) {
 		return outcome{}, false
 	}
 	st := s.state()
-	if args, annotated := s.detachedArgs(); annotated || s.detached() {
+	// A detached host, or one whose detached annotation takes effect here but was not carried out
+	// yet (deleted right after it was annotated), leaves without power off and deprovisioning. An
+	// annotation that does not take effect in this state (no force, a busy state) is not a detach:
+	// the host is deprovisioned as any other (metal3 looks at operationalStatus detached only);
+	// deleting its node would cut the provisioner's operation short.
+	args, annotated := s.detachedArgs()
+	if s.detached() || (annotated && s.detachTakesEffect(args)) {
 		if annotated && args.DeleteAction == metal3.DetachedDeleteActionDelay {
+			if !s.detached() {
+				// Detached first: the delay holds a host the provisioner has let go, as asked.
+				if out, done := s.detach(); !done {
+					return out, true
+				}
+			}
 			s.fx.deleteDelayed = true
 			return waitFor(s.cfg.UnmanagedPoll, "the detached annotation (deleteAction: delay) to be removed before deletion"), true
 		}

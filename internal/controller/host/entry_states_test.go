@@ -16,9 +16,11 @@ import (
 // deleted in a busy state while detached. The test writes finalizer, status and deletion while
 // no operator runs, as an older operator or a move would have left them, then starts one.
 type entryCase struct {
-	name     string
-	state    metal3.ProvisioningState
-	deleted  bool
+	name    string
+	state   metal3.ProvisioningState
+	deleted bool
+	// detached: the host has the detached annotation; in a busy state (which a detach without
+	// force does not take effect in) its status says detached too, as a forced detach left it.
 	detached bool
 	noSecret bool
 	// path is the start of the state change the operator must announce, e.g. "ready → available".
@@ -66,6 +68,9 @@ func TestEntryStates(t *testing.T) {
 			h.Status = metal3.BareMetalHostStatus{
 				OperationalStatus: metal3.OperationalStatusOK,
 				Provisioning:      metal3.ProvisionStatus{State: tc.state},
+			}
+			if tc.detached && !stateOf(tc.state).detachable.is() {
+				h.Status.OperationalStatus = metal3.OperationalStatusDetached
 			}
 			if err := env.Client.Status().Update(ctx, h); err != nil {
 				t.Fatalf("writing the status of %s: %v", tc.name, err)

@@ -34,6 +34,8 @@ type firmwareInputs struct {
 	// specUpdates is HostFirmwareComponents' spec.updates as read, recorded as status.updates
 	// once the pending ones are applied; nil without a HostFirmwareComponents.
 	specUpdates []metal3.FirmwareUpdate
+	// statusUpdates is its status.updates as read: the updates recorded applied.
+	statusUpdates []metal3.FirmwareUpdate
 	// uncheckedSettings / uncheckedUpdates: the spec asks for something its controller has not
 	// judged yet (conditions of an older generation, or none). The host waits rather than act on
 	// half of what the user asked: applying without it, or aborting a servicing because the
@@ -83,6 +85,7 @@ func (r *Reconciler) loadFirmwareChanges(ctx context.Context, s *hostScope) erro
 		return fmt.Errorf("reading host firmware components %s: %w", key, err)
 	default:
 		fw.specUpdates = append([]metal3.FirmwareUpdate{}, hfc.Spec.Updates...)
+		fw.statusUpdates = slices.Clone(hfc.Status.Updates)
 		switch ready, judged := changeReady(hfc.Status.Conditions, string(metal3.HostFirmwareComponentsChangeDetected), string(metal3.HostFirmwareComponentsValid), hfc.Generation); {
 		case !judged && len(hfc.Spec.Updates) > 0:
 			fw.uncheckedUpdates = true

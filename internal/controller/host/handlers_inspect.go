@@ -22,6 +22,13 @@ func handleInspecting(s *hostScope) outcome {
 		if out, wait := s.backingOff(metal3.InspectionError); wait {
 			return out
 		}
+		if s.host.Status.OperationalStatus == metal3.OperationalStatusDelayed {
+			// Inspected, and held back from preparing by provisioner capacity: the inventory is
+			// read again only once the host may move on.
+			if out, wait := s.checkCapacity(); wait {
+				return out
+			}
+		}
 	}
 	opts := provisioner.InspectOptions{Refresh: requested, RestartOnFailure: s.restartOnFailure(metal3.InspectionError)}
 	res, hw, err := s.prov.Inspect(s.ctx, s.provHost(), opts)
@@ -38,8 +45,9 @@ func handleInspecting(s *hostScope) outcome {
 	if hw == nil {
 		return internalError(errors.New("provisioner finished inspection without hardware details"))
 	}
-	s.setHardware(hw)
-	return advance(metal3.StatePreparing)
+	// Recorded once the host moves on: the cached status holds the hardware reduced (compactHost),
+	// so a copy set at every capacity look was a whole status write each time.
+	return advance(metal3.StatePreparing).then(func() { s.setHardware(hw) })
 }
 
 // setHardware records inspected (or annotated) hardware in status and in the HardwareData.

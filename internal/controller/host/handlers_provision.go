@@ -85,9 +85,9 @@ func handleProvisioning(s *hostScope) outcome {
 	}
 	if st.ErrorType == metal3.ProvisioningError {
 		// The failed attempt is cleaned up before the next one (metal3 goes through
-		// deprovisioning too); the cap in available ends the loop.
-		st.ProvisioningFailCount++
-		return advanceKeepingError(metal3.StateDeprovisioning)
+		// deprovisioning too); the cap in available ends the loop. Counted once the host moves:
+		// held back for capacity, it would count the same failure at every look.
+		return advanceKeepingError(metal3.StateDeprovisioning).then(func() { st.ProvisioningFailCount++ })
 	}
 	if s.provisioningCancelled() {
 		return advance(metal3.StateDeprovisioning)
@@ -182,8 +182,12 @@ func (s *hostScope) steadyState() outcome {
 	}
 	s.retryUnderWay(errType, retried, res)
 	if out, done := s.follow(res, errType, "the provisioner to adopt the host"); !done {
+		if res.Failed() {
+			s.regs.setAdoptionFailed(s.host.UID, true)
+		}
 		return out
 	}
+	s.regs.setAdoptionFailed(s.host.UID, false)
 	s.clearErrorOf(errType)
 	if s.servicing() {
 		return s.continueServicing() // the provisioner has the power until servicing ends

@@ -72,7 +72,22 @@ func (s *hostScope) registrationNeeded() bool {
 	failed := (st.ErrorType == metal3.RegistrationError || st.ErrorType == metal3.ProvisionedRegistrationError) && !imageErrorShown(st)
 	return s.needsRegistration || st.Provisioning.ID == "" || failed ||
 		st.OperationalStatus == metal3.OperationalStatusDetached ||
-		s.credentialsChanged() || (s.specChanged() && s.regs.changed(s.host.UID, s.provHost()))
+		s.credentialsChanged() || s.registrationInputsChanged()
+}
+
+// registrationInputsChanged: what the spec and the preprovisioning network data decide of the
+// registration (registrationInputs) differs from what the last successful one sent. It is compared
+// on every reconcile while the memory has the host: a spec change whose registration did not
+// finish (busy, the provisioner unavailable, an internal error) was forgotten once the status
+// recorded the new generation, and an edited network data Secret changes no generation at all;
+// either never reached the provisioner. Without the memory (a new operator) only a spec change
+// since the last status write registers again: registering every host after a restart would
+// flood the provisioner.
+func (s *hostScope) registrationInputsChanged() bool {
+	if changed, known := s.regs.differs(s.host.UID, s.provHost()); known {
+		return changed
+	}
+	return s.specChanged()
 }
 
 // specChanged: the spec changed since the last status write (every condition carries the
@@ -110,6 +125,7 @@ func (s *hostScope) registrationErrorType() metal3.ErrorType {
 // register enrolls the host, or updates its enrollment, and records the credentials it used.
 func (s *hostScope) register() (outcome, bool) {
 	errType := s.registrationErrorType()
+	defer s.keepServicing(s.liveUpdateUnderWay())
 	if s.in.bmcErr != nil {
 		return s.inputFailure(errType, s.in.bmcErr), false
 	}
@@ -144,7 +160,10 @@ func (s *hostScope) register() (outcome, bool) {
 	}
 	s.registered, s.needsRegistration = true, false
 	s.regs.record(s.host.UID, s.provHost())
-	if !imageErrorShown(st) { // the image's error stays until the image is fine (awaitImage)
+	// The image's error stays until the image is fine (awaitImage); an adoption's failure until
+	// an adoption succeeds (setAdoptionFailed).
+	adoptionFailed := errType == metal3.ProvisionedRegistrationError && s.regs.adoptionFailed(s.host.UID)
+	if !imageErrorShown(st) && !adoptionFailed {
 		s.clearErrorOf(errType)
 	}
 	if st.OperationalStatus == metal3.OperationalStatusDetached {
@@ -152,6 +171,27 @@ func (s *hostScope) register() (outcome, bool) {
 		s.event(eventNormal, reasonAttached, "Register", "Host attached to the provisioner again")
 	}
 	return outcome{}, true
+}
+
+// liveUpdateUnderWay: the host runs or failed a live update (servicing.go), which registration
+// must not end.
+func (s *hostScope) liveUpdateUnderWay() bool {
+	return stateOf(s.state()).liveUpdates.is() && s.servicing()
+}
+
+// keepServicing keeps a live update recognisable when registration fails during it (bad BMC
+// input, a wrong new password): the registration error is shown, but operationalStatus stays
+// servicing instead of error. An error status would end the live update for the host (the agent
+// image deleted while the provisioner still services, the host shown OK once registration works
+// again, the finished run never recorded); kept, the live update goes on once registration
+// succeeds (clearError leaves servicing alone). A failed live update (servicing error) is then
+// asked about again, and the provisioner reports its failure anew.
+func (s *hostScope) keepServicing(wasServicing bool) {
+	st := &s.host.Status
+	if wasServicing && st.OperationalStatus == metal3.OperationalStatusError &&
+		(st.ErrorType == metal3.RegistrationError || st.ErrorType == metal3.ProvisionedRegistrationError) {
+		st.OperationalStatus = metal3.OperationalStatusServicing
+	}
 }
 
 func sameCredentials(a, b metal3.CredentialsStatus) bool {

@@ -102,6 +102,8 @@ type Reconciler struct {
 	finished finishedServicings
 	// images remembers our last write of each host's PreprovisioningImage (imageMemory).
 	images imageMemory
+	// refusals remembers deleting hosts whose image could not be created (imageRefusals).
+	refusals imageRefusals
 	// skipNameValidation lets tests run several managers (operator restarts) in one process.
 	skipNameValidation bool
 }
@@ -295,6 +297,10 @@ func (r *Reconciler) reconcile(ctx context.Context, host *metal3.BareMetalHost) 
 	if out.kind == kindDone {
 		return ctrl.Result{}, nil
 	}
+	if s.fx.imageCreateRefused {
+		// The next reconcile shows the refusal as the image's error and goes on without it.
+		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
+	}
 	return ctrl.Result{RequeueAfter: max(out.after, time.Millisecond)}, nil
 }
 
@@ -309,7 +315,9 @@ func (r *Reconciler) write(ctx context.Context, s *hostScope, p *patch.Helper) e
 		}
 	}
 	if err := r.writeImage(ctx, s.fx.image); err != nil {
-		return err
+		if err := r.imageCreateRefusal(s, err); err != nil {
+			return err
+		}
 	}
 	if s.fx.finalize {
 		if ppi := s.fx.image.remove; ppi != nil {
@@ -379,6 +387,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *hostScope) error {
 	recordMetrics(&s.fx)
 	r.regs.forget(host.UID)
 	r.retries.forget(host.UID)
+	r.refusals.forget(host.UID)
 	r.finished.forget(host.UID)
 	return r.removeFinalizer(ctx, host)
 }

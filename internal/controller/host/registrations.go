@@ -19,6 +19,8 @@ import (
 // each host registers once more on its first spec change, as before.
 type registrations struct {
 	m sync.Map // types.UID → string
+	// adoptions are the hosts whose last adoption failed (see adoptionFailed).
+	adoptions sync.Map // types.UID → struct{}
 }
 
 // registrationInputs fingerprints what Register brings in line on an enrolled host and the spec
@@ -32,12 +34,17 @@ func registrationInputs(h provisioner.Host) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func (r *registrations) changed(uid types.UID, h provisioner.Host) bool {
+// differs compares h with the host's last successful registration; known is false when there is
+// none to compare with (a new host, an operator restart).
+func (r *registrations) differs(uid types.UID, h provisioner.Host) (changed, known bool) {
 	if r == nil {
-		return true
+		return true, false
 	}
 	fp, ok := r.m.Load(uid)
-	return !ok || fp != registrationInputs(h)
+	if !ok {
+		return true, false
+	}
+	return fp != registrationInputs(h), true
 }
 
 func (r *registrations) record(uid types.UID, h provisioner.Host) {
@@ -49,5 +56,33 @@ func (r *registrations) record(uid types.UID, h provisioner.Host) {
 func (r *registrations) forget(uid types.UID) {
 	if r != nil {
 		r.m.Delete(uid)
+		r.adoptions.Delete(uid)
 	}
+}
+
+// setAdoptionFailed records whether the host's last adoption failed. An adoption failure and a
+// registration failure share metal3's error type (provisioned registration error), and the error
+// makes the host register again first: a successful registration must not clear an adoption's
+// failure, or the adoption is asked again as new, never as a retry of the failed one, and the
+// provisioner reports the same failure for ever (Ironic's "adopt failed" is left only by a new
+// adopt request) with the count stuck at 1. Memory only: after a restart the first registration
+// clears it once, and the next failed adoption is remembered again.
+func (r *registrations) setAdoptionFailed(uid types.UID, failed bool) {
+	if r == nil {
+		return
+	}
+	if failed {
+		r.adoptions.Store(uid, struct{}{})
+	} else {
+		r.adoptions.Delete(uid)
+	}
+}
+
+// adoptionFailed: the host's last adoption failed (setAdoptionFailed).
+func (r *registrations) adoptionFailed(uid types.UID) bool {
+	if r == nil {
+		return false
+	}
+	_, ok := r.adoptions.Load(uid)
+	return ok
 }

@@ -66,6 +66,9 @@ type inputs struct {
 	// host's PreprovisioningImage as cached, nil when there is none.
 	imageFormats []metal3.ImageFormat
 	image        *metal3.PreprovisioningImage
+	// imageCreateRefused: the API server refused to create the image of this (deleting) host
+	// because its namespace is being deleted (imageRefusals).
+	imageCreateRefused bool
 	// firmware holds pending HostFirmwareSettings/Components changes (read where the state row
 	// says the host may prepare or take live updates).
 	firmware firmwareInputs
@@ -89,6 +92,9 @@ type effects struct {
 	replacedSecrets []string
 	// image is the write to the host's PreprovisioningImage (planImage, after the handlers).
 	image imageWrite
+	// imageCreateRefused: the driver could not create the image (namespace being deleted); the
+	// host is looked at again at once, to go on without it.
+	imageCreateRefused bool
 	// waitedForImage: the reconcile ended waiting for the image (metric).
 	waitedForImage bool
 	transitions    [][2]metal3.ProvisioningState
@@ -231,10 +237,12 @@ func waitingRetry(t metal3.ErrorType) string { return fmt.Sprintf("a retry after
 // inputFailure records bad input (missing Secret, malformed address). Unlike fail it is level
 // triggered: the same error seen again changes nothing (no write, no event), and the host is
 // looked at again after InputRetryDelay; watches on the host and its Secrets bring it back sooner.
+// (A live update keeps operationalStatus servicing beside a registration error: keepServicing.)
 func (s *hostScope) inputFailure(t metal3.ErrorType, err error) outcome {
 	st := &s.host.Status
 	msg := err.Error()
-	if st.ErrorType != t || st.ErrorMessage != msg || st.OperationalStatus != metal3.OperationalStatusError {
+	shown := st.OperationalStatus == metal3.OperationalStatusError || st.OperationalStatus == metal3.OperationalStatusServicing
+	if st.ErrorType != t || st.ErrorMessage != msg || !shown {
 		st.OperationalStatus, st.ErrorType, st.ErrorMessage = metal3.OperationalStatusError, t, msg
 		st.ErrorCount++
 		s.fx.hostErrors = append(s.fx.hostErrors, t)

@@ -3,8 +3,12 @@ package host
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/conditions"
@@ -59,8 +63,9 @@ func (s *hostScope) servicing() bool {
 }
 
 // liveUpdate is what the host may apply on reboot: the pending valid changes its policy allows,
-// with the time its servicing started (the Ready condition turned to Servicing then; zero after a
-// failure, whose request the provisioner recognises by its content).
+// with the time its servicing attempt started (the Ready condition turned to Servicing then, in
+// whole seconds; zero after a failure). The provisioner keeps that time with the run it starts and
+// recognises the attempt's run by it (waitNewSecond keeps attempts apart).
 // unchecked: the spec asks for changes of an allowed kind that their controller has not judged yet.
 func (s *hostScope) liveUpdate() (data provisioner.ServiceData, unchecked bool) {
 	if ready := conditions.Get(s.host.Status.Conditions, metal3.ReadyCondition); ready != nil && ready.Reason == metal3.ServicingReason {
@@ -103,6 +108,9 @@ func (s *hostScope) startServicing() (outcome, bool) {
 	if out, wait := s.checkCapacity(); wait {
 		return out, true
 	}
+	if out, wait := s.waitNewSecond(); wait {
+		return out, true
+	}
 	s.clearError()
 	s.host.Status.OperationalStatus = metal3.OperationalStatusServicing
 	s.event(eventNormal, reasonServicingStarted, "Servicing", "Live update started: "+describeServiceData(data))
@@ -110,22 +118,30 @@ func (s *hostScope) startServicing() (outcome, bool) {
 	return waitFor(time.Millisecond, "the live update to start"), true
 }
 
-// continueServicing follows a live update that started, or failed and waits for the user.
+// continueServicing follows a live update that started, or failed and waits for the user. A
+// failed one is started again (a retry after its backoff, or changed changes at once) by writing
+// the status first, as a first start is: the provisioner is asked with the new attempt's time
+// (liveUpdate's Since) only by the next reconcile, so its record of the run always names the
+// attempt the status shows.
 func (s *hostScope) continueServicing() outcome {
 	data, unchecked := s.liveUpdate()
 	if unchecked {
 		return waitFor(s.cfg.InputRetryDelay, waitingChecked)
 	}
-	if s.finished.has(s.host.UID, data.Since) {
+	if applied, ok := s.finished.has(s.host.UID, data.Since); ok {
 		// The provisioner finished this live update, and the status write that ended it failed.
-		// Asked again, the request would differ (applied updates are recorded by then, settings
-		// still show their old values): a request never run, which it would run again.
-		return s.completeServicing(data)
+		return s.completeServicing(applied)
 	}
 	st := &s.host.Status
-	retryLeft := st.ErrorType == metal3.ServicingError && st.ErrorCount <= s.cfg.ServicingRetries
+	failed := st.OperationalStatus != metal3.OperationalStatusServicing
+	retryLeft := failed && st.ErrorCount <= s.cfg.ServicingRetries
 	backoff, backingOff := s.backingOff(metal3.ServicingError)
-	data.RetryFailed = retryLeft && !backingOff
+	if failed && !data.Empty() {
+		if retryLeft && !backingOff {
+			return s.restartServicing(data, true)
+		}
+		data.AfterFailure = true // report or follow; a restart is the host's to write first
+	}
 	res, err := s.prov.Service(s.ctx, s.provHost(), data)
 	if errors.Is(err, provisioner.ErrServicingUnsupported) {
 		supported := false
@@ -138,10 +154,9 @@ func (s *hostScope) continueServicing() outcome {
 	}
 	switch {
 	case res.Failed():
-		if !data.RetryFailed && st.ErrorType == metal3.ServicingError && st.ErrorMessage == res.ErrorMessage {
+		if failed && st.ErrorMessage == res.ErrorMessage {
 			// The same failure, reported already: retried once its backoff is over, or, with no
-			// retry left, it stays until the changes do. (Asked to retry, a failure is the
-			// retry's own, even with the same message.)
+			// retry left, it stays until the changes do.
 			if retryLeft && backingOff {
 				return backoff
 			}
@@ -153,41 +168,47 @@ func (s *hostScope) continueServicing() outcome {
 			return s.waitForChangedServicing()
 		}
 		return out // retried after the backoff
+	case res.Restart:
+		// Not the request that failed (the user changed the changes; the settings shown stay as
+		// they were while the host is in servicing error, so the change is the user's), or one
+		// only interrupted: started again at once.
+		return s.restartServicing(data, false)
 	case res.Busy && data.Empty():
 		// The changes were taken back: the provisioner aborts what failed or waited; the error
 		// stays shown until the host is back to OK.
 		return waitOn(res, "the provisioner to abort the live update")
-	}
-	if st.OperationalStatus != metal3.OperationalStatusServicing && !data.Empty() && (res.Busy || data.RetryFailed) {
-		// A failed one started again: retried (perhaps done at once), or with changed changes.
-		s.restartedServicing(data)
-	}
-	if res.Busy {
+	case res.Busy:
 		return waitOn(res, "the provisioner to apply the live update (servicing)")
 	}
-	if data.Empty() {
+	applied := res.Serviced
+	switch {
+	case applied == nil && data.Empty():
 		if len(res.StagedSettings) > 0 {
 			s.endServicing(eventWarning, reasonServicingAborted, abortedWithStagedSettings(res.StagedSettings))
 		} else {
 			s.endServicing(eventNormal, reasonServicingAborted, "Live update aborted: its changes were removed")
 		}
 		return repeat()
+	case applied == nil:
+		// A provisioner that keeps no record of its runs: what was asked is what ran.
+		applied = &provisioner.Serviced{Settings: slices.Sorted(maps.Keys(data.FirmwareSettings)), Updates: data.FirmwareUpdates}
 	}
-	s.finished.record(s.host.UID, data.Since)
-	return s.completeServicing(data)
+	s.finished.record(s.host.UID, data.Since, *applied)
+	return s.completeServicing(*applied)
 }
 
-// completeServicing ends a live update the provisioner finished: applied updates recorded, the
-// host back to OK and powered as spec.online says.
-func (s *hostScope) completeServicing(data provisioner.ServiceData) outcome {
-	if !data.Since.IsZero() {
-		d := s.now.Sub(data.Since)
+// completeServicing ends a live update the provisioner finished: the updates it applied recorded
+// (what its run applied, not the request of the moment: changes made while it ran wait for the
+// next reboot), the host back to OK and powered as spec.online says.
+func (s *hostScope) completeServicing(applied provisioner.Serviced) outcome {
+	if ready := conditions.Get(s.host.Status.Conditions, metal3.ReadyCondition); ready != nil && ready.Reason == metal3.ServicingReason {
+		d := s.now.Sub(ready.LastTransitionTime.Time)
 		s.fx.serviced = &d
 	}
-	if len(data.FirmwareUpdates) > 0 {
-		s.recordAppliedUpdates()
+	if len(applied.Updates) > 0 {
+		s.recordServicedUpdates(applied.Updates)
 	}
-	s.endServicing(eventNormal, reasonServicingComplete, "Live update complete: "+describeServiceData(data))
+	s.endServicing(eventNormal, reasonServicingComplete, "Live update complete: "+describeServiced(applied))
 	// Power as spec.online says (the provisioner left the host on). The changes' controllers have
 	// not read the host again yet, so the same changes still look pending: no new live update may
 	// start from them in this reconcile.
@@ -200,12 +221,18 @@ func (s *hostScope) waitForChangedServicing() outcome {
 	return waitFor(s.cfg.PowerPoll, fmt.Sprintf("the live update's changes to be changed or removed (it failed %d times)", s.host.Status.ErrorCount))
 }
 
-// restartedServicing records a failed live update started again: by itself (a retry, which keeps
-// errorCount so that the retries stop at ServicingRetries) or with a changed request.
-func (s *hostScope) restartedServicing(data provisioner.ServiceData) {
+// restartServicing starts a failed live update again: by itself (a retry, which keeps errorCount
+// so that the retries stop at ServicingRetries) or with changed changes. Like a first start, it is
+// written before the provisioner is asked, in a second after the Ready condition's last
+// transition, so that the new attempt's time (the Since the provisioner keeps with its run) is
+// one no earlier attempt had.
+func (s *hostScope) restartServicing(data provisioner.ServiceData, retry bool) outcome {
+	if out, wait := s.waitNewSecond(); wait {
+		return out
+	}
 	st := &s.host.Status
 	note := "Live update started again: " + describeServiceData(data)
-	if data.RetryFailed {
+	if retry {
 		note = fmt.Sprintf("Live update started again (retry %d of %d) after: %s", st.ErrorCount, s.cfg.ServicingRetries, st.ErrorMessage)
 		st.ErrorType, st.ErrorMessage = "", ""
 	} else {
@@ -213,6 +240,17 @@ func (s *hostScope) restartedServicing(data provisioner.ServiceData) {
 	}
 	st.OperationalStatus = metal3.OperationalStatusServicing
 	s.event(eventNormal, reasonServicingStarted, "Servicing", note)
+	return waitFor(time.Millisecond, "the live update to start again")
+}
+
+// waitNewSecond holds a live update's start until the second after the Ready condition's last
+// transition (times are whole seconds): every earlier attempt's time is at or before it.
+func (s *hostScope) waitNewSecond() (outcome, bool) {
+	ready := conditions.Get(s.host.Status.Conditions, metal3.ReadyCondition)
+	if ready == nil || s.now.Truncate(time.Second).After(ready.LastTransitionTime.Time) {
+		return outcome{}, false
+	}
+	return waitFor(ready.LastTransitionTime.Add(time.Second).Sub(s.now.Time), "the live update to start"), true
 }
 
 // endServicing returns the host to OK with an event.
@@ -233,11 +271,33 @@ func abortedWithStagedSettings(names []string) string {
 }
 
 // recordAppliedUpdates asks the driver to record HostFirmwareComponents' spec.updates (as read) in
-// its status.updates.
+// its status.updates (preparing applied every pending one).
 func (s *hostScope) recordAppliedUpdates() {
 	if s.in.firmware.specUpdates != nil {
 		s.fx.appliedUpdates, s.fx.recordUpdates = s.in.firmware.specUpdates, true
 	}
+}
+
+// recordServicedUpdates asks the driver to record the updates a live update applied in
+// HostFirmwareComponents' status.updates: those recorded before, each component's replaced by
+// what was applied to it.
+func (s *hostScope) recordServicedUpdates(applied []metal3.FirmwareUpdate) {
+	if s.in.firmware.specUpdates == nil {
+		return // no HostFirmwareComponents
+	}
+	out := slices.DeleteFunc(slices.Clone(s.in.firmware.statusUpdates), func(u metal3.FirmwareUpdate) bool {
+		return slices.ContainsFunc(applied, func(a metal3.FirmwareUpdate) bool { return a.Component == u.Component })
+	})
+	s.fx.appliedUpdates, s.fx.recordUpdates = append(out, applied...), true
+}
+
+// describeServiced names what a finished live update applied, for events.
+func describeServiced(a provisioner.Serviced) string {
+	settings := make(metal3.DesiredSettingsMap, len(a.Settings))
+	for _, name := range a.Settings {
+		settings[name] = intstr.IntOrString{}
+	}
+	return describeServiceData(provisioner.ServiceData{FirmwareSettings: settings, FirmwareUpdates: a.Updates})
 }
 
 // describeServiceData names what a live update changes, for events.

@@ -5,31 +5,41 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/metalforge/metalforge/internal/provisioner"
 )
 
-// finishedServicings remembers, per host, the live update the provisioner finished, by the time
-// it started (the Ready condition's move to Servicing, which the status keeps): until the status
-// write that ends it succeeds, the host still reads servicing, and the next reconcile must end it
-// rather than ask the provisioner again with a request that has changed meanwhile. Memory only,
-// like the retry times: after an operator restart in that moment the request is asked again.
+// finishedServicings remembers, per host, the live update the provisioner finished and what it
+// applied, by the time it started (the Ready condition's move to Servicing, which the status
+// keeps): until the status write that ends it succeeds, the host still reads servicing, and the
+// next reconcile ends it without asking the provisioner again. Memory only, a shortcut: after an
+// operator restart in that moment the provisioner answers the same from its own record of the run.
 type finishedServicings struct {
-	m sync.Map // types.UID → time.Time
+	m sync.Map // types.UID → finishedServicing
 }
 
-func (f *finishedServicings) record(uid types.UID, since time.Time) {
+type finishedServicing struct {
+	since   time.Time
+	applied provisioner.Serviced
+}
+
+func (f *finishedServicings) record(uid types.UID, since time.Time, applied provisioner.Serviced) {
 	if f != nil && !since.IsZero() {
-		f.m.Store(uid, since)
+		f.m.Store(uid, finishedServicing{since: since, applied: applied})
 	}
 }
 
-// has reports whether the live update that started at since is the one recorded finished (a
-// live update restarted after a failure has no start time and is never taken for it).
-func (f *finishedServicings) has(uid types.UID, since time.Time) bool {
+// has returns what the live update that started at since applied, if it is the one recorded
+// finished.
+func (f *finishedServicings) has(uid types.UID, since time.Time) (provisioner.Serviced, bool) {
 	if f == nil || since.IsZero() {
-		return false
+		return provisioner.Serviced{}, false
 	}
 	v, ok := f.m.Load(uid)
-	return ok && v.(time.Time).Equal(since)
+	if !ok || !v.(finishedServicing).since.Equal(since) {
+		return provisioner.Serviced{}, false
+	}
+	return v.(finishedServicing).applied, true
 }
 
 func (f *finishedServicings) forget(uid types.UID) {

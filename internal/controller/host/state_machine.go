@@ -38,6 +38,11 @@ type outcome struct {
 	progressReason string
 	// keepError keeps the error fields across a transition that a failure caused.
 	keepError bool
+	// onMove is what the handler changes only once the move is made (a failed attempt counted,
+	// inspected hardware recorded): moveTo may refuse it (no provisioner capacity), and the
+	// handler then runs again at every DelayedRequeue; a change made before would be repeated
+	// (a count growing towards its cap) or written again each time.
+	onMove func()
 	// err is an internal error (API or programming): returned to controller-runtime, which logs
 	// it and retries with its own backoff. Status shows a generic message.
 	err error
@@ -55,6 +60,12 @@ func waitFor(after time.Duration, what string) outcome {
 }
 
 func repeat() outcome { return outcome{kind: kindRepeat} }
+
+// then sets what the move does once it is made (outcome.onMove).
+func (o outcome) then(f func()) outcome {
+	o.onMove = f
+	return o
+}
 
 func internalError(err error) outcome { return outcome{kind: kindWait, err: err} }
 
@@ -87,6 +98,9 @@ func (s *hostScope) run() outcome {
 			from := s.state()
 			if blocked, ok := s.moveTo(out.next, out.keepError); ok {
 				return blocked
+			}
+			if out.onMove != nil {
+				out.onMove()
 			}
 			if stateOf(from).writeOnLeave.is() {
 				// Written before the next state acts (stateRow.writeOnLeave); the status

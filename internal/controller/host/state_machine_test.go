@@ -164,6 +164,9 @@ func init() {
 				registerIn(t, s, fix)
 				deleted(s.host)
 				detachedAnnotation(s.host)
+				// Detached (by force, in a busy state): an annotation that has not taken
+				// effect is no detach (TestDeleteWithPendingDetach).
+				s.host.Status.OperationalStatus = metal3.OperationalStatusDetached
 			}
 		}
 	}

@@ -95,7 +95,8 @@ type stateRow struct {
 	// exist (and know the current credentials) before it runs (ensureRegistered).
 	registered yesNo
 	// pastProvisioning: the host is provisioned or on its way out; inputs that only provisioning
-	// uses (user, network and meta data, preprovisioning network data) are not read any more.
+	// uses (user, network and meta data) are not read any more. (The preprovisioning network data
+	// is, while the host is registered: a lost node is enrolled again with it.)
 	pastProvisioning yesNo
 	// mayPrepare: a reconcile starting here may reach preparing, so pending firmware changes are
 	// read before the handlers run.

@@ -103,10 +103,10 @@ func TestUpdateValidation(t *testing.T) {
 			`spec.updates[1].component: "bios" is updated twice (also spec.updates[0])`},
 		{"no URL", []metal3.FirmwareUpdate{update("bmc", "")}, "spec.updates[0].url: missing: the URL of the firmware image"},
 		{"URL scheme", []metal3.FirmwareUpdate{update("bmc", "ftp://fw.example/bmc.bin")},
-			`spec.updates[0].url: "ftp://fw.example/bmc.bin" is not an http or https URL`},
+			`spec.updates[0].url: "ftp://fw.example/bmc.bin" is not an http, https or file URL`},
 		// Condition and Event are readable by anyone who can read the object: no credentials.
 		{"URL with credentials", []metal3.FirmwareUpdate{update("bmc", "ftp://admin:hunter2@fw.example/bmc.bin")},
-			`spec.updates[0].url: "ftp://***@fw.example/bmc.bin" is not an http or https URL`},
+			`spec.updates[0].url: "ftp://***@fw.example/bmc.bin" is not an http, https or file URL`},
 	}
 	for _, rule := range rules {
 		gen := setUpdates(t, ns, "h", rule.updates...)

@@ -391,47 +391,6 @@ func TestRootDeviceHints(t *testing.T) {
 	}
 }
 
-func TestPlanRAID(t *testing.T) {
-	redfish, _ := bmc.Parse("redfish-virtualmedia+http://127.0.0.1/redfish/v1/Systems/1")
-	ipmi, _ := bmc.Parse("ipmi://127.0.0.1")
-	two, size := 2, 50
-	hw := &metal3.RAIDConfig{HardwareRAIDVolumes: []metal3.HardwareRAIDVolume{{Name: "root", Level: "1", NumberOfPhysicalDisks: &two, SizeGibibytes: &size}}}
-	plan, err := planRAID(redfish, hw, nil)
-	if err != nil || plan.iface != "redfish" || stepsString(plan.steps) != "raid.delete_configuration raid.create_configuration" {
-		t.Fatalf("hardware RAID plan %+v, %v", plan, err)
-	}
-	b, _ := json.Marshal(nodes.RAIDConfigOpts{LogicalDisks: plan.logical})
-	if string(b) != `{"logical_disks":[{"size_gb":50,"raid_level":"1","volume_name":"root","is_root_volume":true,"number_of_physical_disks":2}]}` {
-		t.Errorf("target_raid_config %s", b)
-	}
-	if plan, _ := planRAID(redfish, hw, &metal3.RootDeviceHints{DeviceName: "/dev/sdb"}); plan.logical[0].IsRootVolume != nil {
-		t.Error("root volume set although root device hints choose the disk")
-	}
-	sw := &metal3.RAIDConfig{SoftwareRAIDVolumes: []metal3.SoftwareRAIDVolume{{Level: "1", PhysicalDisks: []metal3.RootDeviceHints{{DeviceName: "/dev/sda"}, {DeviceName: "/dev/sdb"}}}}}
-	plan, err = planRAID(redfish, sw, nil)
-	if err != nil || plan.iface != "agent" || stepsString(plan.steps) != "raid.delete_configuration deploy.erase_devices_metadata raid.create_configuration" ||
-		plan.logical[0].Controller != "software" || len(plan.logical[0].PhysicalDisks) != 2 {
-		t.Errorf("software RAID plan %+v, %v", plan, err)
-	}
-	if plan, err := planRAID(redfish, &metal3.RAIDConfig{}, nil); err != nil || stepsString(plan.steps) != "raid.delete_configuration" {
-		t.Errorf("empty RAID config: %+v, %v; want delete only", plan, err)
-	}
-	if plan, err := planRAID(redfish, nil, nil); err != nil || len(plan.steps) != 0 {
-		t.Errorf("no RAID config: %+v, %v; want nothing", plan, err)
-	}
-	if _, err := planRAID(ipmi, hw, nil); err == nil || !strings.Contains(err.Error(), "hardwareRAIDVolumes") {
-		t.Errorf("hardware RAID on IPMI: %v, want an error naming the field", err)
-	}
-	bad := &metal3.RAIDConfig{SoftwareRAIDVolumes: []metal3.SoftwareRAIDVolume{{Level: "0"}}}
-	if _, err := planRAID(redfish, bad, nil); err == nil || !strings.Contains(err.Error(), "RAID1") {
-		t.Errorf("software RAID0 first: %v", err)
-	}
-	dup := &metal3.RAIDConfig{HardwareRAIDVolumes: []metal3.HardwareRAIDVolume{{Name: "a", Level: "1"}, {Name: "a", Level: "0"}}}
-	if _, err := planRAID(redfish, dup, nil); err == nil {
-		t.Error("duplicate volume names accepted")
-	}
-}
-
 func stepsString(steps []nodes.CleanStep) string { return strings.Join(stepNames(steps), " ") }
 
 func TestDeployImage(t *testing.T) {

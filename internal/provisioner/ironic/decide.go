@@ -111,8 +111,10 @@ func decideRegistration(n *nodes.Node, newCredentials, restartOnFailure bool) de
 }
 
 // decideInspection: inspection runs from manageable; a node inspected before answers with its
-// inventory unless refresh.
-func decideInspection(n *nodes.Node, opts provisioner.InspectOptions) decision {
+// inventory unless refresh. ifaceChange says the inspection needs another inspect_interface,
+// which Ironic refuses to change in inspect failed (InvalidState, a 409 that would be retried for
+// ever): that retry goes through manageable.
+func decideInspection(n *nodes.Node, opts provisioner.InspectOptions, ifaceChange bool) decision {
 	inspected := n.InspectionFinishedAt != nil
 	switch state(n) {
 	case nodes.Available:
@@ -129,6 +131,9 @@ func decideInspection(n *nodes.Node, opts provisioner.InspectOptions) decision {
 		}
 		if !opts.RestartOnFailure && !opts.Refresh {
 			return fail("Inspection failed", n)
+		}
+		if ifaceChange {
+			return do(actManage)
 		}
 		return do(actInspect)
 	case nodes.Manageable:
@@ -173,8 +178,11 @@ func decidePreparation(n *nodes.Node, hasSteps, finished, restartOnFailure bool)
 
 // decideProvisioning: manageable → provide → available → deploy → active. matches says the node is
 // set up for the requested image, which tells an old failure (report it) or an old deployment
-// (abort it, with API 1.110) from the current request.
-func decideProvisioning(n *nodes.Node, matches, restartOnFailure bool, f Features) decision {
+// (abort it, with API 1.110) from the current request. ifaceChange says the request needs another
+// deploy_interface (a live ISO or a custom deploy after a direct one, or back), which Ironic
+// refuses to change in deploy failed (InvalidState, a 409 that would be retried for ever): the
+// node is undeployed first and deployed from available.
+func decideProvisioning(n *nodes.Node, matches, ifaceChange, restartOnFailure bool, f Features) decision {
 	switch state(n) {
 	case nodes.Manageable:
 		return do(actProvide)
@@ -204,6 +212,9 @@ func decideProvisioning(n *nodes.Node, matches, restartOnFailure bool, f Feature
 		if matches && !restartOnFailure && !abortedByRequest(n) {
 			return fail("Image provisioning failed", n)
 		}
+		if ifaceChange {
+			return do(actUndeploy)
+		}
 		return do(actDeploy)
 	case nodes.Active:
 		return do(actDone)
@@ -215,8 +226,10 @@ func decideProvisioning(n *nodes.Node, matches, restartOnFailure bool, f Feature
 // manageable; a manual cleaning in the way is aborted.
 func decideDeprovisioning(n *nodes.Node, restartOnFailure bool) decision {
 	switch state(n) {
-	case nodes.Active, nodes.DeployFail, nodes.DeployWait, nodes.DeployHold:
+	case nodes.Active, nodes.DeployFail, nodes.DeployWait:
 		return do(actUndeploy)
+	case nodes.DeployHold:
+		return do(actAbort) // Ironic deletes from deploy hold only by way of deploy failed
 	case nodes.Deleting, nodes.Cleaning, nodes.Deploying, nodes.Servicing:
 		return do(actWaitLong)
 	case nodes.ServiceWait, nodes.ServiceHold:
@@ -292,26 +305,34 @@ func decideAdoption(n *nodes.Node, hostState metal3.ProvisioningState, hasImage,
 	return do(actDone)
 }
 
-// decideServicing: servicing from active. finished says the same request ran to its end before;
-// sameRequest that the node's last servicing (the one that failed, if it failed) was this
-// request; retry that the host retries its reported failure. No steps while servicing waits or
-// failed means the user took the changes back: abort (service wait → service failed → active). A
-// failure is reported until the request changes or the host retries it; a servicing that failed
-// only because it was aborted or because Ironic restarted in its middle is started again at once,
-// without a report (nothing was wrong with the request). So is one that failed on what an earlier
-// attempt left (failedOnStaleStep) when staleRestart says this provisioner has not started it
-// again for that yet (once: failing so again is reported).
-func decideServicing(n *nodes.Node, hasSteps, finished, sameRequest, retry, staleRestart bool) decision {
+// decideServicing: servicing from active (f: serviceFacts). Active after the run of the caller's
+// attempt is done, whatever is asked now (the request changed while it ran, or was recorded applied
+// meanwhile: running it again would flash twice), unless that run failed or was aborted; a request
+// whose reported failure an admin aborted since (active again) is still failed until retried. No
+// steps while servicing waits or failed means the user took the changes back: abort (service wait
+// → service failed → active). A failure is reported until the request changes or the host retries
+// it; a servicing that failed only because it was aborted or because Ironic restarted in its middle
+// is started again at once, without a report (nothing was wrong with the request). So is one that
+// failed on what an earlier attempt left (failedOnStaleStep) when staleRestart says this
+// provisioner has not started it again for that yet (once: failing so again is reported).
+func decideServicing(n *nodes.Node, f serviceFacts) decision {
 	switch state(n) {
 	case nodes.Active:
-		if !hasSteps || finished {
+		switch {
+		case f.current && tearingDown(n):
+			return do(actWaitShort) // an abort's tear-down writes its last_error at its end
+		case f.current && f.failed == "" && !f.aborted:
 			return do(actDone)
+		case !f.hasSteps:
+			return do(actDone)
+		case f.requested && f.failed != "" && !f.retry:
+			return decision{act: actFail, msg: f.failed}
 		}
 		return do(actService)
 	case nodes.Servicing:
 		return do(actWaitLong)
 	case nodes.ServiceWait, nodes.ServiceHold:
-		if !hasSteps {
+		if !f.hasSteps {
 			return do(actAbort)
 		}
 		return do(actWaitLong)
@@ -319,10 +340,10 @@ func decideServicing(n *nodes.Node, hasSteps, finished, sameRequest, retry, stal
 		if tearingDown(n) {
 			return do(actWaitShort)
 		}
-		if !hasSteps {
+		if !f.hasSteps {
 			return do(actAbort)
 		}
-		if sameRequest && !retry && !abortedByRequest(n) && !interruptedByRestart(n) && !staleRestart {
+		if f.ran && !f.retry && !abortedByRequest(n) && !interruptedByRestart(n) && !f.staleRestart {
 			return fail("Servicing failed", n)
 		}
 		return do(actService)

@@ -68,19 +68,23 @@ func TestDecideInspection(t *testing.T) {
 	refresh := provisioner.InspectOptions{Refresh: true}
 	restart := provisioner.InspectOptions{RestartOnFailure: true}
 	checkDecisions(t, map[string]decideCase{
-		"never inspected":           {got: decideInspection(node(nodes.Manageable), none), want: actInspect},
-		"inspected":                 {got: decideInspection(node(nodes.Manageable, inspected), none), want: actDone},
-		"inspected, refresh":        {got: decideInspection(node(nodes.Manageable, inspected), refresh), want: actInspect},
-		"available":                 {got: decideInspection(node(nodes.Available), none), want: actManage},
-		"inspecting":                {got: decideInspection(node(nodes.Inspecting), none), want: actWaitLong},
-		"inspect wait":              {got: decideInspection(node(nodes.InspectWait), none), want: actWaitLong},
-		"still verifying":           {got: decideInspection(node(nodes.Verifying), none), want: actWaitShort},
-		"failed":                    {got: decideInspection(node(nodes.InspectFail, lastError("boom")), none), want: actFail, wantMsg: "Inspection failed: boom"},
-		"failed, restart":           {got: decideInspection(node(nodes.InspectFail), restart), want: actInspect},
-		"failed, still held":        {got: decideInspection(node(nodes.InspectFail, reserved), none), want: actWaitShort},
-		"active with data":          {got: decideInspection(node(nodes.Active, inspected), none), want: actDone},
-		"active without data":       {got: decideInspection(node(nodes.Active), none), want: actUnexpected},
-		"active, refresh requested": {got: decideInspection(node(nodes.Active, inspected), refresh), want: actUnexpected},
+		"never inspected":    {got: decideInspection(node(nodes.Manageable), none, false), want: actInspect},
+		"inspected":          {got: decideInspection(node(nodes.Manageable, inspected), none, false), want: actDone},
+		"inspected, refresh": {got: decideInspection(node(nodes.Manageable, inspected), refresh, false), want: actInspect},
+		"available":          {got: decideInspection(node(nodes.Available), none, false), want: actManage},
+		"inspecting":         {got: decideInspection(node(nodes.Inspecting), none, false), want: actWaitLong},
+		"inspect wait":       {got: decideInspection(node(nodes.InspectWait), none, false), want: actWaitLong},
+		"still verifying":    {got: decideInspection(node(nodes.Verifying), none, false), want: actWaitShort},
+		"failed":             {got: decideInspection(node(nodes.InspectFail, lastError("boom")), none, false), want: actFail, wantMsg: "Inspection failed: boom"},
+		"failed, restart":    {got: decideInspection(node(nodes.InspectFail), restart, false), want: actInspect},
+		// Ironic refuses a change of inspect_interface in inspect failed (InvalidState, 409): the
+		// retry with another inspection mode goes through manageable.
+		"failed, restart, other interface": {got: decideInspection(node(nodes.InspectFail), restart, true), want: actManage},
+		"manageable, other interface":      {got: decideInspection(node(nodes.Manageable), none, true), want: actInspect},
+		"failed, still held":               {got: decideInspection(node(nodes.InspectFail, reserved), none, false), want: actWaitShort},
+		"active with data":                 {got: decideInspection(node(nodes.Active, inspected), none, false), want: actDone},
+		"active without data":              {got: decideInspection(node(nodes.Active), none, false), want: actUnexpected},
+		"active, refresh requested":        {got: decideInspection(node(nodes.Active, inspected), refresh, false), want: actUnexpected},
 	})
 }
 
@@ -109,26 +113,31 @@ func TestDecideProvisioning(t *testing.T) {
 	with := Features{DeployWaitAbort: true}
 	without := Features{}
 	checkDecisions(t, map[string]decideCase{
-		"manageable":                    {got: decideProvisioning(node(nodes.Manageable), true, false, with), want: actProvide},
-		"cleaning":                      {got: decideProvisioning(node(nodes.Cleaning), true, false, with), want: actWaitLong},
-		"clean failed":                  {got: decideProvisioning(node(nodes.CleanFail, lastError("x")), true, false, with), want: actFail, wantMsg: "Cleaning before provisioning failed: x"},
-		"clean failed, restart":         {got: decideProvisioning(node(nodes.CleanFail), true, true, with), want: actManage},
-		"clean aborted (lost agent)":    {got: decideProvisioning(node(nodes.CleanFail, lastError(cleanAborted)), true, false, with), want: actManage},
-		"the record check failed":       {got: decideProvisioning(node(nodes.CleanFail, lastError("not updated"), checkRan), true, false, with), want: actManage},
-		"clean abort tearing down":      {got: decideProvisioning(node(nodes.CleanFail, reserved), true, false, with), want: actWaitShort},
-		"deploy abort tearing down":     {got: decideProvisioning(node(nodes.DeployFail, reserved), true, false, with), want: actWaitShort},
-		"available":                     {got: decideProvisioning(node(nodes.Available), false, false, with), want: actDeploy},
-		"deploying":                     {got: decideProvisioning(node(nodes.Deploying), true, false, with), want: actWaitLong},
-		"deploy wait":                   {got: decideProvisioning(node(nodes.DeployWait), true, false, with), want: actWaitLong},
-		"deploy wait, new image, 1.110": {got: decideProvisioning(node(nodes.DeployWait), false, false, with), want: actAbort},
-		"deploy wait, new image, old":   {got: decideProvisioning(node(nodes.DeployWait), false, false, without), want: actWaitLong},
-		"deploy failed, same image":     {got: decideProvisioning(node(nodes.DeployFail, lastError("checksum")), true, false, with), want: actFail, wantMsg: "Image provisioning failed: checksum"},
-		"deploy failed, restart":        {got: decideProvisioning(node(nodes.DeployFail), true, true, with), want: actDeploy},
-		"deploy aborted (lost agent)":   {got: decideProvisioning(node(nodes.DeployFail, lastError("By request, the deploy operation was aborted")), true, false, with), want: actDeploy},
-		"deploy failed after an abort":  {got: decideProvisioning(node(nodes.DeployFail, lastError("Failed to clean up deploying after aborting the operation")), true, false, with), want: actFail, wantMsg: "after aborting"},
-		"deploy failed, new image":      {got: decideProvisioning(node(nodes.DeployFail), false, false, with), want: actDeploy},
-		"active":                        {got: decideProvisioning(node(nodes.Active), true, false, with), want: actDone},
-		"enroll":                        {got: decideProvisioning(node(nodes.Enroll), true, false, with), want: actUnexpected},
+		"manageable":                    {got: decideProvisioning(node(nodes.Manageable), true, false, false, with), want: actProvide},
+		"cleaning":                      {got: decideProvisioning(node(nodes.Cleaning), true, false, false, with), want: actWaitLong},
+		"clean failed":                  {got: decideProvisioning(node(nodes.CleanFail, lastError("x")), true, false, false, with), want: actFail, wantMsg: "Cleaning before provisioning failed: x"},
+		"clean failed, restart":         {got: decideProvisioning(node(nodes.CleanFail), true, false, true, with), want: actManage},
+		"clean aborted (lost agent)":    {got: decideProvisioning(node(nodes.CleanFail, lastError(cleanAborted)), true, false, false, with), want: actManage},
+		"the record check failed":       {got: decideProvisioning(node(nodes.CleanFail, lastError("not updated"), checkRan), true, false, false, with), want: actManage},
+		"clean abort tearing down":      {got: decideProvisioning(node(nodes.CleanFail, reserved), true, false, false, with), want: actWaitShort},
+		"deploy abort tearing down":     {got: decideProvisioning(node(nodes.DeployFail, reserved), true, false, false, with), want: actWaitShort},
+		"available":                     {got: decideProvisioning(node(nodes.Available), false, false, false, with), want: actDeploy},
+		"deploying":                     {got: decideProvisioning(node(nodes.Deploying), true, false, false, with), want: actWaitLong},
+		"deploy wait":                   {got: decideProvisioning(node(nodes.DeployWait), true, false, false, with), want: actWaitLong},
+		"deploy wait, new image, 1.110": {got: decideProvisioning(node(nodes.DeployWait), false, false, false, with), want: actAbort},
+		"deploy wait, new image, old":   {got: decideProvisioning(node(nodes.DeployWait), false, false, false, without), want: actWaitLong},
+		"deploy failed, same image":     {got: decideProvisioning(node(nodes.DeployFail, lastError("checksum")), true, false, false, with), want: actFail, wantMsg: "Image provisioning failed: checksum"},
+		"deploy failed, restart":        {got: decideProvisioning(node(nodes.DeployFail), true, false, true, with), want: actDeploy},
+		"deploy aborted (lost agent)":   {got: decideProvisioning(node(nodes.DeployFail, lastError("By request, the deploy operation was aborted")), true, false, false, with), want: actDeploy},
+		"deploy failed after an abort":  {got: decideProvisioning(node(nodes.DeployFail, lastError("Failed to clean up deploying after aborting the operation")), true, false, false, with), want: actFail, wantMsg: "after aborting"},
+		"deploy failed, new image":      {got: decideProvisioning(node(nodes.DeployFail), false, false, false, with), want: actDeploy},
+		// Ironic refuses a change of deploy_interface in deploy failed (InvalidState, 409): a live
+		// ISO or a custom deploy after a failed direct deploy (or back) undeploys first.
+		"deploy failed, other interface":          {got: decideProvisioning(node(nodes.DeployFail), false, true, false, with), want: actUndeploy},
+		"deploy failed, restart, other interface": {got: decideProvisioning(node(nodes.DeployFail), false, true, true, with), want: actUndeploy},
+		"available, other interface":              {got: decideProvisioning(node(nodes.Available), false, true, false, with), want: actDeploy},
+		"active":                                  {got: decideProvisioning(node(nodes.Active), true, false, false, with), want: actDone},
+		"enroll":                                  {got: decideProvisioning(node(nodes.Enroll), true, false, false, with), want: actUnexpected},
 	})
 }
 
@@ -137,6 +146,7 @@ func TestDecideDeprovisioning(t *testing.T) {
 		"active":                  {got: decideDeprovisioning(node(nodes.Active), false), want: actUndeploy},
 		"deploy failed":           {got: decideDeprovisioning(node(nodes.DeployFail), false), want: actUndeploy},
 		"deploy wait":             {got: decideDeprovisioning(node(nodes.DeployWait), false), want: actUndeploy},
+		"deploy hold":             {got: decideDeprovisioning(node(nodes.DeployHold), false), want: actAbort}, // Ironic has no deploy hold → deleting
 		"deleting":                {got: decideDeprovisioning(node(nodes.Deleting), false), want: actWaitLong},
 		"automated clean wait":    {got: decideDeprovisioning(node(nodes.CleanWait, target("available")), false), want: actWaitLong},
 		"manual clean wait":       {got: decideDeprovisioning(node(nodes.CleanWait, target("manageable")), false), want: actAbort},
@@ -194,29 +204,43 @@ func TestFailedOnStaleStep(t *testing.T) {
 }
 
 func TestDecideServicing(t *testing.T) {
+	steps := serviceFacts{hasSteps: true}
+	ran := serviceFacts{hasSteps: true, requested: true, ran: true}
+	with := func(f serviceFacts, mod func(*serviceFacts)) serviceFacts { mod(&f); return f }
+	current := with(ran, func(f *serviceFacts) { f.current = true })
+	failedRun := with(ran, func(f *serviceFacts) { f.failed = "Servicing failed: bios" })
+	aborted := "By request, the service operation was aborted"
 	checkDecisions(t, map[string]decideCase{
-		"steps":                     {got: decideServicing(node(nodes.Active), true, false, false, false, false), want: actService},
-		"same steps ran":            {got: decideServicing(node(nodes.Active), true, true, true, false, false), want: actDone},
-		"nothing to do":             {got: decideServicing(node(nodes.Active), false, false, false, false, false), want: actDone},
-		"after an abort, same data": {got: decideServicing(node(nodes.Active), true, false, true, false, false), want: actService},
-		"servicing":                 {got: decideServicing(node(nodes.Servicing), true, false, true, false, false), want: actWaitLong},
-		"servicing, taken back":     {got: decideServicing(node(nodes.Servicing), false, false, false, false, false), want: actWaitLong},
-		"service wait":              {got: decideServicing(node(nodes.ServiceWait), true, false, true, false, false), want: actWaitLong},
-		"service wait, taken back":  {got: decideServicing(node(nodes.ServiceWait), false, false, false, false, false), want: actAbort},
-		"service hold, taken back":  {got: decideServicing(node(nodes.ServiceHold), false, false, false, false, false), want: actAbort},
-		"failed":                    {got: decideServicing(node(nodes.ServiceFail, lastError("bios")), true, false, true, false, false), want: actFail, wantMsg: "Servicing failed: bios"},
-		"failed, taken back":        {got: decideServicing(node(nodes.ServiceFail), false, false, false, false, false), want: actAbort},
-		"failed, the host retries":  {got: decideServicing(node(nodes.ServiceFail, lastError("bios")), true, false, true, true, false), want: actService},
-		"failed, request changed":   {got: decideServicing(node(nodes.ServiceFail, lastError("bios")), true, false, false, false, false), want: actService},
-		"aborted (lost agent)":      {got: decideServicing(node(nodes.ServiceFail, lastError("By request, the service operation was aborted")), true, false, true, false, false), want: actService},
+		"steps":                       {got: decideServicing(node(nodes.Active), steps), want: actService},
+		"this attempt's run finished": {got: decideServicing(node(nodes.Active), current), want: actDone},
+		// The request changed (or its updates were recorded) while it ran: still done.
+		"this attempt's run, request changed since": {got: decideServicing(node(nodes.Active), with(current, func(f *serviceFacts) { f.ran, f.requested = false, false })), want: actDone},
+		"this attempt's run, changes taken back":    {got: decideServicing(node(nodes.Active), with(current, func(f *serviceFacts) { f.hasSteps = false })), want: actDone},
+		"nothing to do":                             {got: decideServicing(node(nodes.Active), serviceFacts{}), want: actDone},
+		"an earlier attempt's run":                  {got: decideServicing(node(nodes.Active), ran), want: actService},
+		"this attempt's run aborted (lost agent)":   {got: decideServicing(node(nodes.Active), with(current, func(f *serviceFacts) { f.aborted = true })), want: actService},
+		"abort still tearing down":                  {got: decideServicing(node(nodes.Active, reserved), current), want: actWaitShort},
+		"failed, then aborted by an admin":          {got: decideServicing(node(nodes.Active), failedRun), want: actFail, wantMsg: "Servicing failed: bios"},
+		"failed, aborted by an admin, this attempt": {got: decideServicing(node(nodes.Active), with(failedRun, func(f *serviceFacts) { f.current = true })), want: actFail, wantMsg: "Servicing failed: bios"},
+		"failed, aborted by an admin, retried":      {got: decideServicing(node(nodes.Active), with(failedRun, func(f *serviceFacts) { f.retry = true })), want: actService},
+		"servicing":                                 {got: decideServicing(node(nodes.Servicing), ran), want: actWaitLong},
+		"servicing, taken back":                     {got: decideServicing(node(nodes.Servicing), serviceFacts{}), want: actWaitLong},
+		"service wait":                              {got: decideServicing(node(nodes.ServiceWait), ran), want: actWaitLong},
+		"service wait, taken back":                  {got: decideServicing(node(nodes.ServiceWait), serviceFacts{}), want: actAbort},
+		"service hold, taken back":                  {got: decideServicing(node(nodes.ServiceHold), serviceFacts{}), want: actAbort},
+		"failed":                                    {got: decideServicing(node(nodes.ServiceFail, lastError("bios")), ran), want: actFail, wantMsg: "Servicing failed: bios"},
+		"failed, taken back":                        {got: decideServicing(node(nodes.ServiceFail), serviceFacts{}), want: actAbort},
+		"failed, the host retries":                  {got: decideServicing(node(nodes.ServiceFail, lastError("bios")), with(ran, func(f *serviceFacts) { f.retry = true })), want: actService},
+		"failed, request changed":                   {got: decideServicing(node(nodes.ServiceFail, lastError("bios")), steps), want: actService},
+		"aborted (lost agent)":                      {got: decideServicing(node(nodes.ServiceFail, lastError(aborted)), ran), want: actService},
 		"Ironic restarted in it": {got: decideServicing(node(nodes.ServiceFail,
-			lastError("The servicing state can't be resumed by conductor c-1. Moving to fail state.")), true, false, true, false, false), want: actService},
+			lastError("The servicing state can't be resumed by conductor c-1. Moving to fail state.")), ran), want: actService},
 		"failed on a stale step": {got: decideServicing(node(nodes.ServiceFail,
-			lastError(staleStepError)), true, false, true, false, true), want: actService},
+			lastError(staleStepError)), with(ran, func(f *serviceFacts) { f.staleRestart = true })), want: actService},
 		"failed on a stale step again": {got: decideServicing(node(nodes.ServiceFail,
-			lastError(staleStepError)), true, false, true, false, false), want: actFail, wantMsg: "Servicing failed: " + staleStepError},
-		"abort tearing down": {got: decideServicing(node(nodes.ServiceFail, reserved), true, false, true, false, false), want: actWaitShort},
-		"manageable":         {got: decideServicing(node(nodes.Manageable), true, false, false, false, false), want: actUnexpected},
+			lastError(staleStepError)), ran), want: actFail, wantMsg: "Servicing failed: " + staleStepError},
+		"abort tearing down": {got: decideServicing(node(nodes.ServiceFail, reserved), ran), want: actWaitShort},
+		"manageable":         {got: decideServicing(node(nodes.Manageable), steps), want: actUnexpected},
 	})
 }
 

@@ -24,7 +24,7 @@ func (p *Provisioner) Inspect(ctx context.Context, host provisioner.Host, opts p
 	if err != nil {
 		return provisioner.Failed(err.Error()), nil, nil
 	}
-	d := decideInspection(n, opts)
+	d := decideInspection(n, opts, n.InspectInterface != inspectInterface(host, access))
 	switch d.act {
 	case actDone:
 		details, err := p.hardwareDetails(ctx, s, n, host)

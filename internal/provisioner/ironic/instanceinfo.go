@@ -113,6 +113,15 @@ func (plan deployPlan) apply(pt *patch, n *nodes.Node) {
 	pt.setField("deploy_interface", plan.deployInterface, n.DeployInterface)
 }
 
+// interfaceChanges reports whether the plan needs another deploy_interface than the node's, which
+// Ironic changes only in enroll, manageable and available (and inspection, and maintenance).
+func (plan deployPlan) interfaceChanges(n *nodes.Node) bool {
+	if plan.deployInterface == nil {
+		return n.DeployInterface == deployRamdisk || n.DeployInterface == deployCustomAgent
+	}
+	return n.DeployInterface != plan.deployInterface
+}
+
 // matches reports whether the node is set up for this plan: the same image keys and deploy
 // interface. It tells "still deploying what we asked" from "asked for something else since".
 func (plan deployPlan) matches(n *nodes.Node) bool {

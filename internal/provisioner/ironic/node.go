@@ -53,6 +53,7 @@ func (p *Provisioner) getNode(ctx context.Context, host provisioner.Host) (*sess
 	if n, err = p.recoverStalled(ctx, s, n, host); err != nil {
 		return s, n, err
 	}
+	n = p.applyDeferredRegistration(ctx, s, n, host)
 	return s, p.recallLastError(ctx, s, n), nil
 }
 
@@ -125,7 +126,10 @@ func (p *Provisioner) startState(ctx context.Context, s *session, n *nodes.Node,
 	if n.Maintenance {
 		if n.Fault != "" && n.Fault != faultServiceFailure && n.Fault != faultCleanFailure {
 			log.Info("Waiting for Ironic to clear a fault before changing the provision state", "node", n.UUID, "fault", n.Fault)
-			return p.short(), false, nil
+			// Say which fault: without it the host shows only the step it waits on, not why.
+			res := p.short()
+			res.Waiting = faultWait(n)
+			return res, false, nil
 		}
 		if res, err := p.setMaintenance(ctx, s, n, false, ""); err != nil || res.Busy {
 			return res, false, err
@@ -152,6 +156,41 @@ func (p *Provisioner) startState(ctx context.Context, s *session, n *nodes.Node,
 		return provisioner.Failed(fmt.Sprintf("Ironic refused to %s the node: %s", opts.Target, faultOf(err))), false, nil
 	}
 	return provisioner.Result{}, false, classifyError(err, fmt.Sprintf("asking Ironic to %s node %s", opts.Target, n.UUID))
+}
+
+// faultWait is what a host waits for while Ironic keeps its node in maintenance for a fault that
+// clears itself (a power failure clears at the next successful power sync). Not the maintenance
+// reason: the node list does not carry it, and its text varies, so the status would flap.
+func faultWait(n *nodes.Node) string {
+	return fmt.Sprintf("Ironic to clear the fault %q of node %s (maintenance) before changing its provision state", sanitize(n.Fault), n.UUID)
+}
+
+// updateAllowed says whether Ironic's API takes a PATCH of n: not while a transition runs
+// (target_provision_state set), except in the states of states.UPDATE_ALLOWED_STATES, and never in
+// inspecting from API 1.39 (api/controllers/v1/node.py patch). Elsewhere the answer is 409, which
+// the provisioner would take for a busy node and retry until the wait ends (up to Ironic's
+// callback timeout: 30 minutes).
+func updateAllowed(n *nodes.Node) bool {
+	st := state(n)
+	return st != nodes.Inspecting && (n.TargetProvisionState == "" || updateAllowedStates[st])
+}
+
+var updateAllowedStates = map[nodes.ProvisionState]bool{
+	nodes.DeployFail: true, nodes.InspectWait: true, nodes.InspectFail: true, nodes.CleanFail: true, nodes.Error: true,
+	nodes.Verifying: true, nodes.AdoptFail: true, nodes.RescueFail: true, nodes.UnrescueFail: true, "service": true,
+	nodes.ServiceHold: true, nodes.ServiceFail: true,
+}
+
+// interfacesChangeable says whether Ironic takes a change of n's driver or interfaces: only in
+// enroll, manageable and available (conductor/manager.py update_node also allows inspect wait and
+// maintenance, where a running inspection or a broken node should not have its interfaces
+// changed under it); elsewhere it answers InvalidState, a 409.
+func interfacesChangeable(n *nodes.Node) bool {
+	switch state(n) {
+	case nodes.Enroll, nodes.Manageable, nodes.Available:
+		return updateAllowed(n)
+	}
+	return false
 }
 
 // finished reports whether the operation fingerprinted fp was started on this node earlier (its
@@ -198,8 +237,14 @@ func (p *Provisioner) update(ctx context.Context, s *session, n *nodes.Node, pt 
 	case err == nil:
 		return updated, provisioner.Result{}, nil, true
 	case busy(err):
-		p.logger(ctx).Info("Ironic node busy, retrying the update later", "node", n.UUID)
-		return nil, p.short(), nil, false
+		p.logger(ctx).Info("Ironic node busy, retrying the update later", "node", n.UUID, "reason", faultOf(err))
+		res := p.short()
+		if fault := faultOf(err); containsFold(fault, "updated unless it is in one of allowed") {
+			// Not a lock that goes away: the decisions avoid such changes (interfacesChangeable),
+			// so this is a state they did not foresee. Say it rather than wait without a word.
+			res.Waiting = fmt.Sprintf("Ironic to take a change of node %s, which it refuses in state %q: %s", n.UUID, n.ProvisionState, fault)
+		}
+		return nil, res, nil, false
 	}
 	return nil, provisioner.Result{}, err, false
 }

@@ -54,8 +54,8 @@ func TestFinishedNeedsAnAcceptedStart(t *testing.T) {
 	if !p.finished(n, extraPrepared, "fp-b") {
 		t.Error("a refused servicing start counts against the preparation with the same fingerprint")
 	}
-	if d := decideServicing(&nodes.Node{ProvisionState: string(nodes.ServiceFail), LastError: "bios failed"}, true,
-		false, p.finished(n, extraServiced, "fp-b"), false, false); d.act != actService {
+	if d := decideServicing(&nodes.Node{ProvisionState: string(nodes.ServiceFail), LastError: "bios failed"},
+		serviceFacts{hasSteps: true, ran: p.finished(n, extraServiced, "fp-b")}); d.act != actService {
 		t.Errorf("service failed after a refused start of the new request: %+v, want servicing started", d)
 	}
 	p.recordStart(n, extraServiced, "fp-b", true)

@@ -28,7 +28,7 @@ func (p *Provisioner) PowerOn(ctx context.Context, host provisioner.Host, force 
 	if err != nil {
 		return provisioner.Result{}, err
 	}
-	return p.power(ctx, s, n, host, decidePowerOn(n, p.lastPower(n), force))
+	return p.power(ctx, s, n, host, decidePowerOn(p.powerNode(n), p.lastPower(n), force))
 }
 
 // PowerOff turns the host off: soft (ACPI) by default with fallback to hard when the BMC cannot do
@@ -39,7 +39,24 @@ func (p *Provisioner) PowerOff(ctx context.Context, host provisioner.Host, mode 
 	if err != nil {
 		return provisioner.Result{}, err
 	}
-	return p.power(ctx, s, n, host, decidePowerOff(n, mode, p.lastPower(n), force))
+	return p.power(ctx, s, n, host, decidePowerOff(p.powerNode(n), mode, p.lastPower(n), force))
+}
+
+// powerNode is n for a power decision: without a last_error recalled from the node's history
+// (history.go), which is the failure of its provision state, not of a power change. Ironic clears
+// last_error when it starts a power change; for a node in a failed state getNode fills it in
+// again, and the reboot asked of it would read as failed (a host whose power off is disabled was
+// then rebooted again after every backoff).
+func (p *Provisioner) powerNode(n *nodes.Node) *nodes.Node {
+	if n.LastError == "" || !failedStates[state(n)] {
+		return n
+	}
+	if text, known := p.memory.recalledError(n.UUID, n.ProvisionUpdatedAt); !known || text != n.LastError {
+		return n // Ironic's own last_error
+	}
+	c := *n
+	c.LastError = ""
+	return &c
 }
 
 // lastPower is the last power change asked for this node, if it has not been seen through.
@@ -90,7 +107,7 @@ func (p *Provisioner) Reboot(ctx context.Context, host provisioner.Host, mode me
 	if err != nil {
 		return provisioner.Result{}, err
 	}
-	return p.power(ctx, s, n, host, decideReboot(n, mode, p.lastPower(n)))
+	return p.power(ctx, s, n, host, decideReboot(p.powerNode(n), mode, p.lastPower(n)))
 }
 
 // PowerState reports the node's power as Ironic last saw it.

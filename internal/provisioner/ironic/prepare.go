@@ -34,7 +34,7 @@ func (p *Provisioner) Prepare(ctx context.Context, host provisioner.Host, data p
 	if err != nil {
 		return provisioner.Failed(err.Error()), nil
 	}
-	raid, err := planRAID(access, data.TargetRAIDConfig, data.RootDeviceHints)
+	raid, err := planRAID(access, data.TargetRAIDConfig, data.ActualRAIDConfig, data.RootDeviceHints)
 	if err != nil {
 		return provisioner.Failed(err.Error()), nil
 	}
@@ -104,9 +104,11 @@ func (p *Provisioner) startCleaning(ctx context.Context, s *session, n *nodes.No
 	if !ok {
 		return res, err
 	}
-	if len(raid.logical) > 0 {
+	if raid.iface != "" {
+		// A plan that only deletes empties target_raid_config: it must not keep describing the
+		// volumes the cleaning deletes (nor be created again by a later create_configuration).
 		ended := p.watch.Writing(n.UUID)
-		err := nodes.SetRAIDConfig(ctx, s.sc, n.UUID, nodes.RAIDConfigOpts{LogicalDisks: raid.logical}).ExtractErr()
+		err := nodes.SetRAIDConfig(ctx, s.sc, n.UUID, raid.targetRAIDConfig()).ExtractErr()
 		ended()
 		if err != nil {
 			p.recordStart(n, extraPrepared, fp, false)

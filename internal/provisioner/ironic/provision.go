@@ -31,7 +31,7 @@ func (p *Provisioner) Provision(ctx context.Context, host provisioner.Host, data
 		return provisioner.Failed(err.Error()), nil
 	}
 
-	d := decideProvisioning(n, plan.matches(n), restartOnFailure, s.features)
+	d := decideProvisioning(n, plan.matches(n), plan.interfaceChanges(n), restartOnFailure, s.features)
 	switch d.act {
 	case actProvide:
 		return p.provide(ctx, s, n, host, access)
@@ -39,6 +39,18 @@ func (p *Provisioner) Provision(ctx context.Context, host provisioner.Host, data
 		return p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetManage}, p.short())
 	case actDeploy:
 		return p.deploy(ctx, s, n, host, access, data, plan)
+	case actUndeploy:
+		// The request needs another deploy interface, which Ironic does not change in deploy
+		// failed: undeploy (cleaning as the host's mode says), then deploy from available.
+		pt, _, err := p.cleaningPatch(n, host, access)
+		if err != nil {
+			return provisioner.Result{}, err
+		}
+		n, res, err, ok := p.update(ctx, s, n, pt)
+		if !ok {
+			return res, err
+		}
+		return p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetDeleted}, p.long())
 	case actAbort:
 		// The image changed while the agent waits for it: stop this deployment (deploy failed);
 		// the next call deploys the new image.

@@ -98,39 +98,15 @@ func (p *Provisioner) register(ctx context.Context, host provisioner.Host, opts 
 			return res, n.UUID, err
 		}
 	} else {
-		var pt patch
-		if n.Name != nodeName(host) {
-			pt.setField("name", nodeName(host), n.Name)
+		change, err := p.registrationChange(ctx, s, n, host, access, networkData, opts.CredentialsChanged)
+		if err != nil {
+			return provisioner.Result{}, n.UUID, err
 		}
-		// New credentials: the caller says so, or they differ from the ones this provisioner wrote
-		// (the caller says so only once; if that call found the node busy, the next ones do not).
-		applied, known := p.memory.appliedCreds(n.UUID)
-		if !sameBMC(n.DriverInfo, driverInfo) || ((opts.CredentialsChanged || known) && applied != fingerprint) {
-			log.Info("Updating the BMC access of the Ironic node", "node", n.UUID,
-				"driverInfo", bmc.RedactDriverInfo(driverInfo))
-			info := maps.Clone(driverInfo)
-			for k := range n.DriverInfo { // keep deploy image and other settings; replace BMC keys
-				if _, bmcKey := info[k]; !bmcKey && !isBMCKey(k) {
-					info[k] = n.DriverInfo[k]
-				}
-			}
-			pt.setField("driver_info", info, nil)
-			newCredentials = true
-		}
-		if s.features.DisablePowerOff && n.DisablePowerOff != host.DisablePowerOff {
-			pt.setField("disable_power_off", host.DisablePowerOff, n.DisablePowerOff)
-		}
-		if networkData != nil {
-			pt.setField("network_data", networkData, n.NetworkData)
-		}
-		updated, res, err, ok := p.update(ctx, s, n, pt)
+		updated, applied, res, err, ok := p.applyOrDefer(ctx, s, n, change)
 		if !ok {
 			return res, n.UUID, err
 		}
-		n = updated
-		if newCredentials {
-			p.memory.setAppliedCreds(n.UUID, fingerprint)
-		}
+		n, newCredentials = updated, applied.credentials != ""
 		// Polling a verification needs no port check, nor does a node whose port this provisioner
 		// created or found before; everything else (first call after a restart, re-link, a new
 		// boot MAC) does.

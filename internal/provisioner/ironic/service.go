@@ -3,6 +3,8 @@ package ironic
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
@@ -12,12 +14,13 @@ import (
 
 // Service applies BIOS settings and firmware updates to an active node through Ironic servicing
 // (active → servicing ↔ service wait → active; Ironic reboots the host as the steps need and
-// leaves it powered on). The request's fingerprint in the node's extra tells a finished request
-// (done at once, however often asked: an operator restart never services twice) and the request
-// that failed (reported until the request changes or the host retries it). Empty data while servicing waits or has failed
-// aborts it (the user took the changes back), and forgets the fingerprint so that the same changes
-// asked again later are applied again; the finished abort names the BIOS settings Ironic had
-// already sent to the BMC (staged.go).
+// leaves it powered on). The run record in the node's extra (servicerun.go) tells the run of the
+// host's attempt that finished (done at once, however often asked, with what it applied: an
+// operator restart never services twice) from one that failed (reported until the host retries
+// it with a new attempt or the request changes) or was aborted (started again). Empty data while
+// servicing waits or has failed aborts it (the user took the changes back), and once the node is
+// active again forgets the request so that the same changes asked again later are applied again;
+// the finished abort names the BIOS settings Ironic had already sent to the BMC (staged.go).
 func (p *Provisioner) Service(ctx context.Context, host provisioner.Host, data provisioner.ServiceData) (provisioner.Result, error) {
 	ctx = withOp(ctx, "service")
 	s, n, err := p.getNode(ctx, host)
@@ -43,44 +46,76 @@ func (p *Provisioner) Service(ctx context.Context, host provisioner.Host, data p
 		steps = append(steps, st)
 	}
 	fp := fingerprint(steps)
-	// Ran: this request was the last one started on the node (its fingerprint written and Ironic
-	// accepted the state change; a start Ironic refused does not count, or a failed run's message
-	// would be reported for a request that never ran).
-	ran := p.finished(n, extraServiced, fp)
-
-	// Finished: this request ran to its end on the node, and (as far as Ironic's clock tells) after
-	// the host's servicing started; an older run of the same request does not count.
-	finished := ran && data.FinishedBy(n.ProvisionUpdatedAt)
-	staleRestart := state(n) == nodes.ServiceFail && failedOnStaleStep(n) && !p.memory.staleServiceRestarted(n.UUID)
-	d := decideServicing(n, len(steps) > 0, finished, ran, data.RetryFailed, staleRestart)
+	f, run, hasRun := p.serviceFactsOf(n, data, fp, len(steps) > 0)
+	d := decideServicing(n, f)
 	switch d.act {
 	case actService:
-		if staleRestart {
+		if data.AfterFailure {
+			return provisioner.Result{Restart: true}, nil // the host's status first
+		}
+		if f.staleRestart {
 			p.logger(ctx).Info("Servicing failed on what an earlier attempt left (an Ironic bug): starting it again",
 				"node", n.UUID, "lastError", sanitize(n.LastError))
 		}
-		return p.startServicing(ctx, s, n, host, access, steps, fp, staleRestart)
+		return p.startServicing(ctx, s, n, host, access, steps, newServiceRun(n, data, settingNames(data)), fp, f.staleRestart)
 	case actAbort:
-		if _, ok := n.Extra[extraServiced]; ok {
-			var pt patch
-			pt.setKeys("extra", n.Extra, map[string]any{extraServiced: nil})
-			updated, res, err, ok := p.update(ctx, s, n, pt)
-			if !ok {
-				return res, err
-			}
-			n = updated
-		}
+		// Abort first: Ironic refuses any PATCH of a node in service wait (a state change in
+		// progress), and the request is forgotten once the node is active again (below).
 		return p.abort(ctx, s, n, "servicing")
 	case actUnexpected:
 		return provisioner.Result{}, fmt.Errorf("servicing host %s/%s: Ironic node %s is %q, servicing needs it active",
 			host.Namespace, host.Name, n.UUID, n.ProvisionState)
 	}
 	res, _ := p.result(d, n, host)
-	if d.act == actDone && len(steps) == 0 {
-		// The changes were taken back and Ironic is done: say what the abort could not undo.
-		res.StagedSettings = p.settingsLeftStaged(ctx, s, n)
+	switch {
+	case res.Failed() && hasRun && f.requested && run.Failed != res.ErrorMessage:
+		return p.recordFailure(ctx, s, n, run, res)
+	case d.act != actDone:
+	case f.current && f.failed == "" && !f.aborted:
+		res.Serviced = run.serviced()
+		if !hasRun { // an older operator's fingerprint: its request was the one asked
+			res.Serviced = &provisioner.Serviced{Settings: settingNames(data), Updates: data.FirmwareUpdates}
+		}
+		p.memory.clearAbortRequested(n.UUID)
+	case len(steps) == 0:
+		if f.current {
+			res.Serviced = f.partial // applied before the abort took effect
+		}
+		return p.forgetAbortedRequest(ctx, s, n, res)
 	}
 	return res, nil
+}
+
+// recordFailure keeps the failure res reports in the run's record, so that the node active again
+// after it (an admin aborted the failed servicing) is not taken for a success.
+func (p *Provisioner) recordFailure(ctx context.Context, s *session, n *nodes.Node, run serviceRun, res provisioner.Result) (provisioner.Result, error) {
+	run.Failed = res.ErrorMessage
+	var pt patch
+	pt.setKeys("extra", n.Extra, map[string]any{extraServiceRun: run.value()})
+	if _, busyRes, err, ok := p.update(ctx, s, n, pt); !ok {
+		return busyRes, err
+	}
+	return res, nil
+}
+
+// forgetAbortedRequest ends an abort (the changes were taken back and Ironic is done): the request
+// and its record are forgotten, so that asking for the same changes later applies them, and res
+// names what the abort could not undo.
+func (p *Provisioner) forgetAbortedRequest(ctx context.Context, s *session, n *nodes.Node, res provisioner.Result) (provisioner.Result, error) {
+	var pt patch
+	pt.setKeys("extra", n.Extra, map[string]any{extraServiced: nil, extraServiceRun: nil})
+	n, busyRes, err, ok := p.update(ctx, s, n, pt)
+	if !ok {
+		return busyRes, err
+	}
+	p.memory.clearAbortRequested(n.UUID)
+	res.StagedSettings = p.settingsLeftStaged(ctx, s, n)
+	return res, nil
+}
+
+// settingNames names, sorted, the firmware settings data sets (for the run record).
+func settingNames(data provisioner.ServiceData) []string {
+	return slices.Sorted(maps.Keys(data.FirmwareSettings))
 }
 
 // ServicingSupported reports whether the negotiated API has servicing (1.87).
@@ -97,11 +132,11 @@ func (p *Provisioner) ServicingSupported(ctx context.Context) (bool, error) {
 // record of a BIOS step is serviced first with the step that drops it (serviceStaleRecord): once
 // that servicing is over, whatever its outcome, the request is not the one that ran, and starts.
 func (p *Provisioner) startServicing(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access,
-	steps []nodes.ServiceStep, fp string, staleRestart bool) (provisioner.Result, error) {
-	if res, handled, err := p.serviceStaleRecord(ctx, s, n, host, access); handled {
+	steps []nodes.ServiceStep, run serviceRun, fp string, staleRestart bool) (provisioner.Result, error) {
+	if res, handled, err := p.serviceStaleRecordFor(ctx, s, n, host, access, run.Since); handled {
 		return res, err
 	}
-	return p.startServiceSteps(ctx, s, n, host, access, steps, fp, staleRestart)
+	return p.startServiceSteps(ctx, s, n, host, access, steps, run, fp, staleRestart)
 }
 
 // serviceStaleRecord starts the servicing that drops the stale record of a BIOS step (staged.go)
@@ -109,26 +144,34 @@ func (p *Provisioner) startServicing(ctx context.Context, s *session, n *nodes.N
 // not read the node (res, err say how). Called before a servicing, and before an undeploy, whose
 // automated cleaning and next deployment the record would mislead.
 func (p *Provisioner) serviceStaleRecord(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access) (res provisioner.Result, handled bool, err error) {
+	return p.serviceStaleRecordFor(ctx, s, n, host, access, "")
+}
+
+// serviceStaleRecordFor is serviceStaleRecord within the host's servicing attempt since (its
+// attemptToken): the check's run record keeps it and applies nothing (ranRecordCheck tells it).
+func (p *Provisioner) serviceStaleRecordFor(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access, since string) (res provisioner.Result, handled bool, err error) {
 	full, err := p.fetchNode(ctx, s, n.UUID) // the watcher's node has no driver_internal_info
 	if err != nil {
 		return provisioner.Result{}, true, err
 	}
-	check, checkFP, start := p.recordCheckFor(ctx, n, full, extraServiced, "servicing")
+	checkStep, checkFP, start := p.recordCheckFor(ctx, n, full, extraServiced, "servicing")
 	if !start {
 		return provisioner.Result{}, false, nil
 	}
-	res, err = p.startServiceSteps(ctx, s, n, host, access, []nodes.ServiceStep{check}, checkFP, false)
+	check := serviceRun{Since: since, StateSince: ironicStamp(n.ProvisionUpdatedAt)}
+	res, err = p.startServiceSteps(ctx, s, n, host, access, []nodes.ServiceStep{checkStep}, check, checkFP, false)
 	return res, true, err
 }
 
-// startServiceSteps writes the agent image and the fingerprint, and starts servicing with steps.
+// startServiceSteps writes the agent image, the fingerprint and the run's record, and starts
+// servicing with steps.
 func (p *Provisioner) startServiceSteps(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access,
-	steps []nodes.ServiceStep, fp string, staleRestart bool) (provisioner.Result, error) {
+	steps []nodes.ServiceStep, run serviceRun, fp string, staleRestart bool) (provisioner.Result, error) {
 	var pt patch
 	if err := p.setDeployImage(&pt, n, host, access); err != nil {
 		return provisioner.Result{}, err
 	}
-	pt.setKeys("extra", n.Extra, map[string]any{extraServiced: fp})
+	pt.setKeys("extra", n.Extra, map[string]any{extraServiced: fp, extraServiceRun: run.value()})
 	n, res, err, ok := p.update(ctx, s, n, pt)
 	if !ok {
 		return res, err
@@ -136,8 +179,12 @@ func (p *Provisioner) startServiceSteps(ctx context.Context, s *session, n *node
 	p.logger(ctx).Info("Starting servicing", "node", n.UUID, "steps", stepNames(steps))
 	res, started, err := p.startState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetService, ServiceSteps: steps}, p.long())
 	p.recordStart(n, extraServiced, fp, started)
+	if res.Failed() {
+		return p.recordFailure(ctx, s, n, run, res) // refused: that too is the request's failure
+	}
 	if started {
 		p.memory.setStaleServiceRestart(n.UUID, staleRestart)
+		p.memory.clearAbortRequested(n.UUID) // an abort before this start is not this run's
 	}
 	return res, err
 }

@@ -216,9 +216,11 @@ func TestServicingAbortLeavesBIOSStaged(t *testing.T) {
 	p := e.provisioner(t)
 	srv, host, _ := failedAtTheReboot(t, e, p)
 	abortNamingTurbo(t, p, host)
-	// What the host will say is so: still pending on the BMC, and the next boot applies it.
-	if st := e.server(t, srv.Name).State; st.BIOS["ProcTurboMode"] != nil || st.PendingBIOS["ProcTurboMode"] != "Disabled" {
-		t.Fatalf("bmcsim after the abort: ProcTurboMode %v, pending %v; want it still pending", st.BIOS["ProcTurboMode"], st.PendingBIOS)
+	// What the host will say is so: sent to the BMC, which applies it at the next boot. The abort
+	// is done once Ironic's tear-down is (the request is forgotten then), and that tear-down boots
+	// the server again when the step had started the agent: applied by it, or still pending.
+	if st := e.server(t, srv.Name).State; st.BIOS["ProcTurboMode"] != "Disabled" && st.PendingBIOS["ProcTurboMode"] != "Disabled" {
+		t.Fatalf("bmcsim after the abort: ProcTurboMode %v, pending %v; want it pending or applied by a boot", st.BIOS["ProcTurboMode"], st.PendingBIOS)
 	}
 	mustDone(t, "power on", 2*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		return p.PowerOn(ctx, host, false)

@@ -1,0 +1,110 @@
+package host
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner/fixture"
+	"github.com/metalforge/metalforge/internal/test/poll"
+)
+
+// What the spec and the preprovisioning network data decide of a registration reaches the
+// provisioner even when the reconcile that saw the change could not register, when the change is
+// a Secret's (no new generation), and after the provisioner lost a provisioned host's node.
+
+const (
+	netDataV1 = `{"links":[{"id":"eth0","type":"phy"}]}`
+	netDataV2 = `{"links":[{"id":"eth1","type":"phy"}]}`
+)
+
+func networkDataSecret(ns, name, data string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string][]byte{"networkData": []byte(data)}}
+}
+
+// waitRegistered waits until the fixture's last registration of the host satisfies cond.
+func waitRegistered(t *testing.T, fix *fixture.Fixture, ns, name, what string, cond func(disablePowerOff bool, networkData string) bool) {
+	t.Helper()
+	poll.Until(t, "the last registration of "+name+" to have "+what, func() (bool, string) {
+		h, ok := fix.LastRegistration(ns, name)
+		return ok && cond(h.DisablePowerOff, h.PreprovisioningNetworkData), "disablePowerOff " + boolString(h.DisablePowerOff) + ", network data " + h.PreprovisioningNetworkData
+	})
+}
+
+func boolString(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
+
+// TestSpecChangeRegisteredAfterFailedRegistration: a spec change whose registration could not run
+// (the provisioner unavailable) is registered once it can, although the status recorded the new
+// generation meanwhile.
+func TestSpecChangeRegisteredAfterFailedRegistration(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	createHost(t, noImage(ns))
+	waitState(t, ns, "h", metal3.StateAvailable)
+	waitRegistered(t, fix, ns, "h", "power off enabled", func(off bool, _ string) bool { return !off })
+
+	fix.SetUnavailable(true)
+	update(t, &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h"}}, func(h *metal3.BareMetalHost) {
+		h.Spec.DisablePowerOff = true
+	})
+	waitHost(t, ns, "h", "the new generation recorded while the provisioner is unavailable", func(h *metal3.BareMetalHost) bool {
+		ready, progressing := condition(h, metal3.ReadyCondition), condition(h, metal3.ProgressingCondition)
+		return ready != nil && ready.ObservedGeneration == h.Generation && progressing != nil && progressing.Reason == reasonProvisionerUnavailable
+	})
+	fix.SetUnavailable(false)
+	waitRegistered(t, fix, ns, "h", "power off disabled", func(off bool, _ string) bool { return off })
+}
+
+// TestNetworkDataSecretEditRegistered: without an image builder the preprovisioning network data
+// goes to the provisioner at registration; an edit of its Secret (no spec change) is sent too.
+func TestNetworkDataSecretEditRegistered(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	create(t, networkDataSecret(ns, "net", netDataV1))
+	h := noImage(ns)
+	h.Spec.PreprovisioningNetworkDataName = "net"
+	createHost(t, h)
+	waitState(t, ns, "h", metal3.StateAvailable)
+	waitRegistered(t, fix, ns, "h", "the first network data", func(_ bool, data string) bool { return data == netDataV1 })
+
+	update(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"}}, func(s *corev1.Secret) {
+		s.Data["networkData"] = []byte(netDataV2)
+	})
+	waitRegistered(t, fix, ns, "h", "the edited network data", func(_ bool, data string) bool { return data == netDataV2 })
+}
+
+// TestLostNodeOfProvisionedHostKeepsNetworkData: a provisioned host whose node the provisioner lost
+// (Ironic's database) is enrolled again with its preprovisioning network data: the agent that
+// cleans it later boots with its static network.
+func TestLostNodeOfProvisionedHostKeepsNetworkData(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	create(t, networkDataSecret(ns, "net", netDataV1))
+	h := withImage(ns)
+	h.Spec.PreprovisioningNetworkDataName = "net"
+	createHost(t, h)
+	waitState(t, ns, "h", metal3.StateProvisioned)
+	first, _ := fix.Node(ns, "h")
+
+	fix.Forget(ns, "h")
+	poll.Until(t, "a new node for the host", func() (bool, string) {
+		n, ok := fix.Node(ns, "h")
+		return ok && n.ID != first.ID && n.Provisioned, n.ID
+	})
+	if reg, _ := fix.LastRegistration(ns, "h"); reg.PreprovisioningNetworkData != netDataV1 {
+		t.Fatalf("node enrolled again with network data %q, want %q", reg.PreprovisioningNetworkData, netDataV1)
+	}
+}
