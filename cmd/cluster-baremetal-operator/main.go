@@ -86,6 +86,9 @@ func run(ctx context.Context, o options) error {
 		LeaseDuration:           &lease,
 		RenewDeadline:           &renew,
 		RetryPeriod:             &retry,
+		// Given back when the manager stops (main returns at once): the next pod does not wait
+		// out the 137 s lease.
+		LeaderElectionReleaseOnCancel: true,
 	}
 	var certs *provisioning.CertStore
 	if o.webhookPort != 0 {

@@ -96,7 +96,11 @@ func (f Flags) ManagerOptions(scheme *runtime.Scheme, leaderElectionID string, c
 		LeaseDuration:           durationOrDefault(f.LeaseDuration),
 		RenewDeadline:           durationOrDefault(f.RenewDeadline),
 		RetryPeriod:             durationOrDefault(f.RetryPeriod),
-		MapperProvider:          newMemoizedRESTMapper,
+		// The lease is given back when the manager stops (the binaries exit as soon as Start
+		// returns): with the cluster-baremetal-operator's 137 s lease, the next pod of a Recreate
+		// rollout would otherwise wait for it to expire, hosts unreconciled meanwhile.
+		LeaderElectionReleaseOnCancel: true,
+		MapperProvider:                newMemoizedRESTMapper,
 	}
 	if f.WebhookPort != 0 {
 		opts.WebhookServer = webhook.NewServer(webhook.Options{Port: f.WebhookPort, CertDir: f.WebhookCertDir})

@@ -101,6 +101,9 @@ func TestLeaderElectionTimings(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", name, tc.got, tc.want)
 		}
 	}
+	if !opts.LeaderElectionReleaseOnCancel {
+		t.Error("the lease is not given back on stop: the next pod of a rollout waits for it to expire")
+	}
 	if opts := (Flags{}).ManagerOptions(scheme.New(), "lease", cache.Options{}, client.Options{}); opts.LeaseDuration != nil || opts.RenewDeadline != nil || opts.RetryPeriod != nil {
 		t.Error("flags without timings override controller-runtime's defaults")
 	}

@@ -39,6 +39,18 @@ func (s *syncFailures) failed(now time.Time) bool {
 	return now.Sub(s.since) >= syncErrorGrace
 }
 
+// syncErrorState is what the ClusterOperator says of writes failing past the grace: SyncError
+// with the refusal, unless the reconcile had decided a Degraded state of its own (an invalid
+// configuration, a rollout timed out), whose reason says more and stays, the refusal added to
+// its message.
+func syncErrorState(decided clusteroperator.State, refusal string, busy string) clusteroperator.State {
+	if clusteroperator.Degrades(decided.Reason) {
+		decided.Message = statustext.Clean(decided.Said()+"; "+refusal, statustext.ConditionMessageLimit)
+		return decided
+	}
+	return clusteroperator.State{Reason: clusteroperator.ReasonSyncError, Message: refusal, Busy: busy}
+}
+
 // writeFailed handles a plan whose writes failed: OpenShift's operator only returns the error, so
 // a write the API server refuses for good leaves the ClusterOperator at its last state (often
 // Available and not Degraded) while nothing is applied. Past the grace, the ClusterOperator is
@@ -50,14 +62,14 @@ func (r *Reconciler) writeFailed(ctx context.Context, o *observed, p *plan, err 
 		return err
 	}
 	msg := statustext.Clean("applying the stack: "+err.Error(), statustext.ConditionMessageLimit)
+	state := syncErrorState(p.state, msg, o.busy)
 	co := o.co
 	first := true
-	if c := clusteroperator.Condition(co, configv1.OperatorDegraded); c != nil && c.Reason == clusteroperator.ReasonSyncError && c.Message == msg {
+	if c := clusteroperator.Condition(co, configv1.OperatorDegraded); c != nil && c.Reason == state.Reason && c.Message == state.Message {
 		first = false
 	}
 	h := patch.NewHelper(r.Client, co, nil)
-	clusteroperator.Apply(co, clusteroperator.State{Reason: clusteroperator.ReasonSyncError, Message: msg, Busy: o.busy},
-		o.release, clusteroperator.RelatedObjects(o.namespace), o.now)
+	clusteroperator.Apply(co, state, o.release, clusteroperator.RelatedObjects(o.namespace), o.now)
 	if _, perr := h.PatchStatus(ctx, co); perr != nil {
 		ctrl.LoggerFrom(ctx).Error(perr, "Reporting failed writes on the ClusterOperator")
 		return err
@@ -65,7 +77,7 @@ func (r *Reconciler) writeFailed(ctx context.Context, o *observed, p *plan, err 
 	recordConditions(co)
 	if first {
 		var ev events.List
-		ev.Warning(ReasonSyncError, "Apply", msg)
+		ev.Warning(ReasonSyncError, "Apply", state.Message)
 		if o.prov != nil {
 			ev.Emit(r.Recorder, o.prov)
 		} else {

@@ -93,6 +93,20 @@ var Table = map[string]row{
 	ReasonResourceNotFound:         {available: f, progressing: t, degraded: f, disabled: f, message: "all Metal3 resources deleted", progress: "Waiting for Provisioning CR"},
 }
 
+// Degrades reports whether reason's row makes Degraded True.
+func Degrades(reason string) bool {
+	r, ok := Table[reason]
+	return ok && r.degraded == t
+}
+
+// Said is the state's message: its own, or its row's default.
+func (s State) Said() string {
+	if s.Message != "" {
+		return s.Message
+	}
+	return Table[s.Reason].message
+}
+
 // Apply sets co's conditions, versions and related objects for state and reports whether
 // anything changed. releaseVersion is the operator's release (RELEASE_VERSION); versions take it
 // once the state is at level, and until then Progressing says an upgrade is under way.
