@@ -54,6 +54,11 @@ type Result struct {
 	// Restart, on Service asked AfterFailure: the engine would start the request (it is not the one
 	// that failed, or its run was only interrupted); nothing was started.
 	Restart bool
+	// RegistrationDeferred, on a finished Register, says the engine could not take (all of) the
+	// registration change in the node's current state (it waits for its agent) and keeps it to
+	// apply later: the host may go on, but must not record the registration as sent (credentials
+	// as good, inputs as registered), so that a new operator process sends it again.
+	RegistrationDeferred bool
 	// Started, on a busy Inspect, says the engine is inspecting the host: this call started the
 	// inspection or one was already running. A requested re-inspection (the inspect annotation)
 	// is under way then, and not before (the engine may first have to take the host back, which

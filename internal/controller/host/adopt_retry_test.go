@@ -2,7 +2,11 @@ package host
 
 import (
 	"fmt"
+	"strconv"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
@@ -12,13 +16,15 @@ import (
 // TestFailedAdoptionIsRetried: a provisioned host whose node the provisioner lost is enrolled and
 // adopted again; an adoption that fails (provisioned registration error) is retried as a retry
 // after its backoff, not asked again as new at every registration (the provisioner keeps
-// reporting a failed adoption until it is asked to restart it), and the host ends OK with its
-// error cleared.
+// reporting a failed adoption until it is asked to restart it), nor at every wake-up during the
+// backoff (watch events, annotations: each registers again), and the host ends OK with its error
+// cleared.
 func TestFailedAdoptionIsRetried(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
 	fix := fixture.New(fixture.Config{})
-	startOperator(t, ns, fix)
+	// A long backoff: the failure is retried when the test changes the spec, not before.
+	op := startOperator(t, ns, fix, func(c *Config) { c.Backoff = func(int) time.Duration { return time.Hour } })
 	createHost(t, withImage(ns))
 	waitState(t, ns, "h", metal3.StateProvisioned)
 
@@ -28,6 +34,21 @@ func TestFailedAdoptionIsRetried(t *testing.T) {
 		h := getHost(t, ns, "h")
 		return h.Status.ErrorType == metal3.ProvisionedRegistrationError, string(h.Status.ErrorType)
 	})
+	adoptions := fix.Count(ns, "h", fixture.OpAdopt)
+	for i := range 4 {
+		rv := annotate(t, ns, "h", "example.com/wake", strconv.Itoa(i))
+		op.waitSeen(t, ns, "h", rv, 1)
+	}
+	if got := fix.Count(ns, "h", fixture.OpAdopt); got != adoptions {
+		t.Fatalf("the failed adoption was retried %d times by wake-ups during its backoff", got-adoptions)
+	}
+	if h := getHost(t, ns, "h"); h.Status.ErrorType != metal3.ProvisionedRegistrationError || h.Status.ErrorCount != 1 {
+		t.Fatalf("the adoption's failure during its backoff: %s", describe(h))
+	}
+
+	update(t, &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h"}}, func(h *metal3.BareMetalHost) {
+		h.Spec.Description = "retry now" // a spec change retries a failure at once
+	})
 	poll.Until(t, "the failed adoption retried and the host OK", func() (bool, string) {
 		h := getHost(t, ns, "h")
 		n, ok := fix.Node(ns, "h")
@@ -35,4 +56,7 @@ func TestFailedAdoptionIsRetried(t *testing.T) {
 		return ok && n.Provisioned && st.ErrorType == "" && st.ErrorCount == 0 && st.OperationalStatus == metal3.OperationalStatusOK,
 			fmt.Sprintf("node provisioned %v; %s %q count %d %s", n.Provisioned, st.ErrorType, st.ErrorMessage, st.ErrorCount, st.OperationalStatus)
 	})
+	if got := fix.Count(ns, "h", fixture.OpAdopt); got != adoptions+1 {
+		t.Errorf("adoptions after the spec change: %d, want %d (one retry)", got-adoptions, 1)
+	}
 }

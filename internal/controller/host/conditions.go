@@ -37,7 +37,9 @@ func setConditions(host *metal3.BareMetalHost, out outcome, now metav1.Time) {
 	erred := st.OperationalStatus == metal3.OperationalStatusError
 	// A live update whose registration failed keeps operationalStatus servicing (keepServicing):
 	// Manageable shows the failure, Ready keeps its Servicing reason (its transition time is when
-	// the live update started, which the provisioner is told) and quotes the error.
+	// the live update started, which the provisioner is told) and quotes the error. A failed live
+	// update keeps its servicing error: the registration's failure is only in Manageable
+	// (outcome.registrationFailure).
 	servicing := st.OperationalStatus == metal3.OperationalStatusServicing
 	regFailed := (erred || servicing) && (st.ErrorType == metal3.RegistrationError || st.ErrorType == metal3.ProvisionedRegistrationError)
 	detached := st.OperationalStatus == metal3.OperationalStatusDetached
@@ -48,6 +50,8 @@ func setConditions(host *metal3.BareMetalHost, out outcome, now metav1.Time) {
 		manageable = cond{metav1.ConditionFalse, metal3.NotManagedReason, "The host is detached from the provisioner"}
 	case regFailed:
 		manageable = cond{metav1.ConditionFalse, metal3.RegistrationFailedReason, st.ErrorMessage}
+	case out.registrationFailure != "":
+		manageable = cond{metav1.ConditionFalse, metal3.RegistrationFailedReason, out.registrationFailure}
 	case erred && st.ErrorType == metal3.PowerManagementError:
 		manageable = cond{metav1.ConditionFalse, metal3.PowerFailureReason, st.ErrorMessage}
 	case row.manageable:

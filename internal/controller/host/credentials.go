@@ -62,6 +62,17 @@ func (m secrets) get(ctx context.Context, key types.NamespacedName, adopt bool) 
 	return secret, nil
 }
 
+// getExisting is get with adopt for a Secret the host may need later but does not use now: a
+// Secret missing from the cache is read first and labelled and finalized only if it exists, so
+// that a host naming a missing Secret sends no failing patch at every reconcile.
+func (m secrets) getExisting(ctx context.Context, key types.NamespacedName) (*corev1.Secret, error) {
+	secret, err := m.get(ctx, key, false)
+	if err != nil || managed(secret) {
+		return secret, err
+	}
+	return m.get(ctx, key, true)
+}
+
 // adoptSecretPatch labels a Secret for the operator's cache and adds the secret finalizer.
 var adoptSecretPatch = []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%q},"finalizers":[%q]}}`,
 	metal3.EnvironmentLabel, metal3.EnvironmentLabelValue, metal3.SecretsFinalizer))
@@ -120,7 +131,16 @@ func (r *Reconciler) loadPreprovNetworkData(ctx context.Context, s *hostScope) e
 	if name == "" || (!registers && !usesImage) {
 		return nil
 	}
-	secret, err := r.secrets.get(ctx, types.NamespacedName{Namespace: h.Namespace, Name: name}, h.DeletionTimestamp.IsZero())
+	key := types.NamespacedName{Namespace: h.Namespace, Name: name}
+	var secret *corev1.Secret
+	var err error
+	if row.pastProvisioning.is() && !usesImage && h.DeletionTimestamp.IsZero() {
+		// Used only if the host registers again (a lost node): taken when it exists, and a
+		// missing one costs a read, not a failing write, at every reconcile.
+		secret, err = r.secrets.getExisting(ctx, key)
+	} else {
+		secret, err = r.secrets.get(ctx, key, h.DeletionTimestamp.IsZero())
+	}
 	if errors.Is(err, errSecretNotFound) {
 		return nil
 	}

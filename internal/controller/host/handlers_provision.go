@@ -175,6 +175,13 @@ func handleExternallyProvisioned(s *hostScope) outcome {
 // steadyState adopts the host (a no-op unless the provisioner lost it) and manages its power.
 func (s *hostScope) steadyState() outcome {
 	errType := metal3.ProvisionedRegistrationError
+	if s.regs.adoptionFailed(s.host.UID) {
+		if out, wait := s.backingOff(errType); wait {
+			// The failed adoption is retried after its backoff, not at every wake-up (watch
+			// events, Secret edits, annotations), as handleDeprovisioning does with cleaning.
+			return out
+		}
+	}
 	retried := s.restartOnFailure(errType)
 	res, err := s.prov.Adopt(s.ctx, s.provHost(), s.provisionData(), retried)
 	if err != nil {

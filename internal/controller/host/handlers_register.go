@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/conditions"
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
 
@@ -69,7 +70,7 @@ func (s *hostScope) ensureRegistered() (outcome, bool) {
 func (s *hostScope) registrationNeeded() bool {
 	st := &s.host.Status
 	// An error of the agent image is not the registration's: registering again cannot fix it.
-	failed := (st.ErrorType == metal3.RegistrationError || st.ErrorType == metal3.ProvisionedRegistrationError) && !imageErrorShown(st)
+	failed := (isRegistrationError(st.ErrorType) && !imageErrorShown(st)) || s.registrationFailedBesideServicing()
 	return s.needsRegistration || st.Provisioning.ID == "" || failed ||
 		st.OperationalStatus == metal3.OperationalStatusDetached ||
 		s.credentialsChanged() || s.registrationInputsChanged()
@@ -122,10 +123,16 @@ func (s *hostScope) registrationErrorType() metal3.ErrorType {
 	return metal3.RegistrationError
 }
 
-// register enrolls the host, or updates its enrollment, and records the credentials it used.
+// register enrolls the host, or updates its enrollment, and records the credentials it used. A
+// live update of the host is kept as it was (keepServicing).
 func (s *hostScope) register() (outcome, bool) {
+	g := s.guardLiveUpdate()
+	out, done := s.registerOnce()
+	return s.keepServicing(g, out), done
+}
+
+func (s *hostScope) registerOnce() (outcome, bool) {
 	errType := s.registrationErrorType()
-	defer s.keepServicing(s.liveUpdateUnderWay())
 	if s.in.bmcErr != nil {
 		return s.inputFailure(errType, s.in.bmcErr), false
 	}
@@ -137,7 +144,7 @@ func (s *hostScope) register() (outcome, bool) {
 	}
 	opts := provisioner.RegisterOptions{
 		CredentialsChanged: changed,
-		RestartOnFailure:   s.restartOnFailure(errType),
+		RestartOnFailure:   s.restartOnFailure(errType) || s.registrationFailedBesideServicing(),
 	}
 	res, id, err := s.prov.Register(s.ctx, s.provHost(), opts)
 	if err != nil {
@@ -149,6 +156,15 @@ func (s *hostScope) register() (outcome, bool) {
 	if out, done := s.follow(res, errType, "the provisioner to register the host and check its BMC"); !done {
 		return out, false
 	}
+	s.registered, s.needsRegistration = true, false
+	if res.RegistrationDeferred {
+		// The provisioner keeps the change to apply later (its engine waits for its agent): the
+		// host goes on, but nothing records the registration as sent (the credentials as good,
+		// the inputs as registered, an error as fixed), so the next reconcile, or a new operator
+		// process (through the credentials), asks again.
+		s.regs.deferred(s.host.UID)
+		return outcome{}, true
+	}
 	if !sameCredentials(st.GoodCredentials, current) {
 		if old := st.GoodCredentials.Reference; old != nil && old.Name != current.Reference.Name {
 			s.fx.replacedSecrets = append(s.fx.replacedSecrets, old.Name)
@@ -158,7 +174,6 @@ func (s *hostScope) register() (outcome, bool) {
 			s.event(eventNormal, reasonCredentialsUpdated, "Register", "BMC credentials updated")
 		}
 	}
-	s.registered, s.needsRegistration = true, false
 	s.regs.record(s.host.UID, s.provHost())
 	// The image's error stays until the image is fine (awaitImage); an adoption's failure until
 	// an adoption succeeds (setAdoptionFailed).
@@ -173,25 +188,81 @@ func (s *hostScope) register() (outcome, bool) {
 	return outcome{}, true
 }
 
-// liveUpdateUnderWay: the host runs or failed a live update (servicing.go), which registration
-// must not end.
-func (s *hostScope) liveUpdateUnderWay() bool {
-	return stateOf(s.state()).liveUpdates.is() && s.servicing()
+// liveUpdateGuard is what a registration must leave of the host's live update (keepServicing):
+// the error fields and operationalStatus before it, the retry memory and the effects so far.
+type liveUpdateGuard struct {
+	// running: a live update runs (operationalStatus servicing); failed: one failed (servicing
+	// error) and waits for its retry or for the user.
+	running, failed bool
+	status          metal3.BareMetalHostStatus
+	retryAt         *retryAt
+	events, errors  int
 }
 
-// keepServicing keeps a live update recognisable when registration fails during it (bad BMC
-// input, a wrong new password): the registration error is shown, but operationalStatus stays
-// servicing instead of error. An error status would end the live update for the host (the agent
-// image deleted while the provisioner still services, the host shown OK once registration works
-// again, the finished run never recorded); kept, the live update goes on once registration
-// succeeds (clearError leaves servicing alone). A failed live update (servicing error) is then
-// asked about again, and the provisioner reports its failure anew.
-func (s *hostScope) keepServicing(wasServicing bool) {
-	st := &s.host.Status
-	if wasServicing && st.OperationalStatus == metal3.OperationalStatusError &&
-		(st.ErrorType == metal3.RegistrationError || st.ErrorType == metal3.ProvisionedRegistrationError) {
-		st.OperationalStatus = metal3.OperationalStatusServicing
+func (s *hostScope) guardLiveUpdate() liveUpdateGuard {
+	st := s.host.Status
+	g := liveUpdateGuard{status: st, retryAt: s.fx.retryAt, events: len(s.fx.events), errors: len(s.fx.hostErrors)}
+	if stateOf(s.state()).liveUpdates.is() {
+		g.failed = st.ErrorType == metal3.ServicingError
+		g.running = !g.failed && st.OperationalStatus == metal3.OperationalStatusServicing
 	}
+	return g
+}
+
+// keepServicing keeps a live update as it was when registration fails during it (bad BMC input,
+// a wrong new password), and when a registration succeeds after such a failure.
+//
+// A running one (operationalStatus servicing) shows the registration error, but operationalStatus
+// stays servicing instead of error: an error status would end the live update for the host (the
+// agent image deleted while the provisioner still services, the host shown OK once registration
+// works again, the finished run never recorded); kept, the live update goes on once registration
+// succeeds (clearError leaves servicing alone). Its errorCount is the live update's (a retry
+// keeps the count that stops the retries): the registration neither adds to it nor, once it
+// works again, resets it.
+//
+// A failed one (servicing error) keeps its error whole: type, message, count, operationalStatus
+// error, and so the Ready condition and its time. Turned back to servicing, or cleared by the
+// registration that works again, it was started again at once as a new attempt (a new Ready
+// time), its retry cap and backoff skipped. The registration's failure is shown by its Event and
+// in the Manageable condition (outcome.registrationFailure), which also makes the next reconcile
+// register again (registrationFailedBesideServicing); bad input shown there already is not
+// announced again.
+func (s *hostScope) keepServicing(g liveUpdateGuard, out outcome) outcome {
+	st := &s.host.Status
+	switch {
+	case g.failed:
+		if st.ErrorType != g.status.ErrorType {
+			out.registrationFailure = st.ErrorMessage
+			if c := conditions.Get(st.Conditions, metal3.ManageableCondition); s.in.bmcErr != nil && c != nil &&
+				c.Reason == metal3.RegistrationFailedReason && c.Message == st.ErrorMessage {
+				// The same bad input, shown already: not announced again (inputFailure).
+				s.fx.events, s.fx.hostErrors = s.fx.events[:g.events], s.fx.hostErrors[:g.errors]
+			}
+		}
+		st.ErrorType, st.ErrorMessage, st.ErrorCount = g.status.ErrorType, g.status.ErrorMessage, g.status.ErrorCount
+		st.OperationalStatus = g.status.OperationalStatus
+		s.fx.retryAt = g.retryAt
+	case g.running:
+		if st.OperationalStatus == metal3.OperationalStatusError && isRegistrationError(st.ErrorType) {
+			st.OperationalStatus = metal3.OperationalStatusServicing
+		}
+		st.ErrorCount = g.status.ErrorCount
+		s.fx.retryAt = g.retryAt
+	}
+	return out
+}
+
+// registrationFailedBesideServicing: the last registration failed while the host's live update
+// had failed (keepServicing): the servicing error is in status, the registration's failure in
+// the Manageable condition.
+func (s *hostScope) registrationFailedBesideServicing() bool {
+	c := conditions.Get(s.host.Status.Conditions, metal3.ManageableCondition)
+	return s.host.Status.ErrorType == metal3.ServicingError && stateOf(s.state()).liveUpdates.is() &&
+		c != nil && c.Reason == metal3.RegistrationFailedReason
+}
+
+func isRegistrationError(t metal3.ErrorType) bool {
+	return t == metal3.RegistrationError || t == metal3.ProvisionedRegistrationError
 }
 
 func sameCredentials(a, b metal3.CredentialsStatus) bool {

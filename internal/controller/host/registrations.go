@@ -53,6 +53,15 @@ func (r *registrations) record(uid types.UID, h provisioner.Host) {
 	}
 }
 
+// deferred records that the host's last registration was deferred by the provisioner (applied
+// later, Result.RegistrationDeferred): a fingerprint no inputs have, so that the next reconcile
+// registers again whatever the inputs.
+func (r *registrations) deferred(uid types.UID) {
+	if r != nil {
+		r.m.Store(uid, "deferred")
+	}
+}
+
 func (r *registrations) forget(uid types.UID) {
 	if r != nil {
 		r.m.Delete(uid)

@@ -12,6 +12,7 @@ import (
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/conditions"
+	"github.com/metalforge/metalforge/internal/controller/events"
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
 
@@ -194,13 +195,29 @@ func (s *hostScope) continueServicing() outcome {
 		applied = &provisioner.Serviced{Settings: slices.Sorted(maps.Keys(data.FirmwareSettings)), Updates: data.FirmwareUpdates}
 	}
 	s.finished.record(s.host.UID, data.Since, *applied)
+	if data.Empty() {
+		// The changes were taken back and the provisioner aborted, after steps that applied
+		// something: recorded as a finished run, announced as the abort it was.
+		return s.completeServicing(*applied, abortedAfter(*applied, res.StagedSettings))
+	}
 	return s.completeServicing(*applied)
+}
+
+// abortedAfter is the event of an abort that reports what its steps applied before it (and
+// which BIOS settings the BMC was sent and applies at the next boot, if any).
+func abortedAfter(applied provisioner.Serviced, staged []string) events.Event {
+	note := "Live update aborted after applying " + describeServiced(applied) + ": its changes were removed"
+	if len(staged) > 0 {
+		return events.Event{Type: eventWarning, Reason: reasonServicingAborted, Note: stagedSettingsNote(note, staged)}
+	}
+	return events.Event{Type: eventNormal, Reason: reasonServicingAborted, Note: note}
 }
 
 // completeServicing ends a live update the provisioner finished: the updates it applied recorded
 // (what its run applied, not the request of the moment: changes made while it ran wait for the
-// next reboot), the host back to OK and powered as spec.online says.
-func (s *hostScope) completeServicing(applied provisioner.Serviced) outcome {
+// next reboot), the host back to OK and powered as spec.online says. ended, when given, is the
+// event instead of "complete" (an abort that applied something).
+func (s *hostScope) completeServicing(applied provisioner.Serviced, ended ...events.Event) outcome {
 	if ready := conditions.Get(s.host.Status.Conditions, metal3.ReadyCondition); ready != nil && ready.Reason == metal3.ServicingReason {
 		d := s.now.Sub(ready.LastTransitionTime.Time)
 		s.fx.serviced = &d
@@ -208,7 +225,11 @@ func (s *hostScope) completeServicing(applied provisioner.Serviced) outcome {
 	if len(applied.Updates) > 0 {
 		s.recordServicedUpdates(applied.Updates)
 	}
-	s.endServicing(eventNormal, reasonServicingComplete, "Live update complete: "+describeServiced(applied))
+	if len(ended) > 0 {
+		s.endServicing(ended[0].Type, ended[0].Reason, ended[0].Note)
+	} else {
+		s.endServicing(eventNormal, reasonServicingComplete, "Live update complete: "+describeServiced(applied))
+	}
 	// Power as spec.online says (the provisioner left the host on). The changes' controllers have
 	// not read the host again yet, so the same changes still look pending: no new live update may
 	// start from them in this reconcile.
@@ -244,14 +265,25 @@ func (s *hostScope) restartServicing(data provisioner.ServiceData, retry bool) o
 }
 
 // waitNewSecond holds a live update's start until the second after the Ready condition's last
-// transition (times are whole seconds): every earlier attempt's time is at or before it.
+// transition (times are whole seconds): every earlier attempt's time is at or before it. The
+// wait is at most maxNewSecondWait: a transition further ahead of this process's clock was
+// written by an earlier leader whose clock ran ahead, and waiting out the skew would hold every
+// start for as long; the attempt's time only has to differ from the earlier ones (the
+// provisioner compares it with itself, never orders it), and a time before them does.
 func (s *hostScope) waitNewSecond() (outcome, bool) {
 	ready := conditions.Get(s.host.Status.Conditions, metal3.ReadyCondition)
 	if ready == nil || s.now.Truncate(time.Second).After(ready.LastTransitionTime.Time) {
 		return outcome{}, false
 	}
-	return waitFor(ready.LastTransitionTime.Add(time.Second).Sub(s.now.Time), "the live update to start"), true
+	wait := ready.LastTransitionTime.Add(time.Second).Sub(s.now.Time)
+	if wait > maxNewSecondWait {
+		return outcome{}, false
+	}
+	return waitFor(wait, "the live update to start"), true
 }
+
+// maxNewSecondWait bounds waitNewSecond: the next second, and a second of clock skew.
+const maxNewSecondWait = 2 * time.Second
 
 // endServicing returns the host to OK with an event.
 func (s *hostScope) endServicing(eventType, reason, note string) {
@@ -265,7 +297,13 @@ func (s *hostScope) endServicing(eventType, reason, note string) {
 // provisioner had already sent to the BMC: the server's next boot applies them, and nothing shows
 // them until the provisioner reads the BIOS again.
 func abortedWithStagedSettings(names []string) string {
-	return sanitizeMessage("Live update aborted: its changes were removed, but the BMC had already been sent BIOS settings " +
+	return stagedSettingsNote("Live update aborted: its changes were removed", names)
+}
+
+// stagedSettingsNote adds the BIOS settings the BMC was sent and applies at the next boot to an
+// abort's note.
+func stagedSettingsNote(note string, names []string) string {
+	return sanitizeMessage(note + ", but the BMC had already been sent BIOS settings " +
 		strings.Join(names, ", ") + " and applies them at the server's next boot; HostFirmwareSettings shows them " +
 		"only once the provisioner reads the BIOS again (the next live update or cleaning)")
 }

@@ -36,6 +36,10 @@ type outcome struct {
 	// progressReason, when set, is the Progressing reason of the wait (instead of the state's),
 	// and the message then says since when the host waits.
 	progressReason string
+	// registrationFailure is the message of a registration that failed beside a failed live
+	// update, whose servicing error stays in status (keepServicing): the Manageable condition
+	// shows it.
+	registrationFailure string
 	// keepError keeps the error fields across a transition that a failure caused.
 	keepError bool
 	// onMove is what the handler changes only once the move is made (a failed attempt counted,

@@ -22,7 +22,9 @@ import (
 // Register creates the host's node (driver, interfaces and driver_info from the BMC address, a
 // port for the boot MAC) or finds it (by ID, then by name: a node found by name is re-linked), brings
 // its settings in line (credentials, disable_power_off, automated_clean, network data) and moves it
-// from enroll to manageable, which makes Ironic check the BMC. A node past enroll is registered.
+// from enroll to manageable, which makes Ironic check the BMC. A node past enroll is registered;
+// while part of the change waits for a state Ironic takes it in (applyOrDefer), the result says
+// so (RegistrationDeferred) on every call.
 func (p *Provisioner) Register(ctx context.Context, host provisioner.Host, opts provisioner.RegisterOptions) (provisioner.Result, string, error) {
 	res, id, err := p.register(withOp(ctx, "register"), host, opts)
 	// Registration is what sends the password: whatever Ironic answers, it never goes further.
@@ -70,7 +72,7 @@ func (p *Provisioner) register(ctx context.Context, host provisioner.Host, opts 
 	}
 	driverInfo := access.DriverInfo(host.BMCCredentials.Username, host.BMCCredentials.Password, host.DisableCertificateVerification)
 	fingerprint := credentialsFingerprint(driverInfo)
-	newCredentials := false
+	newCredentials, deferred := false, false
 
 	if n == nil {
 		res, created, err := p.enroll(ctx, s, host, access, driverInfo, networkData)
@@ -102,11 +104,11 @@ func (p *Provisioner) register(ctx context.Context, host provisioner.Host, opts 
 		if err != nil {
 			return provisioner.Result{}, n.UUID, err
 		}
-		updated, applied, res, err, ok := p.applyOrDefer(ctx, s, n, change)
+		updated, applied, later, res, err, ok := p.applyOrDefer(ctx, s, n, change)
 		if !ok {
 			return res, n.UUID, err
 		}
-		n, newCredentials = updated, applied.credentials != ""
+		n, newCredentials, deferred = updated, applied.credentials != "", later
 		// Polling a verification needs no port check, nor does a node whose port this provisioner
 		// created or found before; everything else (first call after a restart, re-link, a new
 		// boot MAC) does.
@@ -131,6 +133,9 @@ func (p *Provisioner) register(ctx context.Context, host provisioner.Host, opts 
 	if res, ok := p.result(d, n, host); ok {
 		if d.act == actDone {
 			p.memory.setRestartedManage(n.UUID, false)
+			// Not all of the change is in Ironic: the host must not record it as sent (a new
+			// operator process would not know it is owed), so it calls again.
+			res.RegistrationDeferred = deferred
 		}
 		return res, n.UUID, nil
 	}

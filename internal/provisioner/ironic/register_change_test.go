@@ -8,12 +8,14 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 
 	"github.com/metalforge/metalforge/internal/bmc"
 	"github.com/metalforge/metalforge/internal/provisioner"
@@ -22,14 +24,21 @@ import (
 // fakeRegistrationIronic answers for one registered node (a JSON object the test sets) the
 // requests of a registration: GET, PATCH (applied, and refused as Ironic 39 refuses them: 409
 // while a transition runs outside UPDATE_ALLOWED_STATES, and for interfaces outside enroll,
-// manageable and available), the port lookup and provision state changes.
+// manageable and available; as Ironic, only fields whose value differs are applied, and with
+// reset_interfaces a new driver resets every interface not applied), the port lookup and
+// provision state changes.
 type fakeRegistrationIronic struct {
-	mu      sync.Mutex
-	node    map[string]any
-	patches []string // "query|op path=value ..." of each PATCH Ironic took
-	refused int      // PATCHes answered 409
-	targets []string
+	mu       sync.Mutex
+	node     map[string]any
+	patches  []string // "query|op path=value ..." of each PATCH Ironic took
+	refused  int      // PATCHes answered 409
+	targets  []string
+	reject   string // when set, every PATCH is answered 400 with this reason
+	rejected int    // PATCHes answered 400
 }
+
+// resetDefault is the value the fake's reset_interfaces gives an interface it resets.
+const resetDefault = "new-driver-default"
 
 func (f *fakeRegistrationIronic) serve(t *testing.T) *Provisioner {
 	t.Helper()
@@ -59,14 +68,35 @@ func (f *fakeRegistrationIronic) serve(t *testing.T) *Provisioner {
 				_, _ = fmt.Fprintf(w, `{"error_message": "{\"faultstring\": %q}"}`, msg)
 				return
 			}
+			if f.reject != "" {
+				f.rejected++
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = fmt.Fprintf(w, `{"error_message": "{\"faultstring\": %q}"}`, f.reject)
+				return
+			}
 			var desc []string
+			changed := map[string]bool{}
 			for _, op := range ops {
 				field := strings.TrimPrefix(op.Path, "/")
 				desc = append(desc, fmt.Sprintf("%s %s=%v", op.Op, op.Path, op.Value))
 				if strings.Contains(field, "/") || op.Op == "remove" {
 					continue // keys inside driver_info: the test does not need them applied
 				}
-				f.node[field] = op.Value
+				// Ironic's API applies only the fields whose value differs (utils.py
+				// patch_update_changed_fields); the others are not in the conductor's change set.
+				if !reflect.DeepEqual(f.node[field], op.Value) {
+					f.node[field] = op.Value
+					changed[field] = true
+				}
+			}
+			if r.URL.Query().Get("reset_interfaces") == "true" && changed["driver"] {
+				// conductor/manager.py update_node: every interface outside the change set goes
+				// back to the new driver's default.
+				for field := range f.node {
+					if strings.HasSuffix(field, "_interface") && !changed[field] {
+						f.node[field] = resetDefault
+					}
+				}
 			}
 			slices.Sort(desc)
 			f.patches = append(f.patches, r.URL.RawQuery+"|"+strings.Join(desc, " "))
@@ -157,23 +187,29 @@ func registrationHost(uuid, address string) provisioner.Host {
 
 // TestRegisterBringsDriverAndInterfaces: the BMC address may change while a host registers (a typo
 // fixed), and the new type may need another driver or boot interface. Register sets them with the
-// BMC access, in one PATCH: a driver change with reset_interfaces (the old driver's interfaces may
-// not exist in the new one), the interfaces of the new type spelled out. Until then only
-// driver_info changed: an IPMI node with redfish keys failed verification for ever, and a
-// redfish:// node fixed to redfish-virtualmedia:// kept booting iPXE.
+// BMC access: a driver change with reset_interfaces (the old driver's interfaces may not exist in
+// the new one), the interfaces of the new type spelled out. Until then only driver_info changed:
+// an IPMI node with redfish keys failed verification for ever, and a redfish:// node fixed to
+// redfish-virtualmedia:// kept booting iPXE. Ironic drops from a PATCH the fields whose value is
+// the current one, and the reset then gives them the new driver's default: those the node must
+// keep (inspect_interface agent on both types, the provisioner's deploy_interface ramdisk) are
+// set again in a second PATCH.
 func TestRegisterBringsDriverAndInterfaces(t *testing.T) {
 	const uuid = "0b3c9c3e-5d1a-4c1e-9a57-6b1f1f2f0101"
 	const vmedia = "redfish-virtualmedia+http://127.0.0.1:8000/redfish/v1/Systems/1"
 	for name, tc := range map[string]struct {
 		old   string
 		state map[string]any
-		want  []string // substrings of the one PATCH
+		want  []string // substrings of the first PATCH
+		after []string // of the second, "" for none
 	}{
 		"ipmi fixed to redfish virtual media, enroll": {
 			old:   "ipmi://127.0.0.1:623",
-			state: map[string]any{"provision_state": "enroll", "last_error": "Failed to get power state"},
+			state: map[string]any{"provision_state": "enroll", "last_error": "Failed to get power state", "deploy_interface": deployRamdisk},
 			want: []string{"reset_interfaces=true|", "replace /driver=redfish", "replace /boot_interface=redfish-virtual-media",
-				"replace /raid_interface=redfish", "replace /firmware_interface=redfish", "replace /inspect_interface=agent", "replace /driver_info="},
+				"replace /raid_interface=redfish", "replace /firmware_interface=redfish", "replace /inspect_interface=agent",
+				"replace /deploy_interface=ramdisk", "replace /driver_info="},
+			after: []string{"|replace /deploy_interface=ramdisk replace /inspect_interface=agent"},
 		},
 		"redfish (iPXE) fixed to redfish virtual media, manageable": {
 			old:  "redfish+http://127.0.0.1:8000/redfish/v1/Systems/1",
@@ -188,20 +224,40 @@ func TestRegisterBringsDriverAndInterfaces(t *testing.T) {
 				t.Fatalf("register: %s, %v", describe(res), err)
 			}
 			patches, _, _ := f.seen()
-			if len(patches) != 1 {
-				t.Fatalf("PATCHes %q, want one", patches)
+			if len(patches) == 0 {
+				t.Fatal("nothing sent")
+			}
+			if len(patches) != 1+len(tc.after) {
+				t.Errorf("PATCHes %q, want %d", patches, 1+len(tc.after))
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(patches[0], w) {
 					t.Errorf("PATCH %q lacks %q", patches[0], w)
 				}
 			}
+			for i, w := range tc.after {
+				if 1+i >= len(patches) || patches[1+i] != w {
+					t.Errorf("PATCH %d is missing or not %q", 2+i, w)
+				}
+			}
+			a, _ := bmc.Parse(vmedia)
+			f.mu.Lock()
+			for field, w := range map[string]string{"driver": a.Driver, "boot_interface": a.Interfaces.Boot, "raid_interface": a.Interfaces.RAID,
+				"inspect_interface": "agent", "firmware_interface": "redfish"} {
+				if got := f.node[field]; got != w {
+					t.Errorf("the node's %s is %v, want %s", field, got, w)
+				}
+			}
+			if want, ok := tc.state["deploy_interface"]; ok && f.node["deploy_interface"] != want {
+				t.Errorf("the node's deploy_interface is %v, want %v kept", f.node["deploy_interface"], want)
+			}
+			f.mu.Unlock()
 			// Registered again with nothing new: the node now matches, nothing is sent.
 			if _, _, err := p.Register(context.Background(), registrationHost(uuid, vmedia), provisioner.RegisterOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if again, _, _ := f.seen(); len(again) != 1 {
-				t.Errorf("a second registration sent %q", again[1:])
+			if again, _, _ := f.seen(); len(again) != len(patches) {
+				t.Errorf("a second registration sent %q", again[len(patches):])
 			}
 		})
 	}
@@ -226,8 +282,17 @@ func TestRegisterDefersChangesInWaitStates(t *testing.T) {
 			host := registrationHost(uuid, address)
 			host.DisablePowerOff = true
 			res, _, err := p.Register(context.Background(), host, provisioner.RegisterOptions{CredentialsChanged: true})
-			if err != nil || res.Busy || res.Failed() {
-				t.Fatalf("register while the node waits: %s, %v; want done", describe(res), err)
+			if err != nil || res.Busy || res.Failed() || !res.RegistrationDeferred {
+				t.Fatalf("register while the node waits: %s (deferred %t), %v; want done, deferred", describe(res), res.RegistrationDeferred, err)
+			}
+			// Called again (the host recorded nothing): still owed, whether this process
+			// remembers the change or a new one learns it again from the host.
+			if res, _, err := p.Register(context.Background(), host, provisioner.RegisterOptions{}); err != nil || res.Busy || !res.RegistrationDeferred {
+				t.Fatalf("registered again while the node waits: %s (deferred %t), %v; want done, deferred", describe(res), res.RegistrationDeferred, err)
+			}
+			restarted := f.serve(t)
+			if res, _, err := restarted.Register(context.Background(), host, provisioner.RegisterOptions{CredentialsChanged: true}); err != nil || res.Busy || !res.RegistrationDeferred {
+				t.Fatalf("a new operator process while the node waits: %s (deferred %t), %v; want done, deferred", describe(res), res.RegistrationDeferred, err)
 			}
 			if patches, refused, _ := f.seen(); len(patches)+refused != 0 {
 				t.Fatalf("PATCHes %q, %d refused; want none sent while Ironic refuses them", patches, refused)
@@ -254,6 +319,9 @@ func TestRegisterDefersChangesInWaitStates(t *testing.T) {
 			}
 			if again, _, _ := f.seen(); len(again) != 1 {
 				t.Errorf("the deferred change was sent again: %q", again)
+			}
+			if res, _, err := p.Register(context.Background(), host, provisioner.RegisterOptions{}); err != nil || res.Busy || res.RegistrationDeferred {
+				t.Fatalf("registered once the change is in Ironic: %s (deferred %t), %v; want done, not deferred", describe(res), res.RegistrationDeferred, err)
 			}
 		})
 	}
@@ -297,8 +365,8 @@ func TestRegisterAppliesAccessBeforeInterfaces(t *testing.T) {
 	p := f.serve(t)
 	host := registrationHost(uuid, "redfish-virtualmedia+http://127.0.0.1:8000/redfish/v1/Systems/1")
 	res, _, err := p.Register(context.Background(), host, provisioner.RegisterOptions{CredentialsChanged: true})
-	if err != nil || res.Busy || res.Failed() {
-		t.Fatalf("register an active node: %s, %v; want done", describe(res), err)
+	if err != nil || res.Busy || res.Failed() || !res.RegistrationDeferred {
+		t.Fatalf("register an active node: %s (deferred %t), %v; want done, the interface deferred", describe(res), res.RegistrationDeferred, err)
 	}
 	patches, refused, _ := f.seen()
 	if len(patches) != 1 || refused != 0 || !strings.Contains(patches[0], "replace /driver_info=") || strings.Contains(patches[0], "boot_interface") {
@@ -331,5 +399,98 @@ func TestRefusedInterfaceChangeIsShown(t *testing.T) {
 	_, res, err, ok := p.update(context.Background(), s, n, pt)
 	if ok || err != nil || !res.Busy || !strings.Contains(res.Waiting, "deploy_interface") || !strings.Contains(res.Waiting, `"deploy failed"`) {
 		t.Errorf("update refused for the state: %s, waiting for %q, %v; want a wait naming the refusal", describe(res), res.Waiting, err)
+	}
+}
+
+// TestDeferredDriverChangeWaitsForAStateThatTakesIt: a new driver deferred while the node waits
+// (it goes with reset_interfaces, which Ironic takes only in enroll, manageable and available) is
+// not tried in the states between (active, clean failed, error: Ironic updates the node there, but
+// not its driver): no request, no log line per poll. Once available it is sent. A change Ironic
+// then refuses for good (400) is not sent again on every poll: the host's next registration sends
+// it and reports Ironic's refusal.
+func TestDeferredDriverChangeWaitsForAStateThatTakesIt(t *testing.T) {
+	const uuid = "0b3c9c3e-5d1a-4c1e-9a57-6b1f1f2f0106"
+	const address = "redfish-virtualmedia+http://127.0.0.1:8000/redfish/v1/Systems/1"
+	for _, refuse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("refused %t", refuse), func(t *testing.T) {
+			f := &fakeRegistrationIronic{node: registeredNode(t, uuid, "ipmi://127.0.0.1:623",
+				map[string]any{"provision_state": "wait call-back", "target_provision_state": "active"})}
+			p := f.serve(t)
+			var mu sync.Mutex
+			var lines []string
+			p.log = funcr.New(func(prefix, args string) {
+				mu.Lock()
+				defer mu.Unlock()
+				lines = append(lines, args)
+			}, funcr.Options{Verbosity: 0})
+			logged := func() []string {
+				mu.Lock()
+				defer mu.Unlock()
+				out := slices.Clone(lines)
+				lines = nil
+				return out
+			}
+			host := registrationHost(uuid, address)
+			res, _, err := p.Register(context.Background(), host, provisioner.RegisterOptions{CredentialsChanged: true})
+			if err != nil || res.Busy || !res.RegistrationDeferred {
+				t.Fatalf("register while deploying: %s (deferred %t), %v; want done, deferred", describe(res), res.RegistrationDeferred, err)
+			}
+			logged()
+			for _, st := range []map[string]any{
+				{"provision_state": "active", "target_provision_state": nil},
+				{"provision_state": "clean failed", "target_provision_state": "available"},
+				{"provision_state": "error", "target_provision_state": nil},
+			} {
+				f.set(st)
+				for range 2 {
+					p.watch.Forget(uuid)
+					if _, _, err := p.getNode(context.Background(), host); err != nil {
+						t.Fatal(err)
+					}
+				}
+				patches, refused, _ := f.seen()
+				if lines := logged(); len(patches)+refused != 0 || len(lines) != 0 {
+					t.Fatalf("%s: PATCHes %q, %d refused, log %q; want nothing tried", st["provision_state"], patches, refused, lines)
+				}
+				// Still owed: the host goes on calling Register, which still says so.
+				if res, _, err := p.Register(context.Background(), host, provisioner.RegisterOptions{}); err != nil || !res.RegistrationDeferred {
+					t.Fatalf("%s: register %s (deferred %t), %v; want deferred", st["provision_state"], describe(res), res.RegistrationDeferred, err)
+				}
+				logged()
+			}
+			f.set(map[string]any{"provision_state": "available", "target_provision_state": nil})
+			if refuse {
+				f.mu.Lock()
+				f.reject = "Could not find the following interface in the 'ironic.hardware.interfaces.boot' entrypoint: redfish-virtual-media"
+				f.mu.Unlock()
+			}
+			for range 3 {
+				p.watch.Forget(uuid)
+				if _, _, err := p.getNode(context.Background(), host); err != nil {
+					t.Fatal(err)
+				}
+			}
+			patches, _, _ := f.seen()
+			f.mu.Lock()
+			rejected := f.rejected
+			f.mu.Unlock()
+			if !refuse {
+				if len(patches) == 0 || !strings.Contains(patches[0], "replace /driver=redfish") || rejected != 0 {
+					t.Fatalf("once available: PATCHes %q; want the driver change", patches)
+				}
+				return
+			}
+			if len(patches) != 0 || rejected != 1 {
+				t.Fatalf("refused once available: PATCHes %q, %d refused; want the change tried once", patches, rejected)
+			}
+			if lines := logged(); !slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, "Ironic refused the deferred registration change") }) {
+				t.Errorf("log %q; want the refusal logged", lines)
+			}
+			res, _, err = p.Register(context.Background(), host, provisioner.RegisterOptions{})
+			if err != nil || !res.Failed() || !strings.Contains(res.ErrorMessage, "redfish-virtual-media") ||
+				!strings.Contains(res.ErrorMessage, "/driver") || strings.Contains(res.ErrorMessage, "secret") {
+				t.Fatalf("the registration after the refusal: %s, %v; want the refusal reported", describe(res), err)
+			}
+		})
 	}
 }

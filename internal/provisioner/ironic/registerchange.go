@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
@@ -31,10 +32,45 @@ func (c registrationChange) allowed(n *nodes.Node) bool {
 	return len(c.pt)+len(c.ifaces) == 0 || (updateAllowed(n) && (len(c.ifaces) == 0 || interfacesChangeable(n)))
 }
 
-// deferredRegistration marks a node (in place of its applied credentials' fingerprint, so that the
-// next registration writes them whatever the caller says) whose registration change waits for a
-// state Ironic takes it in: getNode applies it then (applyDeferredRegistration).
-const deferredRegistration = "deferred-registration"
+// The marks of a node whose registration change waits for a state Ironic takes it in, kept in
+// place of its applied credentials' fingerprint (so that the next registration writes them
+// whatever the caller says); getNode applies the change once the node's state takes what is
+// marked (applyDeferredRegistration). They only save the host's next Register call: Register
+// reports every deferral (Result.RegistrationDeferred), so that the host does not record the
+// registration as sent and a new operator process, which has no marks, sends it again.
+const (
+	// deferredRegistration: the BMC access, disable_power_off or network data wait (with the
+	// interfaces of the same driver, if any): taken where Ironic updates the node at all.
+	deferredRegistration = "deferred-registration"
+	// deferredDriver: a new driver waits with its keys (reset_interfaces): taken only where
+	// Ironic changes interfaces.
+	deferredDriver = "deferred-driver"
+	// deferredInterfaces: the interfaces of the same driver wait alone.
+	deferredInterfaces = "deferred-interfaces"
+	// refusedRegistration: Ironic refused the deferred change for good (a 4xx other than 409)
+	// when getNode sent it: nothing is retried behind the host's back; the next Register sends
+	// the change again and reports Ironic's refusal.
+	refusedRegistration = "refused-registration"
+)
+
+// deferralTakenIn says whether n's state takes what mark keeps waiting (at least the part that
+// applyOrDefer would then write: the BMC access goes ahead of the interfaces of the same driver).
+func deferralTakenIn(mark string, n *nodes.Node) bool {
+	switch mark {
+	case deferredRegistration:
+		return updateAllowed(n) && state(n) != nodes.Verifying
+	case deferredDriver, deferredInterfaces:
+		return interfacesChangeable(n)
+	}
+	return false
+}
+
+// refusedForGood: Ironic refused a request for what it is, not for the node's state or lock (a
+// 4xx other than 409; 404 and 401 are about the node or the session, not the change).
+func refusedForGood(err error) bool {
+	st := statusOf(err)
+	return st >= 400 && st < 500 && st != http.StatusConflict && st != http.StatusNotFound && st != http.StatusUnauthorized
+}
 
 // registrationChange compares the node with the host: name, BMC access (credentials are new when
 // the caller says so, or when they differ from the ones this provisioner wrote: the caller says
@@ -136,27 +172,73 @@ func (p *Provisioner) interfaceChange(ctx context.Context, s *session, n *nodes.
 }
 
 // applyRegistration writes the change (with reset_interfaces when the driver changes) and
-// remembers the credentials written; ok is false when the caller must return res, err.
+// remembers the credentials written; ok is false when the caller must return res, err. A change
+// Ironic refuses for what it is (a 4xx other than 409: an interface it does not enable, say) is a
+// failure naming Ironic's reason.
 func (p *Provisioner) applyRegistration(ctx context.Context, s *session, n *nodes.Node, c registrationChange) (
 	updated *nodes.Node, res provisioner.Result, err error, ok bool) {
 	if c.credentials != "" {
 		p.logger(ctx).Info("Updating the BMC access of the Ironic node", "node", n.UUID)
 	}
+	all := append(slices.Clone(c.pt), c.ifaces...)
 	if c.reset {
-		updated, err = p.patchNodeResettingInterfaces(ctx, s, n, append(slices.Clone(c.pt), c.ifaces...))
+		updated, err = p.patchNodeResettingInterfaces(ctx, s, n, all)
+		if err == nil {
+			updated, err = p.restoreDroppedInterfaces(ctx, s, updated, c.ifaces)
+		}
 		if busy(err) {
 			return nil, p.short(), nil, false
 		}
-		if err != nil {
-			return nil, provisioner.Result{}, err, false
-		}
-	} else if updated, res, err, ok = p.update(ctx, s, n, append(slices.Clone(c.pt), c.ifaces...)); !ok {
-		return nil, res, err, false
+	} else if updated, res, err, ok = p.update(ctx, s, n, all); !ok && err == nil {
+		return nil, res, nil, false
+	}
+	if refusedForGood(err) {
+		return nil, provisioner.Failed(registrationRefusal(n, all, err)), nil, false
+	}
+	if err != nil {
+		return nil, provisioner.Result{}, err, false
 	}
 	if c.credentials != "" {
 		p.memory.setAppliedCreds(n.UUID, c.credentials)
 	}
 	return updated, provisioner.Result{}, nil, true
+}
+
+// registrationRefusal says what Ironic refused of a registration change and why (paths only:
+// values may be secrets; Ironic's reason is sanitized).
+func registrationRefusal(n *nodes.Node, pt patch, err error) string {
+	return fmt.Sprintf("Ironic refused the registration change of node %s (%s): %s", n.UUID, strings.Join(pt.paths(), ", "), faultOf(err))
+}
+
+// restoreDroppedInterfaces sets again the interfaces a reset_interfaces PATCH was to set and did
+// not: Ironic's API applies only the fields whose value differs from the node's
+// (api/controllers/v1/utils.py patch_update_changed_fields), and the conductor then resets every
+// interface outside that change set to the new driver's default (conductor/manager.py
+// update_node). An interface whose wanted value is the current one (a deploy_interface ramdisk,
+// a raid_interface agent, inspect_interface agent on both drivers) came back as the default.
+func (p *Provisioner) restoreDroppedInterfaces(ctx context.Context, s *session, n *nodes.Node, ifaces patch) (*nodes.Node, error) {
+	have := interfacesOf(n)
+	var pt patch
+	for _, op := range ifaces {
+		field := strings.TrimPrefix(op.Path, "/")
+		if h, isInterface := have[field]; isInterface && op.Op == nodes.ReplaceOp {
+			pt.setField(field, op.Value, h)
+		}
+	}
+	if len(pt) == 0 {
+		return n, nil
+	}
+	p.logger(ctx).Info("Ironic reset interfaces the driver change kept; setting them again", "node", n.UUID, "paths", pt.paths())
+	return p.patchNode(ctx, s, n, pt)
+}
+
+// interfacesOf are n's interfaces the registration sets, by field.
+func interfacesOf(n *nodes.Node) map[string]string {
+	return map[string]string{
+		"boot_interface": n.BootInterface, "bios_interface": n.BIOSInterface, "management_interface": n.ManagementInterface,
+		"power_interface": n.PowerInterface, "raid_interface": n.RAIDInterface, "vendor_interface": n.VendorInterface,
+		"firmware_interface": n.FirmwareInterface, "inspect_interface": n.InspectInterface, "deploy_interface": n.DeployInterface,
+	}
 }
 
 // applyOrDefer writes what Ironic takes of the change in n's state and leaves the rest for later:
@@ -165,64 +247,82 @@ func (p *Provisioner) applyRegistration(ctx context.Context, s *session, n *node
 // available. Answering busy instead would hold the whole host (its state handler, with the
 // lost-agent and image-change aborts) until then. What is left is marked on the node, in place of
 // its applied credentials (so that they are written again with it, whatever the caller says),
-// and applied by the first call that finds the node in a state that takes it (getNode). The
-// interfaces of the same driver may wait alone (credentials must not wait for the node's next
-// deprovisioning); a new driver waits with its keys (another driver's keys would fail its power
-// sync), and so does everything during a verification (it ends in seconds).
+// and applied by the first call that finds the node in a state that takes it (getNode); the
+// caller reports it (deferred, Result.RegistrationDeferred) whatever the mark, so that it is sent
+// again after an operator restart. The interfaces of the same driver may wait alone (credentials
+// must not wait for the node's next deprovisioning); a new driver waits with its keys (another
+// driver's keys would fail its power sync), and so does everything during a verification (it
+// ends in seconds).
 func (p *Provisioner) applyOrDefer(ctx context.Context, s *session, n *nodes.Node, c registrationChange) (
-	updated *nodes.Node, applied registrationChange, res provisioner.Result, err error, ok bool) {
-	if !c.allowed(n) && updateAllowed(n) && !c.reset && state(n) != nodes.Verifying {
+	updated *nodes.Node, applied registrationChange, deferred bool, res provisioner.Result, err error, ok bool) {
+	deferred = !c.allowed(n)
+	if deferred && updateAllowed(n) && !c.reset && state(n) != nodes.Verifying {
 		applied = registrationChange{pt: c.pt, credentials: c.credentials}
-	} else if c.allowed(n) {
+	} else if !deferred {
 		applied = c
 	}
 	if updated, res, err, ok = p.applyRegistration(ctx, s, n, applied); !ok {
-		return nil, applied, res, err, false
+		return nil, applied, deferred, res, err, false
 	}
-	if !c.allowed(n) {
+	if deferred {
 		mark := deferredRegistration
-		if len(applied.pt) > 0 || len(c.pt) == 0 {
+		switch {
+		case c.reset:
+			mark = deferredDriver
+		case len(applied.pt) > 0 || len(c.pt) == 0:
 			mark = deferredInterfaces
 		}
 		p.logger(ctx).Info("Ironic does not take the registration change in this state; applying it later", "node", n.UUID,
 			"provisionState", n.ProvisionState, "applied", applied.pt.paths(), "later", append(c.pt.paths(), c.ifaces.paths()...))
 		p.memory.setAppliedCreds(n.UUID, mark)
 	}
-	return updated, applied, provisioner.Result{}, nil, true
+	return updated, applied, deferred, provisioner.Result{}, nil, true
 }
 
-// deferredInterfaces marks a node whose deferred registration change is its interfaces alone.
-const deferredInterfaces = "deferred-interfaces"
-
-// applyDeferredRegistration applies the change applyOrDefer left, once n's state takes it; it
-// returns the node as it is then. Failures (busy, say) are left to the next call.
+// applyDeferredRegistration applies the change applyOrDefer left, once n's state takes it
+// (deferralTakenIn: never in a state where it would only be deferred again); it returns the node
+// as it is then. A failure that may pass (busy, Ironic unavailable) is logged and left to the
+// next call; a refusal for good drops the change (refusedRegistration), so that it is not sent
+// again on every poll, and the host's next Register, which sends it again, reports it.
 func (p *Provisioner) applyDeferredRegistration(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host) *nodes.Node {
 	mark, _ := p.memory.appliedCreds(n.UUID)
-	switch {
-	case host.BMCCredentials.Password == "": // no Secret to write (a host deleted without one)
-		return n
-	case mark == deferredRegistration && updateAllowed(n), mark == deferredInterfaces && interfacesChangeable(n):
-	default:
+	if host.BMCCredentials.Password == "" || !deferralTakenIn(mark, n) { // no Secret to write: a host deleted without one
 		return n
 	}
+	log := p.logger(ctx)
 	access, err := parseAccess(host)
 	if err != nil {
-		return n
+		return n // Register reports it
 	}
 	networkData, err := preprovisioningNetworkData(p.cfg, host)
 	if err != nil {
-		return n
+		return n // Register reports it
 	}
 	change, err := p.registrationChange(ctx, s, n, host, access, networkData, false)
-	if err != nil {
-		return n
+	var res provisioner.Result
+	var updated *nodes.Node
+	var applied registrationChange
+	ok := false
+	if err == nil {
+		updated, applied, _, res, err, ok = p.applyOrDefer(ctx, s, n, change)
 	}
-	updated, applied, _, err, ok := p.applyOrDefer(ctx, s, n, change)
-	if !ok || err != nil {
-		return n
+	switch {
+	case ok:
+		if len(applied.pt)+len(applied.ifaces) > 0 {
+			log.Info("Applied the deferred registration change", "node", n.UUID, "paths", append(applied.pt.paths(), applied.ifaces.paths()...))
+		}
+		return updated
+	case res.Failed():
+		log.Info("Ironic refused the deferred registration change; the host's next registration reports it", "node", n.UUID,
+			"reason", sanitizeSecrets(res.ErrorMessage, host.BMCCredentials.Password))
+		p.memory.setAppliedCreds(n.UUID, refusedRegistration)
+	case err != nil:
+		log.Info("Could not apply the deferred registration change; trying again later", "node", n.UUID,
+			"error", scrub(err, host.BMCCredentials.Password).Error())
+	default:
+		log.V(1).Info("Ironic node busy; applying the deferred registration change later", "node", n.UUID)
 	}
-	p.logger(ctx).Info("Applied the deferred registration change", "node", n.UUID, "paths", append(applied.pt.paths(), applied.ifaces.paths()...))
-	return updated
+	return n
 }
 
 // patchNodeResettingInterfaces is patchNode with ?reset_interfaces=true (API 1.45), which

@@ -60,7 +60,19 @@ func (p *Provisioner) Service(ctx context.Context, host provisioner.Host, data p
 		return p.startServicing(ctx, s, n, host, access, steps, newServiceRun(n, data, settingNames(data)), fp, f.staleRestart)
 	case actAbort:
 		// Abort first: Ironic refuses any PATCH of a node in service wait (a state change in
-		// progress), and the request is forgotten once the node is active again (below).
+		// progress), and the request is forgotten once the node is active again (below). In
+		// service failed after an abort that let a step end, the record keeps that step first:
+		// the abort from there names none, and what the step applied must still be reported.
+		if step := abortedStep(n.LastError); step != "" && state(n) == nodes.ServiceFail && hasRun && f.current && run.AbortedAfter != step {
+			run.AbortedAfter = step
+			var pt patch
+			pt.setKeys("extra", n.Extra, map[string]any{extraServiceRun: run.value()})
+			var res provisioner.Result
+			var ok bool
+			if n, res, err, ok = p.update(ctx, s, n, pt); !ok {
+				return res, err
+			}
+		}
 		return p.abort(ctx, s, n, "servicing")
 	case actUnexpected:
 		return provisioner.Result{}, fmt.Errorf("servicing host %s/%s: Ironic node %s is %q, servicing needs it active",

@@ -25,7 +25,10 @@ import (
 //   - settings and updates are what the run applies, reported when it finishes, so that the host
 //     records the updates that ran and not its request of the moment (edited meanwhile);
 //   - failed is the failure reported for it: the node active again after it (an admin's abort of
-//     the failed servicing) is no success.
+//     the failed servicing) is no success;
+//   - abortedAfter is the step an abort let end first, as Ironic named it in service failed
+//     (abortedStep), kept before the abort that takes the node from there to active, whose
+//     last_error no longer names it.
 const extraServiceRun = "metalforge_service_run"
 
 type serviceRun struct {
@@ -34,6 +37,8 @@ type serviceRun struct {
 	Settings   []string                `json:"settings,omitempty"`
 	Updates    []metal3.FirmwareUpdate `json:"updates,omitempty"`
 	Failed     string                  `json:"failed,omitempty"`
+	// AbortedAfter: see extraServiceRun.
+	AbortedAfter string `json:"aborted_after,omitempty"`
 }
 
 // attemptToken is how a record keeps ServiceData.Since: whole seconds, UTC ("" for zero).
@@ -90,16 +95,45 @@ func (r serviceRun) serviced() *provisioner.Serviced {
 	return &provisioner.Serviced{Settings: r.Settings, Updates: r.Updates}
 }
 
+// Service steps whose end an abort may wait for: what each applies (completedBeforeAbort).
+const (
+	stepFirmwareUpdate = "firmware.update"
+	stepBIOSApply      = "bios.apply_configuration"
+)
+
+// abortedStep is the step an abort let end first, as Ironic names it in last_error ("By request,
+// the service operation was aborted during or after the completion of step \"firmware.update\"",
+// conductor/servicing.py get_last_error), "" when it names none of the run's steps. None of them
+// can be interrupted (Ironic's redfish BIOS and firmware steps are not abortable): an abort in
+// service wait only marks the running step (abort_after), and once it ends Ironic moves the node
+// to service failed with that message and service_step cleared; the abort from there to active
+// then names no step (servicing.py do_node_service_abort), so the run's record keeps it
+// (serviceRun.AbortedAfter).
+func abortedStep(lastError string) string {
+	if !containsFold(lastError, "by request") {
+		return ""
+	}
+	for _, step := range []string{stepFirmwareUpdate, stepBIOSApply} {
+		if strings.Contains(lastError, `"`+step+`"`) {
+			return step
+		}
+	}
+	return ""
+}
+
 // completedBeforeAbort is what of the run its steps applied before an abort took effect (nil when
-// nothing is known to have). None of its steps can be interrupted (Ironic's redfish BIOS and
-// firmware steps are not abortable): Ironic lets the running step end, then aborts, and names that
-// step in last_error ("… aborted during or after the completion of step \"firmware.update\"").
-// The BIOS step runs first. The power sync may have erased last_error: then nothing is known.
+// nothing is known to have): the step last_error names (abortedStep), else the one the record
+// kept from service failed. The BIOS step runs first. The power sync may have erased last_error:
+// then only the record knows.
 func (r serviceRun) completedBeforeAbort(lastError string) *provisioner.Serviced {
+	step := abortedStep(lastError)
+	if step == "" {
+		step = r.AbortedAfter
+	}
 	switch {
-	case strings.Contains(lastError, `"firmware.update"`):
+	case step == stepFirmwareUpdate:
 		return r.serviced()
-	case strings.Contains(lastError, `"bios.apply_configuration"`) && len(r.Settings) > 0:
+	case step == stepBIOSApply && len(r.Settings) > 0:
 		return &provisioner.Serviced{Settings: r.Settings}
 	}
 	return nil

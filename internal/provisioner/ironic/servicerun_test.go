@@ -125,11 +125,18 @@ func (f *serviceFake) serve(w http.ResponseWriter, r *http.Request) {
 		switch body.Target {
 		case "service":
 			f.node["provision_state"], f.node["target_provision_state"], f.node["last_error"] = "service wait", "active", nil
-		case "abort": // service wait → service failed → active, as _do_abort does
-			f.node["provision_state"], f.node["target_provision_state"] = "active", nil
-			f.node["last_error"] = "By request, the service operation was aborted"
-			if f.abortAfter != "" {
+		case "abort":
+			switch {
+			case f.node["provision_state"] == "service wait" && f.abortAfter != "":
+				// The step cannot be interrupted: _do_abort marks it (abort_after); once it ends,
+				// continue_node_service fails the node and do_node_service_abort names the step
+				// and clears service_step, leaving the node in service failed.
+				f.node["provision_state"], f.node["target_provision_state"] = "service failed", "active"
 				f.node["last_error"] = `By request, the service operation was aborted during or after the completion of step "` + f.abortAfter + `"`
+				f.abortAfter = ""
+			default: // service wait → service failed → active, or service failed → active
+				f.node["provision_state"], f.node["target_provision_state"] = "active", nil
+				f.node["last_error"] = "By request, the service operation was aborted" // service_step is None by then
 			}
 		}
 		w.WriteHeader(http.StatusAccepted)
@@ -287,17 +294,33 @@ func TestServiceTakenBackAbortsFirst(t *testing.T) {
 
 // TestServiceTakenBackAfterItsStep: the changes taken back (or no longer allowed) while Ironic
 // runs the firmware step, which cannot be interrupted: the abort takes effect once the update is
-// flashed, and the finished abort says so, so that the host records the update.
+// flashed, leaving the node in service failed with the step named; the abort that takes it from
+// there to active names no step. The run's record keeps the step before that abort, so that the
+// finished abort says the update was flashed and the host records it (not "aborted, its changes
+// were removed", which would flash it again when asked again).
 func TestServiceTakenBackAfterItsStep(t *testing.T) {
 	now := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
 	f, p, host := newServiceFake(t, now, 5*time.Minute)
 	t1 := now.Add(-10 * time.Minute)
 	service(t, p, host, provisioner.ServiceData{FirmwareUpdates: updates("bios"), Since: t1})
 	f.abortAfter = "firmware.update"
-	service(t, p, host, provisioner.ServiceData{Since: t1})
-	res := service(t, p, host, provisioner.ServiceData{Since: t1})
+	takeBack := provisioner.ServiceData{Since: t1}
+	var res provisioner.Result
+	for range 4 {
+		p.watch.Forget(serviceFakeUUID)
+		if res = service(t, p, host, takeBack); !res.Busy {
+			break
+		}
+	}
 	if res.Busy || res.Failed() || res.Serviced == nil || len(res.Serviced.Updates) != 1 {
-		t.Fatalf("abort after the flash: %+v, want done, naming the update flashed", res)
+		t.Fatalf("abort after the flash: %+v, requests %q; want done, naming the update flashed", res, f.requests())
+	}
+	if got := f.requests(); got != "PATCH service abort PATCH abort" {
+		t.Errorf("requests %q, want the step recorded in service failed before the second abort", got)
+	}
+	// Asked again (the host's status write failed): still the update flashed.
+	if res := service(t, p, host, takeBack); res.Serviced == nil || len(res.Serviced.Updates) != 1 {
+		t.Fatalf("asked again after the abort: %+v, want the update flashed", res)
 	}
 }
 

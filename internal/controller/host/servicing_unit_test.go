@@ -1,0 +1,93 @@
+package host
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner"
+	"github.com/metalforge/metalforge/internal/provisioner/fixture"
+)
+
+func readySince(s *hostScope, reason string, at time.Time) {
+	s.host.Status.Conditions = []metav1.Condition{{Type: metal3.ReadyCondition, Status: metav1.ConditionFalse, Reason: reason,
+		LastTransitionTime: metav1.NewTime(at.Truncate(time.Second))}}
+}
+
+// TestWaitNewSecondBoundsClockSkew: a live update starts in the second after Ready's last
+// transition, but a transition far ahead of this process's clock (written by a leader whose clock
+// ran ahead) does not hold the start for the whole skew.
+func TestWaitNewSecondBoundsClockSkew(t *testing.T) {
+	s := unitScope(t, unitHost(metal3.StateProvisioned), fixture.New(fixture.Config{}))
+	readySince(s, metal3.ErrorReason, s.now.Time)
+	if out, wait := s.waitNewSecond(); !wait || out.after <= 0 || out.after > time.Second {
+		t.Fatalf("in the second of Ready's transition: wait %v for %v, want up to a second", wait, out.after)
+	}
+	readySince(s, metal3.ErrorReason, s.now.Add(-2*time.Second))
+	if out, wait := s.waitNewSecond(); wait {
+		t.Fatalf("after Ready's transition second: waits %v", out.after)
+	}
+	readySince(s, metal3.ErrorReason, s.now.Add(time.Hour))
+	if out, wait := s.waitNewSecond(); wait && out.after > 2*time.Second {
+		t.Fatalf("a transition an hour ahead (clock skew) holds the start for %v", out.after)
+	}
+}
+
+// abortReporter answers Service with a fixed result.
+type abortReporter struct {
+	*fixture.Fixture
+	res provisioner.Result
+}
+
+func (a abortReporter) Service(context.Context, provisioner.Host, provisioner.ServiceData) (provisioner.Result, error) {
+	return a.res, nil
+}
+
+// TestTakeBackAbortThatAppliedSomething: changes taken back while the provisioner ran them; it
+// aborts after steps that applied something and reports them. The host records what was applied
+// and says the live update was aborted after applying it, not complete, with the BIOS settings
+// left staged on the BMC, if any.
+func TestTakeBackAbortThatAppliedSomething(t *testing.T) {
+	applied := &provisioner.Serviced{Updates: []metal3.FirmwareUpdate{{Component: "bmc", URL: "http://fw/bmc-2.bin"}}}
+	for name, tc := range map[string]struct {
+		staged    []string
+		eventType string
+		note      []string
+	}{
+		"nothing staged": {nil, corev1.EventTypeNormal, []string{"Live update aborted after applying firmware update of bmc"}},
+		"settings staged": {[]string{"ProcTurboMode"}, corev1.EventTypeWarning,
+			[]string{"Live update aborted after applying firmware update of bmc", "BIOS settings ProcTurboMode and applies them at the server's next boot"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := unitScope(t, unitHost(metal3.StateProvisioned), nil)
+			s.prov = abortReporter{fixture.New(fixture.Config{}), provisioner.Result{Serviced: applied, StagedSettings: tc.staged}}
+			s.host.Status.OperationalStatus = metal3.OperationalStatusServicing
+			readySince(s, metal3.ServicingReason, s.now.Add(-time.Minute))
+			s.in.firmware.specUpdates = []metal3.FirmwareUpdate{}
+			s.continueServicing()
+			if st := s.host.Status; st.OperationalStatus != metal3.OperationalStatusOK {
+				t.Fatalf("after the abort: %s", describe(s.host))
+			}
+			if !s.fx.recordUpdates || len(s.fx.appliedUpdates) != 1 || s.fx.appliedUpdates[0].Component != "bmc" {
+				t.Fatalf("applied updates recorded: %v %+v", s.fx.recordUpdates, s.fx.appliedUpdates)
+			}
+			if len(s.fx.events) != 1 {
+				t.Fatalf("events: %+v", s.fx.events)
+			}
+			e := s.fx.events[0]
+			if e.Reason != reasonServicingAborted || e.Type != tc.eventType {
+				t.Fatalf("event %s %s: %q, want %s %s", e.Type, e.Reason, e.Note, tc.eventType, reasonServicingAborted)
+			}
+			for _, want := range tc.note {
+				if !strings.Contains(e.Note, want) {
+					t.Errorf("event note %q does not say %q", e.Note, want)
+				}
+			}
+		})
+	}
+}
