@@ -36,8 +36,9 @@ func (c registrationChange) allowed(n *nodes.Node) bool {
 // place of its applied credentials' fingerprint (so that the next registration writes them
 // whatever the caller says); getNode applies the change once the node's state takes what is
 // marked (applyDeferredRegistration). They only save the host's next Register call: Register
-// reports every deferral (Result.RegistrationDeferred), so that the host does not record the
-// registration as sent and a new operator process, which has no marks, sends it again.
+// reports a deferral of the BMC access or the driver (Result.RegistrationDeferred), so that the
+// host does not record the registration as sent and a new operator process, which has no marks,
+// sends it again (interfaces waiting alone: see applyOrDefer).
 const (
 	// deferredRegistration: the BMC access, disable_power_off or network data wait (with the
 	// interfaces of the same driver, if any): taken where Ironic updates the node at all.
@@ -248,8 +249,8 @@ func interfacesOf(n *nodes.Node) map[string]string {
 // lost-agent and image-change aborts) until then. What is left is marked on the node, in place of
 // its applied credentials (so that they are written again with it, whatever the caller says),
 // and applied by the first call that finds the node in a state that takes it (getNode); the
-// caller reports it (deferred, Result.RegistrationDeferred) whatever the mark, so that it is sent
-// again after an operator restart. The interfaces of the same driver may wait alone (credentials
+// caller reports it (deferred, Result.RegistrationDeferred) unless only interfaces of the same
+// driver wait, so that it is sent again after an operator restart. The interfaces of the same driver may wait alone (credentials
 // must not wait for the node's next deprovisioning); a new driver waits with its keys (another
 // driver's keys would fail its power sync), and so does everything during a verification (it
 // ends in seconds).
@@ -275,6 +276,14 @@ func (p *Provisioner) applyOrDefer(ctx context.Context, s *session, n *nodes.Nod
 		p.logger(ctx).Info("Ironic does not take the registration change in this state; applying it later", "node", n.UUID,
 			"provisionState", n.ProvisionState, "applied", applied.pt.paths(), "later", append(c.pt.paths(), c.ifaces.paths()...))
 		p.memory.setAppliedCreds(n.UUID, mark)
+		// Interfaces of the same driver waiting alone are not reported: the BMC access is in
+		// Ironic, and an active node takes them only once it is deprovisioned, maybe months
+		// later; reported, the host would register at every reconcile until then (a GET and a
+		// driver_info PATCH each time, for every host an older release or metal3 enrolled with
+		// other interfaces). The mark applies them when the node is available again; after an
+		// operator restart, the next registration finds the boot or RAID interface still
+		// differing and marks them again (the others only show in a full read).
+		deferred = mark != deferredInterfaces
 	}
 	return updated, applied, deferred, provisioner.Result{}, nil, true
 }
