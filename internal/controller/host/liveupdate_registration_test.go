@@ -31,15 +31,7 @@ func TestRegistrationInputErrorDuringLiveUpdate(t *testing.T) {
 		return n.Busy == fixture.OpService, string(n.Busy)
 	})
 
-	// The credentials lose their password, and a spec change makes the host register again.
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bmc-h"}}
-	update(t, secret, func(s *corev1.Secret) { delete(s.Data, "password") })
-	update(t, &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h"}}, func(h *metal3.BareMetalHost) {
-		h.Spec.BMC.DisableCertificateVerification = true
-	})
-	h := waitHost(t, ns, "h", "registration error shown", func(h *metal3.BareMetalHost) bool {
-		return h.Status.ErrorType == metal3.ProvisionedRegistrationError
-	})
+	h, secret := breakRegistration(t, ns)
 	if h.Status.OperationalStatus != metal3.OperationalStatusServicing {
 		t.Fatalf("the live update is no longer recognisable: %s", describe(h))
 	}
@@ -137,14 +129,7 @@ func TestRegistrationErrorKeepsALiveUpdateRetryCount(t *testing.T) {
 		return h.Status.OperationalStatus == metal3.OperationalStatusServicing && h.Status.ErrorCount == 1 && n.Busy == fixture.OpService
 	})
 
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bmc-h"}}
-	update(t, secret, func(s *corev1.Secret) { delete(s.Data, "password") })
-	update(t, &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h"}}, func(h *metal3.BareMetalHost) {
-		h.Spec.BMC.DisableCertificateVerification = true
-	})
-	h := waitHost(t, ns, "h", "registration error shown", func(h *metal3.BareMetalHost) bool {
-		return h.Status.ErrorType == metal3.ProvisionedRegistrationError
-	})
+	h, secret := breakRegistration(t, ns)
 	if h.Status.OperationalStatus != metal3.OperationalStatusServicing || h.Status.ErrorCount != 1 {
 		t.Fatalf("the registration error changed the live update: %s", describe(h))
 	}
@@ -184,4 +169,20 @@ func TestBadInputBesideAFailedLiveUpdateAnnouncedOnce(t *testing.T) {
 			t.Fatalf("reconcile %d: Manageable %+v", i, c)
 		}
 	}
+}
+
+// breakRegistration makes host h's next registration fail on bad input: its credentials Secret
+// loses its password and a spec change makes the host register again. It returns the host once
+// the registration error shows, and the Secret (to mend it).
+func breakRegistration(t *testing.T, ns string) (*metal3.BareMetalHost, *corev1.Secret) {
+	t.Helper()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bmc-h"}}
+	update(t, secret, func(s *corev1.Secret) { delete(s.Data, "password") })
+	update(t, &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h"}}, func(h *metal3.BareMetalHost) {
+		h.Spec.BMC.DisableCertificateVerification = true
+	})
+	h := waitHost(t, ns, "h", "registration error shown", func(h *metal3.BareMetalHost) bool {
+		return h.Status.ErrorType == metal3.ProvisionedRegistrationError
+	})
+	return h, secret
 }
