@@ -5,6 +5,7 @@ import (
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/metalforge/metalforge/internal/controller/events"
@@ -22,14 +23,28 @@ const syncErrorGrace = 5 * time.Minute
 // ReasonSyncError is the event reason when the stack's writes keep failing.
 const ReasonSyncError = "SyncError"
 
-// syncFailures remembers since when the writes fail. Only the controller's single worker
-// touches it (MaxConcurrentReconciles 1). An operator restart starts the clock again.
+// syncFailures remembers since when the writes fail, and what was last reported of them. Only
+// the controller's single worker touches it (MaxConcurrentReconciles 1). An operator restart
+// starts the clock again.
 type syncFailures struct {
 	since time.Time
+	// reported is the Degraded message the last SyncError event carried. The cached
+	// ClusterOperator can lag the status just patched, and the work queue retries a failed
+	// write within milliseconds: comparing with the cache alone emitted the event twice.
+	reported string
 }
 
 // succeeded: a reconcile wrote its whole plan.
-func (s *syncFailures) succeeded() { s.since = time.Time{} }
+func (s *syncFailures) succeeded() { *s = syncFailures{} }
+
+// report says whether a SyncError with this message is news, and remembers it.
+func (s *syncFailures) report(message string) bool {
+	if s.reported == message {
+		return false
+	}
+	s.reported = message
+	return true
+}
 
 // failed records a failed write at now and reports whether it has lasted past the grace.
 func (s *syncFailures) failed(now time.Time) bool {
@@ -37,6 +52,15 @@ func (s *syncFailures) failed(now time.Time) bool {
 		s.since = now
 	}
 	return now.Sub(s.since) >= syncErrorGrace
+}
+
+// cacheLag says whether a failed write only shows the informer cache behind the API server (an
+// update of an object just deleted, a create of one just made, a stale resourceVersion): the
+// retry reads the new state and goes through. It keeps the clock running but is not reported:
+// after minutes of a real refusal, the Secret an administrator deletes to clear it would
+// otherwise be announced as a new SyncError ("not found") just before the stack recovers.
+func cacheLag(err error) bool {
+	return apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err)
 }
 
 // syncErrorState is what the ClusterOperator says of writes failing past the grace: SyncError
@@ -58,16 +82,15 @@ func syncErrorState(decided clusteroperator.State, refusal string, busy string) 
 // with one Warning event. The error is returned either way: the work queue's backoff retries it,
 // and the next successful reconcile writes the decided state over SyncError.
 func (r *Reconciler) writeFailed(ctx context.Context, o *observed, p *plan, err error) error {
-	if !r.failures.failed(o.now) || p.paused || o.co == nil || o.co.ResourceVersion == "" {
+	if !r.failures.failed(o.now) || cacheLag(err) || p.paused || o.co == nil || o.co.ResourceVersion == "" {
 		return err
 	}
 	msg := statustext.Clean("applying the stack: "+err.Error(), statustext.ConditionMessageLimit)
 	state := syncErrorState(p.state, msg, o.busy)
 	co := o.co
-	first := true
-	if c := clusteroperator.Condition(co, configv1.OperatorDegraded); c != nil && c.Reason == state.Reason && c.Message == state.Message {
-		first = false
-	}
+	// Already said by an operator before a restart: the ClusterOperator carries it.
+	c := clusteroperator.Condition(co, configv1.OperatorDegraded)
+	said := c != nil && c.Reason == state.Reason && c.Message == state.Message
 	h := patch.NewHelper(r.Client, co, nil)
 	clusteroperator.Apply(co, state, o.release, clusteroperator.RelatedObjects(o.namespace), o.now)
 	if _, perr := h.PatchStatus(ctx, co); perr != nil {
@@ -75,7 +98,8 @@ func (r *Reconciler) writeFailed(ctx context.Context, o *observed, p *plan, err 
 		return err
 	}
 	recordConditions(co)
-	if first {
+	// Or by this operator since the writes began failing (remembered once the status holds it).
+	if news := r.failures.report(state.Message); news && !said {
 		var ev events.List
 		ev.Warning(ReasonSyncError, "Apply", state.Message)
 		if o.prov != nil {
