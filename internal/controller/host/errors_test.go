@@ -388,6 +388,33 @@ func TestChangedCredentialsReregister(t *testing.T) {
 	}
 }
 
+// TestBrokenCredentialsOnProvisionedHost: a provisioned host whose Secret loses its password
+// shows the error at once (metal3 validates the credentials at every reconcile), not only when
+// something else registers it again; the fixed Secret registers it and it stays provisioned.
+func TestBrokenCredentialsOnProvisionedHost(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	createHost(t, newHost(ns, "h").Build())
+	waitState(t, ns, "h", metal3.StateProvisioned)
+	secret := getSecret(t, ns, "bmc-h")
+	update(t, secret, func(s *corev1.Secret) { delete(s.Data, "password") })
+	waitHost(t, ns, "h", "the missing password named", func(h *metal3.BareMetalHost) bool {
+		return h.Status.ErrorType == metal3.ProvisionedRegistrationError &&
+			h.Status.ErrorMessage == `spec.bmc.credentialsName: secret "bmc-h" has no password`
+	})
+	waitEvent(t, ns, "h", "ProvisionedRegistrationError")
+	update(t, secret, func(s *corev1.Secret) { s.Data["password"] = []byte("fixed") })
+	h := waitHost(t, ns, "h", "the fixed Secret registered", func(h *metal3.BareMetalHost) bool {
+		return h.Status.ErrorType == "" && h.Status.GoodCredentials.Version == secret.ResourceVersion
+	})
+	if h.Status.Provisioning.State != metal3.StateProvisioned || h.Status.OperationalStatus != metal3.OperationalStatusOK ||
+		fix.Count(ns, "h", fixture.OpProvision) != 1 {
+		t.Fatalf("host after the fix: %s", describe(h))
+	}
+}
+
 // TestSwitchedCredentialsReleaseTheOldSecret: a host moved to another credentials Secret lets go
 // of the old one (which can then be deleted) once the new one registered, unless another host
 // still uses it.

@@ -71,7 +71,10 @@ func (s *hostScope) registrationNeeded() bool {
 	st := &s.host.Status
 	// An error of the agent image is not the registration's: registering again cannot fix it.
 	failed := (isRegistrationError(st.ErrorType) && !imageErrorShown(st)) || s.registrationFailedBesideServicing()
-	return s.needsRegistration || st.Provisioning.ID == "" || failed ||
+	// Broken BMC input on a registered host (a credentials Secret that lost a key, a cleared
+	// credentialsName) is shown at once, as metal3 validates credentials at every reconcile:
+	// registering turns it into the input error naming the field, without calling the provisioner.
+	return s.needsRegistration || st.Provisioning.ID == "" || failed || s.in.bmcErr != nil ||
 		st.OperationalStatus == metal3.OperationalStatusDetached ||
 		s.credentialsChanged() || s.registrationInputsChanged()
 }
