@@ -126,6 +126,19 @@ func built(url string, format metal3.ImageFormat, arch, netName, netVersion stri
 	}
 }
 
+// failedBuild is what an image builder writes when it cannot build the image: no URL, Ready
+// False and Error True with the builder's message.
+func failedBuild(message string) func(p *metal3.PreprovisioningImage) {
+	return func(p *metal3.PreprovisioningImage) {
+		p.Status.ImageURL = ""
+		p.Status.Conditions = []metav1.Condition{
+			{Type: "Ready", Status: metav1.ConditionFalse, Reason: metal3.ImageBuildInvalidReason, ObservedGeneration: p.Generation, LastTransitionTime: metav1.Now()},
+			{Type: "Error", Status: metav1.ConditionTrue, Reason: metal3.ImageBuildInvalidReason, ObservedGeneration: p.Generation, LastTransitionTime: metav1.Now(),
+				Message: message},
+		}
+	}
+}
+
 // waitProgressing waits for the host's Progressing message to contain want, and returns the host.
 func waitProgressing(t *testing.T, ns, name, want string) *metal3.BareMetalHost {
 	t.Helper()
@@ -218,14 +231,7 @@ func TestImageWaitingStates(t *testing.T) {
 	}
 
 	// A build error is a registration error with the builder's message (on one line).
-	buildImage(t, ns, "h", func(p *metal3.PreprovisioningImage) {
-		p.Status.ImageURL = ""
-		p.Status.Conditions = []metav1.Condition{
-			{Type: "Ready", Status: metav1.ConditionFalse, Reason: metal3.ImageBuildInvalidReason, ObservedGeneration: p.Generation, LastTransitionTime: metav1.Now()},
-			{Type: "Error", Status: metav1.ConditionTrue, Reason: metal3.ImageBuildInvalidReason, ObservedGeneration: p.Generation, LastTransitionTime: metav1.Now(),
-				Message: "nmstatectl: error:\n  interfaces[0]: unknown type \"wifi\""},
-		}
-	})
+	buildImage(t, ns, "h", failedBuild("nmstatectl: error:\n  interfaces[0]: unknown type \"wifi\""))
 	wantErr := `PreprovisioningImage "h" could not be built (ImageBuildInvalid): nmstatectl: error: interfaces[0]: unknown type "wifi"`
 	h = waitHost(t, ns, "h", "the image's error", func(h *metal3.BareMetalHost) bool { return h.Status.ErrorMessage == wantErr })
 	if h.Status.ErrorType != metal3.RegistrationError || h.Status.OperationalStatus != metal3.OperationalStatusError || h.Status.ErrorCount != 1 {

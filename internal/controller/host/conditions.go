@@ -43,6 +43,13 @@ func setConditions(host *metal3.BareMetalHost, out outcome, now metav1.Time) {
 	servicing := st.OperationalStatus == metal3.OperationalStatusServicing
 	regFailed := (erred || servicing) && (st.ErrorType == metal3.RegistrationError || st.ErrorType == metal3.ProvisionedRegistrationError)
 	detached := st.OperationalStatus == metal3.OperationalStatusDetached
+	// A live update whose agent image failed is a servicing error that the image's fix resumes
+	// (clearImageError): the provisioner's run may go on meanwhile, so Ready keeps its Servicing
+	// reason and with it the attempt's time, by which the provisioner recognises that run.
+	imageHeld := erred && st.ErrorType == metal3.ServicingError && imageErrorShown(&st)
+	if imageHeld {
+		erred, servicing = false, true
+	}
 
 	manageable := cond{metav1.ConditionFalse, metal3.NotManagedReason, "The host has no BMC details"}
 	switch {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/conditions"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
 	"github.com/metalforge/metalforge/internal/test/companiontest"
 	"github.com/metalforge/metalforge/internal/test/poll"
@@ -567,32 +568,15 @@ func TestServicingWithABrokenImage(t *testing.T) {
 	ns := env.Namespace(t)
 	fix := imageFixture()
 	op := startManager(t, env.Config, ns, fix, firmwareControllers(fix), withImages)
-	h := newHost(ns, "h").WithBMC(testVMediaBMC, "bmc-h").Build()
-	h.Spec.Architecture = "x86_64" // what the fixture inspects, whatever this machine is
-	createHost(t, h)
-	good := built(testISOURL, metal3.ImageFormatISO, "x86_64", "", "")
-	waitImage(t, ns, "h", "created", func(*metal3.PreprovisioningImage) bool { return true })
-	buildImage(t, ns, "h", good)
-	waitState(t, ns, "h", metal3.StateProvisioned)
-	waitImageGone(t, ns, "h")
-	waitHFS(t, ns, "h", "filled in", func(hfs *metal3.HostFirmwareSettings) bool { return len(hfs.Status.Settings) > 0 })
-	create(t, &metal3.HostUpdatePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h"},
-		Spec: metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot}})
-	broken := func(p *metal3.PreprovisioningImage) {
-		p.Status.ImageURL = ""
-		p.Status.Conditions = []metav1.Condition{
-			{Type: "Ready", Status: metav1.ConditionFalse, Reason: metal3.ImageBuildInvalidReason, ObservedGeneration: p.Generation, LastTransitionTime: metav1.Now()},
-			{Type: "Error", Status: metav1.ConditionTrue, Reason: metal3.ImageBuildInvalidReason, ObservedGeneration: p.Generation, LastTransitionTime: metav1.Now(),
-				Message: "no network data"},
-		}
-	}
+	good := provisionedWithImage(t, ns, "h")
+	broken := failedBuild("no network data")
 	wantErr := `PreprovisioningImage "h" could not be built (ImageBuildInvalid): no network data`
 
 	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
 	reboot(t, ns, "h")
 	waitImage(t, ns, "h", "made again for the live update", func(*metal3.PreprovisioningImage) bool { return true })
 	buildImage(t, ns, "h", broken)
-	h = waitHost(t, ns, "h", "the image's error", func(h *metal3.BareMetalHost) bool { return h.Status.ErrorMessage == wantErr })
+	h := waitHost(t, ns, "h", "the image's error", func(h *metal3.BareMetalHost) bool { return h.Status.ErrorMessage == wantErr })
 	if h.Status.ErrorType != metal3.ServicingError || h.Status.OperationalStatus != metal3.OperationalStatusError || h.Status.PoweredOn {
 		t.Fatalf("live update with a broken image: %s", describe(h))
 	}
@@ -627,4 +611,65 @@ func TestServicingWithABrokenImage(t *testing.T) {
 		t.Fatalf("after the abort: %s, %d servicings", describe(h), fix.Count(ns, "h", fixture.OpService))
 	}
 	waitImageGone(t, ns, "h")
+}
+
+// provisionedWithImage takes a host on a virtual-media BMC to provisioned through its agent image
+// (built by the test), with its HostFirmwareSettings filled in and a HostUpdatePolicy for BIOS
+// settings on reboot; it returns the good build for the live update's image.
+func provisionedWithImage(t *testing.T, ns, name string) func(*metal3.PreprovisioningImage) {
+	t.Helper()
+	h := newHost(ns, name).WithBMC(testVMediaBMC, "bmc-"+name).Build()
+	h.Spec.Architecture = "x86_64" // what the fixture inspects, whatever this machine is
+	createHost(t, h)
+	good := built(testISOURL, metal3.ImageFormatISO, "x86_64", "", "")
+	waitImage(t, ns, name, "created", func(*metal3.PreprovisioningImage) bool { return true })
+	buildImage(t, ns, name, good)
+	waitState(t, ns, name, metal3.StateProvisioned)
+	waitImageGone(t, ns, name)
+	waitHFS(t, ns, name, "filled in", func(hfs *metal3.HostFirmwareSettings) bool { return len(hfs.Status.Settings) > 0 })
+	create(t, &metal3.HostUpdatePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot}})
+	return good
+}
+
+// TestServicingImageBrokenMidRun: the agent image failing while the provisioner's run goes on
+// shows as a servicing error, and its fix resumes the same attempt: the run that was going on is
+// followed to its end and not started a second time (the Ready condition keeps the attempt's
+// time, which the provisioner recognises its run by).
+func TestServicingImageBrokenMidRun(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := imageFixture()
+	op := startManager(t, env.Config, ns, fix, firmwareControllers(fix), withImages)
+	good := provisionedWithImage(t, ns, "h")
+
+	fix.SetLatency(fixture.OpService, time.Hour)
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
+	reboot(t, ns, "h")
+	waitImage(t, ns, "h", "made again for the live update", func(*metal3.PreprovisioningImage) bool { return true })
+	buildImage(t, ns, "h", good)
+	poll.Until(t, "the provisioner's run to start", func() (bool, string) {
+		n := fix.Count(ns, "h", fixture.OpService)
+		return n == 1, fmt.Sprintf("%d runs", n)
+	})
+	started := conditions.Get(getHost(t, ns, "h").Status.Conditions, metal3.ReadyCondition).LastTransitionTime
+
+	buildImage(t, ns, "h", failedBuild("no network data"))
+	waitHost(t, ns, "h", "the image's error", func(h *metal3.BareMetalHost) bool {
+		return h.Status.ErrorType == metal3.ServicingError && strings.Contains(h.Status.ErrorMessage, "no network data")
+	})
+	time.Sleep(1100 * time.Millisecond) // a new second: a moved attempt time would show
+	buildImage(t, ns, "h", good)
+	h := waitHost(t, ns, "h", "the live update resumed", func(h *metal3.BareMetalHost) bool {
+		return h.Status.OperationalStatus == metal3.OperationalStatusServicing && h.Status.ErrorType == ""
+	})
+	if at := conditions.Get(h.Status.Conditions, metal3.ReadyCondition).LastTransitionTime; !at.Equal(&started) {
+		t.Errorf("the attempt's time moved from %s to %s", started, at)
+	}
+	fix.SetLatency(fixture.OpService, 0)
+	h = servicedOK(t, ns, "h", fix, 1)
+	op.waitSeen(t, ns, "h", h.ResourceVersion, 3)
+	if n := fix.Count(ns, "h", fixture.OpService); n != 1 || biosValue(t, fix, ns, "h", "ProcTurboMode") != "Disabled" {
+		t.Fatalf("%d runs, ProcTurboMode %s; want the one run, applied", n, biosValue(t, fix, ns, "h", "ProcTurboMode"))
+	}
 }
