@@ -32,10 +32,28 @@ type syncFailures struct {
 	// ClusterOperator can lag the status just patched, and the work queue retries a failed
 	// write within milliseconds: comparing with the cache alone emitted the event twice.
 	reported string
+	// lagSince is since when the failures only show the cache behind (cacheLag), one after the
+	// other: such failures are reported only once they too last past the grace (a cache that
+	// stopped following the API server, a webhook that answers 409).
+	lagSince time.Time
 }
 
 // succeeded: a reconcile wrote its whole plan.
 func (s *syncFailures) succeeded() { *s = syncFailures{} }
+
+// reportable records a failure and says whether it may be reported: any refusal may; failures
+// that may only show the cache behind (lag) once they alone have followed one another past the
+// grace. A refusal ends such a run.
+func (s *syncFailures) reportable(now time.Time, lag bool) bool {
+	if !lag {
+		s.lagSince = time.Time{}
+		return true
+	}
+	if s.lagSince.IsZero() || now.Before(s.lagSince) {
+		s.lagSince = now
+	}
+	return now.Sub(s.lagSince) >= syncErrorGrace
+}
 
 // report says whether a SyncError with this message is news, and remembers it.
 func (s *syncFailures) report(message string) bool {
@@ -56,9 +74,10 @@ func (s *syncFailures) failed(now time.Time) bool {
 
 // cacheLag says whether a failed write only shows the informer cache behind the API server (an
 // update of an object just deleted, a create of one just made, a stale resourceVersion): the
-// retry reads the new state and goes through. It keeps the clock running but is not reported:
-// after minutes of a real refusal, the Secret an administrator deletes to clear it would
-// otherwise be announced as a new SyncError ("not found") just before the stack recovers.
+// retry reads the new state and goes through. It keeps the clock running but is not reported
+// until such failures alone last past the grace: after minutes of a real refusal, the Secret an
+// administrator deletes to clear it would otherwise be announced as a new SyncError ("not
+// found") just before the stack recovers.
 func cacheLag(err error) bool {
 	return apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err)
 }
@@ -82,7 +101,9 @@ func syncErrorState(decided clusteroperator.State, refusal string, busy string) 
 // with one Warning event. The error is returned either way: the work queue's backoff retries it,
 // and the next successful reconcile writes the decided state over SyncError.
 func (r *Reconciler) writeFailed(ctx context.Context, o *observed, p *plan, err error) error {
-	if !r.failures.failed(o.now) || cacheLag(err) || p.paused || o.co == nil || o.co.ResourceVersion == "" {
+	lasting := r.failures.failed(o.now)
+	reportable := r.failures.reportable(o.now, cacheLag(err))
+	if !lasting || !reportable || p.paused || o.co == nil || o.co.ResourceVersion == "" {
 		return err
 	}
 	msg := statustext.Clean("applying the stack: "+err.Error(), statustext.ConditionMessageLimit)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -82,5 +83,29 @@ func TestCacheLag(t *testing.T) {
 				t.Errorf("cacheLag = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSyncFailuresReportable: a refusal may be reported; failures of a cache behind only once
+// they alone have lasted past the grace, a refusal between them starting their clock again.
+func TestSyncFailuresReportable(t *testing.T) {
+	var s syncFailures
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	steps := []struct {
+		at   time.Duration
+		lag  bool
+		want bool
+	}{
+		{at: 0, lag: true, want: false},
+		{at: syncErrorGrace - time.Second, lag: true, want: false},
+		{at: syncErrorGrace, lag: true, want: true}, // a conflict for ever is reported
+		{at: syncErrorGrace + time.Second, lag: false, want: true},
+		{at: syncErrorGrace + 2*time.Second, lag: true, want: false}, // the refusal's clean-up
+		{at: 2*syncErrorGrace + 2*time.Second, lag: true, want: true},
+	}
+	for i, step := range steps {
+		if got := s.reportable(t0.Add(step.at), step.lag); got != step.want {
+			t.Errorf("step %d (at %s, lag %v): reportable %v, want %v", i, step.at, step.lag, got, step.want)
+		}
 	}
 }
