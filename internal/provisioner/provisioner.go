@@ -222,7 +222,8 @@ type ServiceData struct {
 	// RetryFailed: this request's servicing failed and the failure was reported; start it again.
 	// For callers without Since; with Since, a new attempt is the retry.
 	RetryFailed bool
-	// AfterFailure: the host's live update failed and waits (Since is zero). The engine reports the
+	// AfterFailure: the host's live update failed and waits (Since is zero, or the attempt's time
+	// while a running live update waits for its agent image). The engine reports the
 	// failure, follows or aborts what runs, and starts nothing: a request it would start (changed
 	// changes, or a run only interrupted) is answered Result.Restart. The host then writes that
 	// its servicing starts again (a new Since) before asking again.

@@ -86,9 +86,11 @@ func (s *hostScope) clearImageError() {
 	st := &s.host.Status
 	if imageErrorShown(st) {
 		resume := st.ErrorType == metal3.ServicingError
+		count := st.ErrorCount - 1 // before the image's error: retries of the live update stay counted
 		s.clearError()
 		if resume {
 			st.OperationalStatus = metal3.OperationalStatusServicing // the live update goes on
+			st.ErrorCount = max(count, 0)
 		}
 	}
 }

@@ -43,11 +43,16 @@ func setConditions(host *metal3.BareMetalHost, out outcome, now metav1.Time) {
 	servicing := st.OperationalStatus == metal3.OperationalStatusServicing
 	regFailed := (erred || servicing) && (st.ErrorType == metal3.RegistrationError || st.ErrorType == metal3.ProvisionedRegistrationError)
 	detached := st.OperationalStatus == metal3.OperationalStatusDetached
-	// A live update whose agent image failed is a servicing error that the image's fix resumes
-	// (clearImageError): the provisioner's run may go on meanwhile, so Ready keeps its Servicing
-	// reason and with it the attempt's time, by which the provisioner recognises that run.
-	imageHeld := erred && st.ErrorType == metal3.ServicingError && imageErrorShown(&st)
-	if imageHeld {
+	// A running live update whose agent image failed is a servicing error that the image's fix
+	// resumes (clearImageError): the provisioner's run may go on meanwhile, so Ready keeps its
+	// Servicing reason and with it the attempt's time, by which the provisioner recognises that
+	// run. An image failing after the live update had failed (Ready already Error) is no running
+	// live update: Ready stays Error.
+	wasServicing := false
+	if old := conditions.Get(st.Conditions, metal3.ReadyCondition); old != nil && old.Reason == metal3.ServicingReason {
+		wasServicing = true
+	}
+	if erred && st.ErrorType == metal3.ServicingError && imageErrorShown(&st) && wasServicing {
 		erred, servicing = false, true
 	}
 

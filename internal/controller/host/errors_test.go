@@ -415,6 +415,38 @@ func TestBrokenCredentialsOnProvisionedHost(t *testing.T) {
 	}
 }
 
+// TestCredentialsFixedWhileDeferred: the Secret fixed while the provisioner defers registration
+// changes (Ironic waits for the agent of a deploy) clears the input error at once: the
+// credentials are fine, only sending them waits.
+func TestCredentialsFixedWhileDeferred(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	fix.SetLatency(fixture.OpProvision, time.Hour)
+	startOperator(t, ns, fix)
+	createHost(t, newHost(ns, "h").Build())
+	waitState(t, ns, "h", metal3.StateProvisioning)
+	fix.DeferRegistrationFor(ns, "h", true)
+	secret := getSecret(t, ns, "bmc-h")
+	update(t, secret, func(s *corev1.Secret) { delete(s.Data, "password") })
+	waitHost(t, ns, "h", "the missing password named", func(h *metal3.BareMetalHost) bool {
+		return h.Status.ErrorType == metal3.RegistrationError && strings.Contains(h.Status.ErrorMessage, "has no password")
+	})
+	update(t, secret, func(s *corev1.Secret) { s.Data["password"] = []byte("fixed") })
+	waitHost(t, ns, "h", "the error cleared while provisioning", func(h *metal3.BareMetalHost) bool {
+		return h.Status.ErrorType == "" && h.Status.OperationalStatus == metal3.OperationalStatusOK &&
+			h.Status.Provisioning.State == metal3.StateProvisioning
+	})
+	fix.DeferRegistrationFor(ns, "h", false)
+	fix.SetLatency(fixture.OpProvision, 0)
+	h := waitHost(t, ns, "h", "provisioned with the fixed Secret", func(h *metal3.BareMetalHost) bool {
+		return h.Status.Provisioning.State == metal3.StateProvisioned && h.Status.GoodCredentials.Version == secret.ResourceVersion
+	})
+	if h.Status.ErrorType != "" {
+		t.Fatalf("host: %s", describe(h))
+	}
+}
+
 // TestSwitchedCredentialsReleaseTheOldSecret: a host moved to another credentials Secret lets go
 // of the old one (which can then be deleted) once the new one registered, unless another host
 // still uses it.

@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -166,6 +167,11 @@ func (s *hostScope) registerOnce() (outcome, bool) {
 		// the inputs as registered, an error as fixed), so the next reconcile, or a new operator
 		// process (through the credentials), asks again.
 		s.regs.deferred(s.host.UID)
+		// An error of the BMC input itself (a Secret without a password) is over, though: the
+		// input is valid now, only sending it waits.
+		if bmcInputErrorShown(st, errType) {
+			s.clearErrorOf(errType)
+		}
 		return outcome{}, true
 	}
 	if !sameCredentials(st.GoodCredentials, current) {
@@ -281,3 +287,9 @@ func equalRef(a, b *corev1.SecretReference) bool {
 
 // bmcInputError names the field in a bad-input message.
 func bmcInputError(field string, err error) error { return fmt.Errorf("%s: %w", field, err) }
+
+// bmcInputErrorShown: the host shows a registration error of type t about its BMC input
+// (loadCredentials's errors name spec.bmc's fields), not one the provisioner reported.
+func bmcInputErrorShown(st *metal3.BareMetalHostStatus, t metal3.ErrorType) bool {
+	return st.ErrorType == t && strings.HasPrefix(st.ErrorMessage, "spec.bmc.")
+}

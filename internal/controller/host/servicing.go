@@ -65,8 +65,9 @@ func (s *hostScope) servicing() bool {
 
 // liveUpdate is what the host may apply on reboot: the pending valid changes its policy allows,
 // with the time its servicing attempt started (the Ready condition turned to Servicing then, in
-// whole seconds; zero after a failure). The provisioner keeps that time with the run it starts and
-// recognises the attempt's run by it (waitNewSecond keeps attempts apart).
+// whole seconds; zero after a failure, kept while a running one waits for its agent image). The
+// provisioner keeps that time with the run it starts and recognises the attempt's run by it
+// (waitNewSecond keeps attempts apart).
 // unchecked: the spec asks for changes of an allowed kind that their controller has not judged yet.
 func (s *hostScope) liveUpdate() (data provisioner.ServiceData, unchecked bool) {
 	if ready := conditions.Get(s.host.Status.Conditions, metal3.ReadyCondition); ready != nil && ready.Reason == metal3.ServicingReason {

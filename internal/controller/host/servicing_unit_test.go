@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/conditions"
 	"github.com/metalforge/metalforge/internal/provisioner"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
 )
@@ -87,6 +88,58 @@ func TestTakeBackAbortThatAppliedSomething(t *testing.T) {
 				if !strings.Contains(e.Note, want) {
 					t.Errorf("event note %q does not say %q", e.Note, want)
 				}
+			}
+		})
+	}
+}
+
+// TestClearImageErrorKeepsTheRetryCount: the image's fix resumes a live update with the count of
+// its failures before the image's error (a retry stays a retry); any other host's image error
+// is simply cleared.
+func TestClearImageErrorKeepsTheRetryCount(t *testing.T) {
+	for name, tc := range map[string]struct {
+		errType    metal3.ErrorType
+		count      int
+		wantStatus metal3.OperationalStatus
+		wantCount  int
+	}{
+		"first attempt": {errType: metal3.ServicingError, count: 1, wantStatus: metal3.OperationalStatusServicing, wantCount: 0},
+		"second retry":  {errType: metal3.ServicingError, count: 3, wantStatus: metal3.OperationalStatusServicing, wantCount: 2},
+		"registering":   {errType: metal3.RegistrationError, count: 2, wantStatus: metal3.OperationalStatusOK, wantCount: 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := &metal3.BareMetalHost{}
+			h.Status.OperationalStatus, h.Status.ErrorType, h.Status.ErrorCount = metal3.OperationalStatusError, tc.errType, tc.count
+			h.Status.ErrorMessage = imageErrorPrefix + `"h" could not be built (ImageBuildInvalid): no network data`
+			s := &hostScope{host: h}
+			s.clearImageError()
+			if st := h.Status; st.OperationalStatus != tc.wantStatus || st.ErrorCount != tc.wantCount || st.ErrorType != "" {
+				t.Fatalf("status %s count %d type %q, want %s count %d", st.OperationalStatus, st.ErrorCount, st.ErrorType, tc.wantStatus, tc.wantCount)
+			}
+		})
+	}
+}
+
+// TestReadyDuringAnImageError: an image error during a running live update keeps Ready's
+// Servicing reason and transition time (the attempt's time); after a failed live update Ready
+// stays Error, and no running live update is claimed.
+func TestReadyDuringAnImageError(t *testing.T) {
+	started := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	for name, tc := range map[string]struct {
+		before, want string
+	}{
+		"running":      {before: metal3.ServicingReason, want: metal3.ServicingReason},
+		"after a fail": {before: metal3.ErrorReason, want: metal3.ErrorReason},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := unitHost(metal3.StateProvisioned)
+			h.Status.Conditions = []metav1.Condition{{Type: metal3.ReadyCondition, Status: metav1.ConditionFalse, Reason: tc.before, LastTransitionTime: started}}
+			h.Status.OperationalStatus, h.Status.ErrorType = metal3.OperationalStatusError, metal3.ServicingError
+			h.Status.ErrorMessage = imageErrorPrefix + `"h" could not be built (ImageBuildInvalid): no network data`
+			setConditions(h, outcome{}, metav1.NewTime(started.Add(time.Minute)))
+			ready := conditions.Get(h.Status.Conditions, metal3.ReadyCondition)
+			if ready.Reason != tc.want || !ready.LastTransitionTime.Equal(&started) || !strings.Contains(ready.Message, "no network data") {
+				t.Fatalf("Ready %s since %s: %q; want %s since %s", ready.Reason, ready.LastTransitionTime, ready.Message, tc.want, started)
 			}
 		})
 	}
