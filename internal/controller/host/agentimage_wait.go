@@ -67,14 +67,26 @@ func (s *hostScope) awaitImage(state metal3.ProvisioningState) (outcome, bool) {
 // repeated failures).
 func (s *hostScope) imageFailed(msg string) outcome {
 	errType := s.registrationErrorType()
+	st := &s.host.Status
 	if stateOf(s.state()).liveUpdates.is() && s.servicing() {
-		// A live update that cannot boot the agent failed: shown as a servicing error, which keeps
-		// the image (its fix resumes the live update) and the host off, and lets the user abort by
-		// taking the changes back. A registration error would end the live update, delete the
-		// image and let the next power-on start it all over again.
+		if st.ErrorType == metal3.ServicingError && !imageErrorShown(st) {
+			// A live update that failed keeps its failure, count and backoff: its retry (or the
+			// user's changed changes) waits for the image and then starts as any retry does.
+			return outcome{kind: kindWait, after: s.cfg.InputRetryDelay, progressReason: reasonWaitingForImage,
+				waitingFor: "the agent image the failed live update's retry boots, which failed: " + msg}
+		}
+		// A running live update that cannot boot the agent failed: shown as a servicing error,
+		// which keeps the image (its fix resumes the live update) and the host off, and lets the
+		// user abort by taking the changes back. A registration error would end the live update,
+		// delete the image and let the next power-on start it all over again.
 		errType = metal3.ServicingError
 	}
+	// The builder's next message about the same image is the same failure: not counted again.
+	count, again := st.ErrorCount, imageErrorShown(st) && st.ErrorType == errType
 	out := s.inputFailure(errType, errors.New(msg))
+	if again {
+		st.ErrorCount = count
+	}
 	if s.deleting() && s.state() == metal3.StateDeprovisioning {
 		return advanceKeepingError(metal3.StatePoweringOffBeforeDelete)
 	}

@@ -144,3 +144,41 @@ func TestReadyDuringAnImageError(t *testing.T) {
 		})
 	}
 }
+
+// TestImageErrorBesideAFailedLiveUpdate: an agent image failing while a failed live update waits
+// for its retry keeps the live update's failure, count and backoff (the retry starts as any retry
+// once the image is fine); the image's problem is what Progressing waits for.
+func TestImageErrorBesideAFailedLiveUpdate(t *testing.T) {
+	s := unitScope(t, unitHost(metal3.StateProvisioned), nil)
+	st := &s.host.Status
+	st.OperationalStatus, st.ErrorType, st.ErrorMessage, st.ErrorCount = metal3.OperationalStatusError, metal3.ServicingError, "step failed", 2
+	out := s.imageFailed(imageErrorPrefix + `"host-0" could not be built (ImageBuildInvalid): no network data`)
+	if st.ErrorType != metal3.ServicingError || st.ErrorMessage != "step failed" || st.ErrorCount != 2 || len(s.fx.events) != 0 {
+		t.Fatalf("the failed live update changed: %s, events %+v", describe(s.host), s.fx.events)
+	}
+	if out.kind != kindWait || out.progressReason != reasonWaitingForImage || !strings.Contains(out.waitingFor, "no network data") {
+		t.Fatalf("outcome %+v: want a wait for the image naming its error", out)
+	}
+}
+
+// TestImageErrorMessagesCountOnce: while an image error is shown, the builder's next message
+// replaces it (with its event) but is the same failure: the count does not grow.
+func TestImageErrorMessagesCountOnce(t *testing.T) {
+	s := unitScope(t, unitHost(metal3.StateProvisioned), nil)
+	st := &s.host.Status
+	st.OperationalStatus, st.ErrorCount = metal3.OperationalStatusServicing, 1 // a retry runs
+	for i, msg := range []string{"no network data", "bad nmstate", "bad nmstate"} {
+		s.fx = effects{}
+		s.imageFailed(imageErrorPrefix + `"host-0" could not be built (ImageBuildInvalid): ` + msg)
+		if st.ErrorType != metal3.ServicingError || st.ErrorCount != 2 || !strings.HasSuffix(st.ErrorMessage, msg) {
+			t.Fatalf("message %d: %s", i, describe(s.host))
+		}
+		if want := min(1, 2-i); len(s.fx.events) != want {
+			t.Fatalf("message %d: events %+v, want %d", i, s.fx.events, want)
+		}
+	}
+	s.clearImageError()
+	if st.OperationalStatus != metal3.OperationalStatusServicing || st.ErrorCount != 1 {
+		t.Fatalf("after the fix: %s; want the retry running with its count 1", describe(s.host))
+	}
+}
