@@ -80,7 +80,9 @@ type kernelGroup struct {
 	// labelled counts the nodes whose kernel label already names this kernel (the nodekernel
 	// controller writes it; driver pods are scheduled by it).
 	labelled int
-	// os is taken from the first node (node-feature-discovery labels, or the kernel).
+	// nodeLabels are the labels of osNode, the node the operating-system values come from
+	// (node-feature-discovery labels, or the kernel): see osSourceBefore.
+	osNode     string
 	nodeLabels map[string]string
 }
 

@@ -185,12 +185,16 @@ func (h *harness) node(name, k string, hardware bool) {
 // setKernel makes a node report kernel k (what the kubelet does after a reboot).
 func (h *harness) setKernel(name, k string) {
 	h.t.Helper()
-	n := &corev1.Node{}
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: h.name(name)}, n); err != nil {
-		h.t.Fatal(err)
-	}
-	n.Status.NodeInfo.KernelVersion = k
-	if err := env.Client.Status().Update(context.Background(), n); err != nil {
+	// The operator labels the node meanwhile (its kernel label): a conflict reads it again.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := &corev1.Node{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: h.name(name)}, n); err != nil {
+			return err
+		}
+		n.Status.NodeInfo.KernelVersion = k
+		return env.Client.Status().Update(context.Background(), n)
+	})
+	if err != nil {
 		h.t.Fatal(err)
 	}
 }

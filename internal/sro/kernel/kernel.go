@@ -60,18 +60,32 @@ var elRelease = regexp.MustCompile(`\.el(\d+)(?:_(\d+))?(?:\.|$)`)
 // (RHCOS nodes report the RHEL version they are built on), else from the kernel's release
 // (el8_4 → rhel8.4). Zero when neither says.
 func OSOf(full string, nodeLabels map[string]string) OS {
-	id, major, minor := nodeLabels[nfdOSID], nodeLabels[nfdOSMajor], nodeLabels[nfdOSMinor]
-	if rhel := nodeLabels[nfdRHELVersion]; rhel != "" && (id == "rhcos" || id == "rhel") {
-		id = "rhel"
-		major, minor, _ = strings.Cut(rhel, ".")
-	}
-	if id != "" && major != "" {
-		return makeOS(id, major, minor)
+	if os, ok := osFromLabels(nodeLabels); ok {
+		return os
 	}
 	if m := elRelease.FindStringSubmatch(full); m != nil {
 		return makeOS("rhel", m[1], m[2])
 	}
 	return OS{}
+}
+
+// OSLabelled: node-feature-discovery's labels on the node say its operating system (OSOf uses
+// them rather than the kernel's release, which may lack the minor version).
+func OSLabelled(nodeLabels map[string]string) bool {
+	_, ok := osFromLabels(nodeLabels)
+	return ok
+}
+
+func osFromLabels(nodeLabels map[string]string) (OS, bool) {
+	id, major, minor := nodeLabels[nfdOSID], nodeLabels[nfdOSMajor], nodeLabels[nfdOSMinor]
+	if rhel := nodeLabels[nfdRHELVersion]; rhel != "" && (id == "rhcos" || id == "rhel") {
+		id = "rhel"
+		major, minor, _ = strings.Cut(rhel, ".")
+	}
+	if id == "" || major == "" {
+		return OS{}, false
+	}
+	return makeOS(id, major, minor), true
 }
 
 func makeOS(id, major, minor string) OS {
