@@ -95,7 +95,9 @@ func writeImageTable(b *strings.Builder, states []metal3.ProvisioningState) {
 	b.WriteString("the host, and handed to the provisioner once Ready; *waited for*: kept, and Ready before the state's\n")
 	b.WriteString("work starts (the host waits with the `Progressing` reason `" + reasonWaitingForImage + "`, saying\n")
 	b.WriteString("what for and since when; an image that cannot be built is a registration error with the builder's\n")
-	b.WriteString("message); *deleted*: the host is done with the agent; *left alone*: neither made nor deleted.\n")
+	b.WriteString("message, or, during a running live update, a servicing error that keeps the live update's `Servicing`\n")
+	b.WriteString("reason on Ready and resumes the same run once the image is fixed; beside a live update that already\n")
+	b.WriteString("failed, the failure stays shown and its retry waits for the image); *deleted*: the host is done with the agent; *left alone*: neither made nor deleted.\n")
 	b.WriteString("`registering` completes only once the image the next state waits for is Ready.\n\n")
 	b.WriteString("| State | PreprovisioningImage | Otherwise when |\n|---|---|---|\n")
 	for _, s := range states {
