@@ -48,11 +48,7 @@ func setConditions(host *metal3.BareMetalHost, out outcome, now metav1.Time) {
 	// Servicing reason and with it the attempt's time, by which the provisioner recognises that
 	// run. An image failing after the live update had failed (Ready already Error) is no running
 	// live update: Ready stays Error.
-	wasServicing := false
-	if old := conditions.Get(st.Conditions, metal3.ReadyCondition); old != nil && old.Reason == metal3.ServicingReason {
-		wasServicing = true
-	}
-	if erred && st.ErrorType == metal3.ServicingError && imageErrorShown(&st) && wasServicing {
+	if _, wasServicing := servicingSince(&st); wasServicing && erred && st.ErrorType == metal3.ServicingError && imageErrorShown(&st) {
 		erred, servicing = false, true
 	}
 

@@ -70,8 +70,8 @@ func (s *hostScope) servicing() bool {
 // (waitNewSecond keeps attempts apart).
 // unchecked: the spec asks for changes of an allowed kind that their controller has not judged yet.
 func (s *hostScope) liveUpdate() (data provisioner.ServiceData, unchecked bool) {
-	if ready := conditions.Get(s.host.Status.Conditions, metal3.ReadyCondition); ready != nil && ready.Reason == metal3.ServicingReason {
-		data.Since = ready.LastTransitionTime.Time
+	if since, ok := servicingSince(&s.host.Status); ok {
+		data.Since = since
 	}
 	fw, policy := s.in.firmware, s.in.policy
 	if policy.settings {
@@ -81,6 +81,15 @@ func (s *hostScope) liveUpdate() (data provisioner.ServiceData, unchecked bool) 
 		data.FirmwareUpdates, unchecked = fw.updates, unchecked || fw.uncheckedUpdates
 	}
 	return data, unchecked
+}
+
+// servicingSince is when the live update's attempt started: the Ready condition's turn to its
+// Servicing reason (whole seconds). ok is false when Ready does not say Servicing.
+func servicingSince(st *metal3.BareMetalHostStatus) (since time.Time, ok bool) {
+	if ready := conditions.Get(st.Conditions, metal3.ReadyCondition); ready != nil && ready.Reason == metal3.ServicingReason {
+		return ready.LastTransitionTime.Time, true
+	}
+	return time.Time{}, false
 }
 
 // waitingChecked is the Progressing message while changes wait for their controller's verdict.
@@ -219,8 +228,8 @@ func abortedAfter(applied provisioner.Serviced, staged []string) events.Event {
 // next reboot), the host back to OK and powered as spec.online says. ended, when given, is the
 // event instead of "complete" (an abort that applied something).
 func (s *hostScope) completeServicing(applied provisioner.Serviced, ended ...events.Event) outcome {
-	if ready := conditions.Get(s.host.Status.Conditions, metal3.ReadyCondition); ready != nil && ready.Reason == metal3.ServicingReason {
-		d := s.now.Sub(ready.LastTransitionTime.Time)
+	if since, ok := servicingSince(&s.host.Status); ok {
+		d := s.now.Sub(since)
 		s.fx.serviced = &d
 	}
 	if len(applied.Updates) > 0 {
