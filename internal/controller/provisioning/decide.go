@@ -219,7 +219,7 @@ func down(d *appsv1.Deployment, now time.Time) bool {
 // rollout decides the state from the plan's writes, the Deployments' progress and what the stack
 // says it waits for.
 func (p *plan) rollout(o *observed, stack *render.Stack, bmoReady bool) {
-	var waiting, late, downs, names []string
+	var waiting, late, downs, loops, names []string
 	for _, rendered := range stack.Deployments() {
 		name := rendered.Name
 		names = append(names, name)
@@ -229,6 +229,8 @@ func (p *plan) rollout(o *observed, stack *render.Stack, bmoReady bool) {
 			waiting = append(waiting, name)
 		case timedOut(d):
 			late = append(late, name)
+		case crashLoop(d, o.pods, o.now) != "":
+			loops = append(loops, fmt.Sprintf("%s deployment crash-looping (%s)", name, crashLoop(d, o.pods, o.now)))
 		case down(d, o.now):
 			downs = append(downs, name)
 		case !available(d):
@@ -242,9 +244,13 @@ func (p *plan) rollout(o *observed, stack *render.Stack, bmoReady bool) {
 		if c := clusteroperator.Condition(o.co, "Degraded"); c == nil || c.Reason != clusteroperator.ReasonDeployTimedOut {
 			p.events.Warning(ReasonDeployTimedOut, "Rollout", msg)
 		}
-	case len(downs) > 0:
-		msg := fmt.Sprintf("%s deployment unavailable for more than %d minutes since its rollout finished: look at its pods",
-			strings.Join(downs, " and "), int(unavailableLimit.Minutes()))
+	case len(downs) > 0 || len(loops) > 0:
+		parts := loops
+		if len(downs) > 0 {
+			parts = append(parts, fmt.Sprintf("%s deployment unavailable for more than %d minutes since its rollout finished: look at its pods",
+				strings.Join(downs, " and "), int(unavailableLimit.Minutes())))
+		}
+		msg := strings.Join(parts, "; ")
 		p.state = clusteroperator.State{Reason: clusteroperator.ReasonDeploymentCrashLooping, Message: msg, Busy: o.busy}
 		if c := clusteroperator.Condition(o.co, "Degraded"); c == nil || c.Reason != clusteroperator.ReasonDeploymentCrashLooping {
 			p.events.Warning(ReasonDeploymentCrashLooping, "Rollout", msg)

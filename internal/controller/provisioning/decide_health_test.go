@@ -136,6 +136,34 @@ func TestDecideUnavailableAfterRollout(t *testing.T) {
 			},
 			state: clusteroperator.ReasonSyncing, degraded: configv1.ConditionFalse, progressing: configv1.ConditionTrue,
 		},
+		"available, but its container keeps crashing after passing readiness: Degraded": {
+			world: func(t *testing.T) *observed {
+				t.Helper()
+				o := complete(t)
+				pod := crashingPod(o.now, 4, 30*time.Second, "")
+				pod.Namespace = o.namespace
+				o.pods = []corev1.Pod{pod}
+				return o
+			},
+			state:   clusteroperator.ReasonDeploymentCrashLooping,
+			message: "metal3 deployment crash-looping (container metal3-ironic of pod metal3-7d9f restarted 4 times)",
+			events:  []string{ReasonDeploymentCrashLooping}, degraded: configv1.ConditionTrue, progressing: configv1.ConditionFalse,
+		},
+		"crash-looping and another down: both named": {
+			world: func(t *testing.T) *observed {
+				t.Helper()
+				o := complete(t)
+				markDown(o, render.BMODeployment, 10*time.Minute)
+				pod := crashingPod(o.now, 4, 30*time.Second, "CrashLoopBackOff")
+				pod.Namespace = o.namespace
+				o.pods = []corev1.Pod{pod}
+				return o
+			},
+			state: clusteroperator.ReasonDeploymentCrashLooping,
+			message: "metal3 deployment crash-looping (container metal3-ironic of pod metal3-7d9f restarted 4 times); " +
+				"metal3-baremetal-operator deployment unavailable for more than 5 minutes",
+			events: []string{ReasonDeploymentCrashLooping}, degraded: configv1.ConditionTrue, progressing: configv1.ConditionFalse,
+		},
 		"back up: complete": {
 			world: func(t *testing.T) *observed {
 				t.Helper()

@@ -13,9 +13,9 @@ import (
 )
 
 // CacheOptions keep the operator's cache small: namespaced objects from its namespace only, the
-// Secrets it made only (labelled; the namespace also holds every host's BMC credentials), the
-// metal3-state Service's EndpointSlices only (where the metal3 pod runs), and of
-// the hosts (from every namespace: watchAllNamespaces may be switched on) only what tells whether
+// Secrets it made and its Deployments' pods only (labelled; the namespace also holds every host's
+// BMC credentials), the metal3-state Service's EndpointSlices only (where the metal3 pod runs), and
+// of the hosts (from every namespace: watchAllNamespaces may be switched on) only what tells whether
 // they are busy.
 func CacheOptions(namespace string) cache.Options {
 	componentLabel, _ := labels.NewRequirement(render.ComponentLabel, selection.Exists, nil)
@@ -24,6 +24,8 @@ func CacheOptions(namespace string) cache.Options {
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Label: labels.NewSelector().Add(*componentLabel)},
+			// Only the stack's pods: whether a container crash-loops.
+			&corev1.Pod{}: {Label: labels.NewSelector().Add(*componentLabel)},
 			// Only the metal3 pod's endpoints: where Ironic runs.
 			&discoveryv1.EndpointSlice{}: {Label: labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: render.StateService})},
 			&metal3.BareMetalHost{}: {

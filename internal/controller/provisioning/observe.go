@@ -47,8 +47,10 @@ type observed struct {
 	proxy     *render.Proxy
 
 	// What exists, by name (absent: not there).
-	secrets        map[string]*corev1.Secret
-	deployments    map[string]*appsv1.Deployment
+	secrets     map[string]*corev1.Secret
+	deployments map[string]*appsv1.Deployment
+	// pods are the stack's pods (those with the component label): how their containers restart.
+	pods           []corev1.Pod
 	services       map[string]*corev1.Service
 	webhookConfigs map[string]*admissionv1.ValidatingWebhookConfiguration
 
@@ -159,6 +161,11 @@ func (r *Reconciler) observeDeployed(ctx context.Context, o *observed) error {
 			o.deployments[name] = d
 		}
 	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(ns), client.HasLabels{render.ComponentLabel}); err != nil {
+		return fmt.Errorf("reading the stack's pods in %s: %w", ns, err)
+	}
+	o.pods = pods.Items
 	for _, name := range stackServices {
 		s := &corev1.Service{}
 		if err := getOptional(ctx, r.Client, types.NamespacedName{Namespace: ns, Name: name}, s); err != nil {

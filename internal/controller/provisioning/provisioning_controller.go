@@ -104,6 +104,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&appsv1.Deployment{}, toSingleton, builder.WithPredicates(inNamespace)).
 		Watches(&corev1.Service{}, toSingleton, builder.WithPredicates(inNamespace)).
 		Watches(&corev1.Secret{}, toSingleton, builder.WithPredicates(inNamespace)).
+		// A container that restarts changes only its pod (crashLoop).
+		Watches(&corev1.Pod{}, toSingleton, builder.WithPredicates(inNamespace)).
 		Watches(&discoveryv1.EndpointSlice{}, toSingleton, builder.WithPredicates(inNamespace, predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetLabels()[discoveryv1.LabelServiceName] == render.StateService
 		}))).

@@ -33,6 +33,8 @@ func NamespaceRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 		// Where the metal3 pod runs (the image-customization-controller's Ironic URL).
 		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
+		// Whether a container of the stack crash-loops.
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
 		// The stack's pods run as this account, and OpenShift admits the metal3 pod (host network,
 		// host paths, root, network capabilities) and the image-customization-controller (root, a
 		// host path) only under the privileged SCC. OpenShift's operator grants every SCC; the

@@ -383,6 +383,42 @@ func TestDeploymentCrashLooping(t *testing.T) {
 	waitCO(t, map[string]string{"Degraded": "False/AsExpected", "Available": "True/DeployComplete"})
 }
 
+// TestPodCrashLooping: a container of the stack that keeps crashing after passing its readiness
+// probe (so the Deployment stays Available between crashes) makes the operator Degraded with
+// DeploymentCrashLooping naming the container, from the pod the operator watches; the pod gone
+// (replaced), it is complete again.
+func TestPodCrashLooping(t *testing.T) {
+	op := setup(t, options{})
+	start := time.Now()
+	createProvisioning(t, disabled, nil)
+	deployComplete(t, op.ns)
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "metal3-crashing", Namespace: op.ns,
+			Labels: map[string]string{"k8s-app": "metal3", render.ComponentLabel: render.StateService}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "metal3-ironic", Image: "example.com/ironic"}}},
+	}
+	if err := env.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "metal3-ironic", RestartCount: 5, Ready: true,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(op.clock.Now())}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2,
+			FinishedAt: metav1.NewTime(op.clock.Now().Add(-20 * time.Second))}}}}
+	if err := env.Client.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	c := waitCO(t, map[string]string{"Degraded": "True/DeploymentCrashLooping", "Progressing": "False/AsExpected"})
+	if m := clusteroperator.Condition(c, configv1.OperatorDegraded).Message; !strings.Contains(m, "container metal3-ironic of pod metal3-crashing restarted 5 times") {
+		t.Errorf("Degraded message %q does not name the container", m)
+	}
+	waitEvent(t, start, ReasonDeploymentCrashLooping, "metal3-ironic")
+	if err := env.Client.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	waitCO(t, map[string]string{"Degraded": "False/AsExpected", "Available": "True/DeployComplete"})
+}
+
 // TestSyncError: a write the API server refuses for good (the Ironic certificate's Secret made
 // immutable, then due for renewal) is not Degraded at once (conflicts clear by themselves), is
 // Degraded with SyncError naming the Secret once it has lasted five minutes on the operator's
