@@ -174,25 +174,40 @@ func TestPendingFirmwareChanges(t *testing.T) {
 		}},
 		Status: HostFirmwareSettingsStatus{Settings: SettingsMap{"Same": "A", "Differs": "A", "Number": "30"}},
 	}
-	got := hfs.PendingSettings()
+	got := hfs.PendingSettings(nil)
 	differs, missing := got["Differs"], got["Missing"]
 	if len(got) != 2 || differs.String() != "B" || missing.String() != "C" {
 		t.Errorf("pending settings %v, want Differs and Missing", got)
 	}
 	hfs.Spec.Settings = DesiredSettingsMap{"Same": intstr.FromString("A")}
-	if got := hfs.PendingSettings(); got != nil {
+	if got := hfs.PendingSettings(nil); got != nil {
 		t.Errorf("pending settings %v, want none", got)
 	}
 	// As Ironic reports them: a Boolean as Python prints it, an integer without padding.
 	hfs.Status.Settings = SettingsMap{"Bool": "True", "Off": "False", "Int": "30", "Enum": "Enabled"}
 	hfs.Spec.Settings = DesiredSettingsMap{"Bool": intstr.FromString("true"), "Off": intstr.FromString("FALSE"),
 		"Int": intstr.FromString("030"), "Enum": intstr.FromString("Enabled")}
-	if got := hfs.PendingSettings(); got != nil {
+	if got := hfs.PendingSettings(nil); got != nil {
 		t.Errorf("pending settings %v, want none (the same values written otherwise)", got)
 	}
 	hfs.Spec.Settings = DesiredSettingsMap{"Bool": intstr.FromString("false"), "Int": intstr.FromInt32(31), "Enum": intstr.FromString("enabled")}
-	if got := hfs.PendingSettings(); len(got) != 3 {
+	if got := hfs.PendingSettings(nil); len(got) != 3 {
 		t.Errorf("pending settings %v, want all three (another boolean, another number, an enumeration value differing in case)", got)
+	}
+	// With the types known: String values are text ("0042" is not 42), an Integer's are numbers,
+	// a Boolean's any case; an Enumeration's "TRUE" is not "True".
+	types := map[string]SettingSchema{"AssetTag": {AttributeType: "String"}, "Int": {AttributeType: "Integer"},
+		"Bool": {AttributeType: "Boolean"}, "Mode": {AttributeType: "Enumeration"}}
+	hfs.Status.Settings = SettingsMap{"AssetTag": "0042", "Int": "30", "Bool": "True", "Mode": "True"}
+	hfs.Spec.Settings = DesiredSettingsMap{"AssetTag": intstr.FromString("42"), "Int": intstr.FromString("+30"),
+		"Bool": intstr.FromString("true"), "Mode": intstr.FromString("TRUE")}
+	got = hfs.PendingSettings(types)
+	tag, mode := got["AssetTag"], got["Mode"]
+	if len(got) != 2 || tag.String() != "42" || mode.String() != "TRUE" {
+		t.Errorf("pending settings %v, want AssetTag and Mode (a String and an Enumeration compare as text)", got)
+	}
+	if got := hfs.PendingSettings(nil); len(got) != 0 {
+		t.Errorf("pending settings %v without types, want none (compared as any type could be)", got)
 	}
 	applied, next := FirmwareUpdate{Component: "bios", URL: "http://x/1"}, FirmwareUpdate{Component: "bios", URL: "http://x/2"}
 	hfc := &HostFirmwareComponents{Spec: HostFirmwareComponentsSpec{Updates: []FirmwareUpdate{next}}, Status: HostFirmwareComponentsStatus{Updates: []FirmwareUpdate{applied}}}

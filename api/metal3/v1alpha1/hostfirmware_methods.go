@@ -9,11 +9,12 @@ import (
 )
 
 // PendingSettings are the spec settings whose value differs from the host's (or that the host does
-// not report): what preparing or servicing would apply. Nil when there are none.
-func (h *HostFirmwareSettings) PendingSettings() DesiredSettingsMap {
+// not report): what preparing or servicing would apply. schema holds the settings' types (the
+// host's FirmwareSchema; nil when unknown). Nil when there are none.
+func (h *HostFirmwareSettings) PendingSettings(schema map[string]SettingSchema) DesiredSettingsMap {
 	var out DesiredSettingsMap
 	for name, want := range h.Spec.Settings {
-		if got, ok := h.Status.Settings[name]; !ok || !SameSetting(got, want) {
+		if got, ok := h.Status.Settings[name]; !ok || !SameSetting(got, want, schema[name].AttributeType) {
 			if out == nil {
 				out = DesiredSettingsMap{}
 			}
@@ -24,17 +25,23 @@ func (h *HostFirmwareSettings) PendingSettings() DesiredSettingsMap {
 }
 
 // SameSetting reports whether a value the host reports (as Ironic stores it: a Python str, so
-// True for a Boolean) is the desired one: the same text, the same boolean in any case ("True" is
-// true), or the same integer however written (30, "030", "+30"). Otherwise a Boolean or an integer
-// written another way than Ironic prints it stayed pending for ever, applied again at every live
-// update.
-func SameSetting(got string, want intstr.IntOrString) bool {
+// True for a Boolean) is the desired one for a setting of attributeType: the same text; for a
+// Boolean the same boolean in any case ("True" is true); for an Integer the same integer however
+// written (30, "030", "+30"). Otherwise a Boolean or an integer written another way than Ironic
+// prints it stayed pending for ever, applied again at every live update. Other types compare the
+// text only: "0042" and "42" are different String values. A setting of unknown type (no schema,
+// or a registry without types) is compared as either could be.
+func SameSetting(got string, want intstr.IntOrString, attributeType string) bool {
 	w := want.String()
-	switch {
-	case got == w:
+	if got == w {
 		return true
-	case strings.EqualFold(got, w):
-		return strings.EqualFold(w, "true") || strings.EqualFold(w, "false")
+	}
+	boolean, integer := attributeType == "Boolean" || attributeType == "", attributeType == "Integer" || attributeType == ""
+	if boolean && strings.EqualFold(got, w) && (strings.EqualFold(w, "true") || strings.EqualFold(w, "false")) {
+		return true
+	}
+	if !integer {
+		return false
 	}
 	g, gerr := strconv.Atoi(got)
 	n, werr := strconv.Atoi(w)

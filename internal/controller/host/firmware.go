@@ -67,12 +67,15 @@ func (r *Reconciler) loadFirmwareChanges(ctx context.Context, s *hostScope) erro
 	case err != nil:
 		return fmt.Errorf("reading host firmware settings %s: %w", key, err)
 	default:
-		pending := hfs.PendingSettings()
 		switch ready, judged := changeReady(hfs.Status.Conditions, string(metal3.FirmwareSettingsChangeDetected), string(metal3.FirmwareSettingsValid), hfs.Generation); {
 		case !judged && len(hfs.Spec.Settings) > 0:
 			fw.uncheckedSettings = true
 		case ready:
-			fw.settings = pending
+			schema, err := r.settingTypes(ctx, hfs)
+			if err != nil {
+				return err
+			}
+			fw.settings = hfs.PendingSettings(schema)
 		}
 		if hfs.Status.LastUpdated != nil {
 			fw.settingsChanged = hfs.Status.LastUpdated.Time
@@ -97,6 +100,30 @@ func (r *Reconciler) loadFirmwareChanges(ctx context.Context, s *hostScope) erro
 		}
 	}
 	return nil
+}
+
+// settingTypes is the schema of the host's settings, from the FirmwareSchema its
+// HostFirmwareSettings names (nil without one): what tells a String "0042" from the Integer 42
+// when deciding which settings differ, as the settings controller did.
+func (r *Reconciler) settingTypes(ctx context.Context, hfs *metal3.HostFirmwareSettings) (map[string]metal3.SettingSchema, error) {
+	ref := hfs.Status.FirmwareSchema
+	if ref == nil || ref.Name == "" {
+		return nil, nil
+	}
+	key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+	if key.Namespace == "" {
+		key.Namespace = hfs.Namespace
+	}
+	schema := &metal3.FirmwareSchema{}
+	switch err := r.Client.Get(ctx, key, schema, cacheview.ReadOnly); {
+	case apierrors.IsNotFound(err):
+		// Being recreated (the settings controller names it before it exists in the cache):
+		// compared as settings of unknown type until then.
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading firmware schema %s: %w", key, err)
+	}
+	return schema.Spec.Schema, nil
 }
 
 // changeReady: a change was detected and found valid (ready); judged: both conditions were

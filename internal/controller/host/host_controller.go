@@ -116,7 +116,7 @@ const secretNamesField = ".metalforge.secretNames"
 // +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts/finalizers,verbs=update
 // +kubebuilder:rbac:groups=metal3.io,resources=hardwaredata,verbs=get;create;update;patch;delete
 // +kubebuilder:rbac:groups=metal3.io,resources=preprovisioningimages,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=metal3.io,resources=hostfirmwaresettings;hostfirmwarecomponents,verbs=get;list;watch
+// +kubebuilder:rbac:groups=metal3.io,resources=hostfirmwaresettings;hostfirmwarecomponents;firmwareschemas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=metal3.io,resources=hostfirmwarecomponents/status,verbs=get;patch
 // +kubebuilder:rbac:groups=metal3.io,resources=hostupdatepolicies,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;update;patch

@@ -504,6 +504,31 @@ func TestServicingAfterAnOutOfBandChange(t *testing.T) {
 	}
 }
 
+// TestLiveUpdateOfANumberLikeString: a String setting whose values look like numbers ("0042" to
+// "42") is a change, found by the settings controller and applied by the live update: the values
+// are compared by the setting's type from its FirmwareSchema, not as the integers they resemble.
+func TestLiveUpdateOfANumberLikeString(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startWithFirmware(t, ns, fix)
+	provisionedWithFirmware(t, ns, "h", &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot})
+	fix.SetBIOS(ns, "h", "AssetTag", "0042")
+	waitHFS(t, ns, "h", "the asset tag read", func(hfs *metal3.HostFirmwareSettings) bool {
+		return hfs.Status.Settings["AssetTag"] == "0042"
+	})
+	setSettings(t, ns, "h", map[string]string{"AssetTag": "42"})
+	waitHFS(t, ns, "h", "the change detected", func(hfs *metal3.HostFirmwareSettings) bool {
+		return judged(hfs.Status.Conditions, hfs.Generation) &&
+			companiontest.Condition(hfs.Status.Conditions, metal3.FirmwareSettingsChangeDetected).Status == metav1.ConditionTrue
+	})
+	reboot(t, ns, "h")
+	servicedOK(t, ns, "h", fix, 1)
+	if got := biosValue(t, fix, ns, "h", "AssetTag"); got != "42" {
+		t.Fatalf("AssetTag %q after the live update, want 42", got)
+	}
+}
+
 // TestServicingBootsTheAgentImage: with --build-preprov-image, a live update waits for the host's
 // PreprovisioningImage (made again: a provisioned host has none) and hands it to the provisioner,
 // which boots the agent from it; a failed live update keeps it for the retry; the image goes again

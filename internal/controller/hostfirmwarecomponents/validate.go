@@ -76,5 +76,10 @@ func validateURL(raw string) error {
 			return nil
 		}
 	}
+	if err != nil && strings.Contains(raw, "@") {
+		// Unparsable with user information (a password with a space or '#'): a form the status
+		// text cleaner may not recognise, so not repeated in status or events.
+		return fmt.Errorf("not an http, https or file URL (not shown: it may hold credentials)")
+	}
 	return fmt.Errorf("%q is not an http, https or file URL", raw)
 }

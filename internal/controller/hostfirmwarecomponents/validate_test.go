@@ -37,6 +37,8 @@ func TestValidateUpdates(t *testing.T) {
 			want: `spec.updates[0].url: "file://server/fw/bmc.bin" is not an http, https or file URL`},
 		"an http URL without a host": {updates: []metal3.FirmwareUpdate{u("bmc", "http:///fw/bmc.bin")}, reported: reported,
 			want: `spec.updates[0].url: "http:///fw/bmc.bin" is not an http, https or file URL`},
+		"an unparsable URL with a password holding a space": {updates: []metal3.FirmwareUpdate{u("bmc", "https://admin:pa ss@fw.example/bmc.bin")}, reported: reported,
+			want: `spec.updates[0].url: not an http, https or file URL (not shown: it may hold credentials)`},
 		"a relative URL": {updates: []metal3.FirmwareUpdate{u("bios", "bios.bin")}, reported: reported,
 			want: `spec.updates[0].url: "bios.bin" is not an http, https or file URL`},
 		"both fields wrong": {updates: []metal3.FirmwareUpdate{u("gpu", "ftp://x/y")}, reported: reported,

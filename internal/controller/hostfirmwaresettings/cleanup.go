@@ -3,6 +3,7 @@ package hostfirmwaresettings
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,7 +32,8 @@ func schemaRefOf(o client.Object) []string {
 	return []string{hfs.Status.FirmwareSchema.Name}
 }
 
-// cleaner deletes FirmwareSchemas that no HostFirmwareSettings of their namespace names. It looks
+// cleaner deletes the FirmwareSchemas it names (schemaNamePrefix) that no HostFirmwareSettings of
+// their namespace names. It looks
 // at a schema when it appears (and for every schema when the operator starts), and when a
 // HostFirmwareSettings stops naming it (deleted with its host, or now naming another schema after
 // a firmware update). Counting the users is a lookup in the cache's index, no API request.
@@ -101,7 +103,9 @@ func (c *cleaner) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Re
 	if c.checked != nil {
 		defer func() { c.checked(req.NamespacedName, deleted) }()
 	}
-	if len(users.Items) > 0 {
+	if len(users.Items) > 0 || !strings.HasPrefix(req.Name, schemaNamePrefix) {
+		// Only the content-addressed schemas hosts name ("schema-…", as metal3 names them) are
+		// the cleaner's: one a user or another tool made is not, although no host uses it.
 		return ctrl.Result{}, nil
 	}
 	grace := c.schemas.grace

@@ -148,7 +148,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		}
 		p := patch.NewHelper(r.Client, hfs, &r.written)
 		now := r.now()
-		list := setStatus(hfs, observed{settings: settings, schema: published,
+		list := setStatus(hfs, observed{settings: settings, schema: schema,
 			schemaRef: metal3.SchemaReference{Namespace: schemaKey.Namespace, Name: schemaKey.Name}}, now)
 		first := p.Snapshot().(*metal3.HostFirmwareSettings).Status.LastUpdated == nil
 		if err := companion.WriteStatus(ctx, p, hfs, &hfs.Status.LastUpdated, first, now); err != nil {

@@ -3,6 +3,7 @@ package hostfirmwaresettings
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -60,8 +61,10 @@ func TestSettingsAndOneSharedSchema(t *testing.T) {
 		if len(hfs.Status.Settings) != 8 || hfs.Status.Settings["ProcTurboMode"] != "Enabled" || hfs.Status.Settings["PowerOnDelaySeconds"] != "0" {
 			t.Errorf("%s: settings %v, want the fixture's eight (no password)", name, hfs.Status.Settings)
 		}
-		if _, ok := hfs.Status.Settings["AdminPassword"]; ok {
-			t.Errorf("%s: a password setting is in status", name)
+		for _, password := range []string{"AdminPassword", "SetupPwd"} {
+			if _, ok := hfs.Status.Settings[password]; ok {
+				t.Errorf("%s: the password setting %s is in status", name, password)
+			}
 		}
 		if c := condition(hfs, metal3.FirmwareSettingsValid); c.Status != metav1.ConditionTrue || c.Reason != "Success" {
 			t.Errorf("%s: Valid %+v", name, c)
@@ -163,6 +166,7 @@ func TestValidationRules(t *testing.T) {
 		{"unknown name", "NoSuchSetting", str("1"), "spec.settings.NoSuchSetting: unknown setting: the host's firmware has no setting of this name"},
 		{"read-only", "SystemModelName", str("X"), "spec.settings.SystemModelName: read-only setting: the host's firmware does not allow changing it"},
 		{"password", "AdminPassword", str("hunter2"), "spec.settings.AdminPassword: password settings cannot be set through HostFirmwareSettings"},
+		{"password by type", "SetupPwd", str("hunter2"), "spec.settings.SetupPwd: password settings cannot be set through HostFirmwareSettings"},
 		{"wrong type: integer", "PowerOnDelaySeconds", str("soon"), `spec.settings.PowerOnDelaySeconds: "soon" is not an integer`},
 		{"wrong type: boolean", "SerialConsole", str("yes"), `spec.settings.SerialConsole: "yes" is not a boolean (true or false)`},
 		{"out of range", "PowerOnDelaySeconds", num(301), "spec.settings.PowerOnDelaySeconds: 301 is out of range [0, 300]"},
@@ -361,6 +365,34 @@ func TestUnusedSchemaIsDeleted(t *testing.T) {
 	again := waitHFS(t, ns, "a", "created again", current)
 	if again.Status.FirmwareSchema.Name != schema || len(schemasIn(t, ns)) != 1 {
 		t.Fatalf("schema %s after re-creation, %d schemas; want %s again", again.Status.FirmwareSchema.Name, len(schemasIn(t, ns)), schema)
+	}
+}
+
+// TestSchemaMadeElsewhereStays: a FirmwareSchema no host uses is deleted only when its name is one
+// the controller gives (content-addressed, "schema-…"); one a user or another tool made stays.
+func TestSchemaMadeElsewhereStays(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	op := startOperator(t, env.Config, ns, fixture.New(fixture.Config{}))
+	handMade := &metal3.FirmwareSchema{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hand-made"},
+		Spec: metal3.FirmwareSchemaSpec{Schema: map[string]metal3.SettingSchema{"X": {AttributeType: "String"}}}}
+	unused := handMade.DeepCopy()
+	unused.Name = schemaNamePrefix + "0123456789abcdef"
+	for _, fs := range []*metal3.FirmwareSchema{handMade, unused} {
+		if err := env.Client.Create(context.Background(), fs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll.Until(t, "the unused schema of the controller's naming deleted", func() (bool, string) {
+		n := len(schemasIn(t, ns))
+		return n == 1, fmt.Sprintf("%d schemas", n)
+	})
+	key := types.NamespacedName{Namespace: ns, Name: handMade.Name}
+	poll.Until(t, "the cleaner to look at the hand-made schema past its grace", func() (bool, string) {
+		return len(op.checks(key)) > 0 && time.Since(handMade.CreationTimestamp.Time) > 2*testConfig().SchemaGrace, ""
+	})
+	if list := schemasIn(t, ns); len(list) != 1 || list[0].Name != handMade.Name || slices.Contains(op.checks(key), true) {
+		t.Fatalf("schemas %v, cleaner's decisions on the hand-made one %v: want it kept", list, op.checks(key))
 	}
 }
 

@@ -22,7 +22,8 @@ const (
 )
 
 // observed is what one reconcile read from the provisioner: the host's current settings and their
-// (published) schema, and the FirmwareSchema that holds the schema.
+// schema (as the provisioner reports it, password settings included: they are told by type as well
+// as by name), and the FirmwareSchema that holds the published schema.
 type observed struct {
 	settings  metal3.SettingsMap
 	schema    map[string]metal3.SettingSchema
@@ -49,7 +50,7 @@ func setStatus(hfs *metal3.HostFirmwareSettings, obs observed, now time.Time) ev
 	st.FirmwareSchema = &metal3.SchemaReference{Namespace: obs.schemaRef.Namespace, Name: obs.schemaRef.Name}
 	gen := hfs.Generation
 
-	changed := slices.Sorted(maps.Keys(hfs.PendingSettings()))
+	changed := slices.Sorted(maps.Keys(hfs.PendingSettings(obs.schema)))
 	change := conditions.False(string(metal3.FirmwareSettingsChangeDetected), metal3.FirmwareSuccessReason, "")
 	if len(changed) > 0 {
 		change = conditions.True(string(metal3.FirmwareSettingsChangeDetected), metal3.FirmwareSuccessReason,
