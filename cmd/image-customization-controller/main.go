@@ -12,12 +12,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -82,7 +84,7 @@ func main() {
 }
 
 // agentConfig reads the agent settings from the environment.
-func agentConfig() (ignition.AgentConfig, error) {
+func agentConfig(log logr.Logger) (ignition.AgentConfig, error) {
 	var c ignition.AgentConfig
 	var err error
 	if c.IronicURLs, err = ignition.ParseIronicURLs(os.Getenv("IRONIC_BASE_URL")); err != nil {
@@ -98,12 +100,28 @@ func agentConfig() (ignition.AgentConfig, error) {
 			c.NTPServers = append(c.NTPServers, s)
 		}
 	}
-	if p := os.Getenv("CA_BUNDLE"); p != "" {
-		if c.CABundle, err = os.ReadFile(p); err != nil {
-			return c, fmt.Errorf("CA_BUNDLE: %w", err)
-		}
+	c.CABundle, err = caBundle(log)
+	return c, err
+}
+
+// caBundle reads the PEM bundle CA_BUNDLE names: the live system trusts it, and Ignition overrides
+// are fetched trusting it besides the system's roots. Unset, or naming no file (logged), is no
+// bundle: images carry no CA, and overrides are checked against the system's roots only. A file
+// that is there but cannot be read stops the controller at start: it was meant to be trusted.
+func caBundle(log logr.Logger) ([]byte, error) {
+	p := os.Getenv("CA_BUNDLE")
+	if p == "" {
+		return nil, nil
 	}
-	return c, nil
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		log.Info("CA_BUNDLE names no file: images carry no CA, and Ignition overrides are fetched trusting the system's roots only", "path", p)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("CA_BUNDLE: %w", err)
+	}
+	return data, nil
 }
 
 func run(ctx context.Context, o options) error {
@@ -111,9 +129,16 @@ func run(ctx context.Context, o options) error {
 	if o.publishAddr == "" {
 		return errors.New("-images-publish-addr is required")
 	}
-	agent, err := agentConfig()
+	agent, err := agentConfig(log)
 	if err != nil {
 		return err
+	}
+	// The assisted service serves its overrides over HTTPS with the cluster's CA, the one the
+	// images carry. A bundle without any certificate stops the controller here: the live system
+	// could not use it either.
+	overrides, err := imagebuild.OverrideClient(agent.CABundle)
+	if err != nil {
+		return fmt.Errorf("CA_BUNDLE %s: %w", os.Getenv("CA_BUNDLE"), err)
 	}
 	gen := nmstate.Generator{NMCLI: o.nmcli}
 	if err := gen.Check(ctx); err != nil {
@@ -133,7 +158,7 @@ func run(ctx context.Context, o options) error {
 	r := &imagecustomization.Reconciler{}
 	b, err := imagebuild.New(imagebuild.Config{
 		Catalog: catalog, Agent: agent, NMState: gen, Store: store, PublishURL: o.publishAddr,
-		MinimalISO: o.minimalISO, RootfsURL: os.Getenv("IRONIC_ROOTFS_URL"),
+		MinimalISO: o.minimalISO, RootfsURL: os.Getenv("IRONIC_ROOTFS_URL"), HTTPClient: overrides,
 		OnChecksum: func(rec *imagestore.Record) { r.Checksummed(rec.Namespace, rec.Name) },
 		Log:        ctrl.Log.WithName("imagebuild"),
 	})

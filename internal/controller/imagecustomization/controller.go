@@ -163,7 +163,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 }
 
 // write stores the new image before the status names it, then the checksum annotation, the
-// status, and the events.
+// status, the events, and discards the image of a failure.
 func (r *Reconciler) write(ctx context.Context, s *scope, p *patch.Helper) error {
 	ppi := s.ppi
 	if s.commit != nil {
@@ -198,6 +198,14 @@ func (r *Reconciler) write(ctx context.Context, s *scope, p *patch.Helper) error
 		return err
 	}
 	s.events.Emit(r.Recorder, ppi)
+	// After the status that stops naming the image (a failed write leaves both as they were, and
+	// is retried), and after the events: a failed discard is retried by the next reconcile, which
+	// finds the same failure and would not announce it again.
+	if s.discard {
+		if err := r.Builder.Discard(string(ppi.UID)); err != nil {
+			return fmt.Errorf("discarding the image of %s/%s: %w", ppi.Namespace, ppi.Name, err)
+		}
+	}
 	return nil
 }
 

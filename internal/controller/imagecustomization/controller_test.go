@@ -191,6 +191,55 @@ func TestInvalidNMState(t *testing.T) {
 	}
 }
 
+// A Ready image that fails (its network data Secret deleted, its nmstate made invalid, its
+// architecture one without a base image) is no longer served: its URL would otherwise keep
+// handing out the old network configuration. Fixing the input serves it again, under its old URL.
+func TestFailedImageNotServed(t *testing.T) {
+	ns := env.Namespace(t)
+	startICC(t, ns)
+	tests := map[string]struct {
+		reason string
+		fail   func(p *metal3.PreprovisioningImage, sec *corev1.Secret)
+	}{
+		"network data deleted": {metal3.ImageMissingNetworkDataReason, func(_ *metal3.PreprovisioningImage, sec *corev1.Secret) {
+			must(t, env.Client.Delete(context.Background(), sec))
+		}},
+		"nmstate invalid": {metal3.ImageBuildInvalidReason, func(_ *metal3.PreprovisioningImage, sec *corev1.Secret) {
+			update(t, sec, func() { sec.Data["nmstate"] = []byte(strings.Replace(staticNMState, "192.0.2.10", "192.0.2.300", 1)) })
+		}},
+		"architecture unsupported": {metal3.ImageConfigurationErrorReason, func(p *metal3.PreprovisioningImage, _ *corev1.Secret) {
+			update(t, p, func() { p.Spec.Architecture = "s390x" })
+		}},
+	}
+	ready := map[string]*metal3.PreprovisioningImage{}
+	for name := range tests {
+		host := strings.ReplaceAll(name, " ", "-")
+		ppi := newPPI(ns, host)
+		ppi.Spec.NetworkDataName = host + "-nd"
+		create(t, networkSecret(ns, ppi.Spec.NetworkDataName, staticNMState), ppi)
+		ready[name] = waitReady(t, ns, host)
+	}
+	for name, tc := range tests {
+		p := ready[name]
+		tc.fail(p, networkSecret(ns, p.Spec.NetworkDataName, ""))
+		waitPPI(t, ns, p.Name, tc.reason, func(p *metal3.PreprovisioningImage) bool {
+			return cond(p, errorType).Reason == tc.reason && p.Status.ImageURL == ""
+		})
+		poll.Until(t, name+": the old image no longer served", func() (bool, string) {
+			code, _ := download(t, ready[name].Status.ImageURL)
+			return code == http.StatusNotFound, "HTTP " + strconv.Itoa(code)
+		})
+	}
+	old := ready["network data deleted"]
+	create(t, networkSecret(ns, old.Spec.NetworkDataName, staticNMState))
+	if p := waitReady(t, ns, old.Name); p.Status.ImageURL != old.Status.ImageURL {
+		t.Errorf("the same inputs built %s, not the old URL %s", p.Status.ImageURL, old.Status.ImageURL)
+	}
+	if code, _ := download(t, old.Status.ImageURL); code != http.StatusOK {
+		t.Errorf("the rebuilt image answers HTTP %d", code)
+	}
+}
+
 // A missing Secret is MissingNetworkData, retried with growing delay; the image recovers once the
 // Secret exists (even unlabelled: it is read through the API server and labelled).
 func TestMissingSecret(t *testing.T) {

@@ -39,9 +39,10 @@ type scope struct {
 	missing bool           // spec.networkDataName names a Secret that does not exist
 
 	// Effects, applied by the driver in this order.
-	commit *imagestore.Record // store (and serve) before the status names it
-	served *imagestore.Record // the image the status names after this reconcile, for the checksum
-	events events.List
+	commit  *imagestore.Record // store (and serve) before the status names it
+	served  *imagestore.Record // the image the status names after this reconcile, for the checksum
+	events  events.List
+	discard bool // stop serving the stored image, once the status no longer names it
 }
 
 // outcome is when to look again, or an error to retry with controller-runtime's backoff.
@@ -94,7 +95,7 @@ func (s *scope) run() outcome {
 		}
 		return out
 	case errors.As(err, &override):
-		setUnready(ppi, "Waiting for the Ignition override: "+override.Msg, s.now)
+		setOverrideUnready(ppi, override.Msg, s.now)
 		return outcome{after: retryDelay(ppi, readyType, s.cfg.MinRetryDelay, s.cfg.MaxRetryDelay, s.now)}
 	case errors.Is(err, imagebuild.ErrUnsupported):
 		return s.fail(metal3.ImageConfigurationErrorReason, err.Error())
@@ -124,7 +125,11 @@ func (s *scope) run() outcome {
 	return outcome{}
 }
 
-// fail records an error condition, with a Warning event when the error is new or changed.
+// fail records an error condition, with a Warning event when the error is new or changed, and
+// discards the stored image: clearing the URL alone would leave the old image served to whoever
+// still has its URL, with the configuration that is now missing or invalid (the addresses of a
+// deleted network data Secret, say). Fixed inputs build it again, under the same URL when they
+// are the same as before.
 func (s *scope) fail(reason, msg string) outcome {
 	prev := s.ppi.Status.Conditions
 	before := ""
@@ -134,6 +139,7 @@ func (s *scope) fail(reason, msg string) outcome {
 		}
 	}
 	setError(s.ppi, reason, msg, s.now)
+	s.discard = true
 	if before != reason+sanitize(msg) {
 		s.events.Warning(reason, "Build", sanitize(msg))
 	}

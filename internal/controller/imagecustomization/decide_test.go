@@ -99,13 +99,7 @@ func cond(ppi *metal3.PreprovisioningImage, t string) metav1.Condition {
 // before: the delay grows with the time the failure (or the wait) has lasted, not the time since
 // the conditions last changed before it.
 func TestFirstRetryAfterTheMinimum(t *testing.T) {
-	catalog, err := baseimage.Load(basePaths(t))
-	must(t, err)
-	store, err := imagestore.Open(t.TempDir())
-	must(t, err)
-	b, err := imagebuild.New(imagebuild.Config{Catalog: catalog, Store: store, PublishURL: "http://192.0.2.1:8084", Log: testr.New(t),
-		Agent: testAgent})
-	must(t, err)
+	b := testBuilder(t)
 	unavailable := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }))
 	defer unavailable.Close()
 	builtAt := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -143,4 +137,49 @@ func TestFirstRetryAfterTheMinimum(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An InfraEnv image that waited an hour for its override annotation, whose override is then not
+// served yet: the first retry comes MinRetryDelay after the failures began, not MaxRetryDelay
+// (Ready was False with the same reason for the whole wait), and the delay grows from there.
+func TestOverrideRetryAfterLongWait(t *testing.T) {
+	b := testBuilder(t)
+	notYet := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.NotFound(w, nil) }))
+	defer notYet.Close()
+	cfg := DefaultConfig()
+	created := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	p := newPPI("ns", "ztp-0")
+	p.UID, p.Generation, p.CreationTimestamp = "uid-0", 1, metav1.NewTime(created)
+	p.Labels = map[string]string{metal3.InfraEnvLabel: "env1"}
+	run := func(at time.Duration) outcome {
+		return (&scope{ctx: context.Background(), cfg: &cfg, b: b, ppi: p, now: created.Add(at)}).run()
+	}
+	run(61 * time.Second) // waiting for the annotation: Ready False from here
+	p.Annotations = map[string]string{metal3.IgnitionOverrideURIAnnotation: notYet.URL + "/discovery.ign"}
+	for _, step := range []struct{ at, want time.Duration }{
+		{time.Hour, cfg.MinRetryDelay},
+		{time.Hour + time.Minute, time.Minute + cfg.MinRetryDelay},
+	} {
+		if out := run(step.at); out.err != nil || out.after != step.want {
+			t.Errorf("%v after creation: outcome %+v, want a retry after %v", step.at, out, step.want)
+		}
+	}
+	r, e := cond(p, readyType), cond(p, errorType)
+	if r.Status != metav1.ConditionFalse || r.Reason != metal3.ImageSuccessReason || !strings.HasPrefix(r.Message, msgOverrideWait) ||
+		!strings.Contains(r.Message, "HTTP 404") || e.Status != metav1.ConditionFalse {
+		t.Errorf("conditions %+v %+v, want metal3's wait (Ready False ImageSuccess, Error False)", r, e)
+	}
+}
+
+// testBuilder builds images over the test base images, published under 192.0.2.1.
+func testBuilder(t *testing.T) *imagebuild.Builder {
+	t.Helper()
+	catalog, err := baseimage.Load(basePaths(t))
+	must(t, err)
+	store, err := imagestore.Open(t.TempDir())
+	must(t, err)
+	b, err := imagebuild.New(imagebuild.Config{Catalog: catalog, Store: store, PublishURL: "http://192.0.2.1:8084", Log: testr.New(t),
+		Agent: testAgent})
+	must(t, err)
+	return b
 }

@@ -15,11 +15,15 @@
 //  3. The network data Secret (spec.networkDataName) must exist: MissingNetworkData otherwise,
 //     retried with a delay that grows with the time since the error, up to 10 minutes (metal3's).
 //  4. The image is prepared (imagebuild): bad network data or override is ImageBuildInvalid with a
-//     message naming the field; an override that cannot be fetched now is retried.
+//     message naming the field; an override that cannot be fetched now is retried, with a delay
+//     that grows from when the fetch began to fail.
 //  5. When the prepared image's URL differs from a Ready status's URL (new content, or the image
 //     cache was lost), Ready is cleared first and the new image published on the next pass, as
 //     metal3 does, so that nothing is told Ready for an image that is going away. An image whose
 //     URL did not change (a Secret update that did not touch its data) only updates the status.
+//
+// Every error clears the status's URL and, once the status is written, stops serving the image
+// it named (its configuration may be the one that is now missing or invalid).
 //
 // The image's sha256 goes into the preprovisioningimage.metalforge.io/sha256sum annotation (the
 // API has no status field for it), at once for small images and when the background checksum is

@@ -1,9 +1,13 @@
 package imagecustomization
 
 import (
+	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/conditions"
 	"github.com/metalforge/metalforge/internal/controller/imagebuilder"
 	"github.com/metalforge/metalforge/internal/imagecustomization/imagestore"
 	"github.com/metalforge/metalforge/internal/statustext"
@@ -18,6 +22,8 @@ var (
 const (
 	msgConfigChanged = "Config changed"
 	msgCacheLost     = "The image cache was lost; rebuilding"
+	// msgOverrideWait begins the message of an image whose Ignition override cannot be fetched now.
+	msgOverrideWait = "Waiting for the Ignition override: "
 )
 
 // maxMessage bounds condition messages (they carry nmcli's and Ignition's words), to an Event
@@ -36,6 +42,25 @@ func setImage(ppi *metal3.PreprovisioningImage, url string, rec *imagestore.Reco
 // served until the new one is).
 func setUnready(ppi *metal3.PreprovisioningImage, message string, now time.Time) {
 	imagebuilder.SetNotReady(&ppi.Status, ppi.Generation, sanitize(message), now)
+}
+
+// setOverrideUnready clears Ready while the Ignition override cannot be fetched. Its retry delay
+// grows from Ready's transition time, which metal3's conditions do not move from one wait to the
+// next (every wait is False with reason ImageSuccess): an image that had waited an hour for the
+// override annotation would retry an override not served yet only after MaxRetryDelay. So the
+// time moves to now when the failures begin, as a new reason would move it.
+func setOverrideUnready(ppi *metal3.PreprovisioningImage, cause string, now time.Time) {
+	began := !waitingForOverride(ppi)
+	setUnready(ppi, msgOverrideWait+cause, now)
+	if began {
+		conditions.Get(ppi.Status.Conditions, readyType).LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
+	}
+}
+
+// waitingForOverride reports whether Ready already says that the override cannot be fetched.
+func waitingForOverride(ppi *metal3.PreprovisioningImage) bool {
+	c := conditions.Get(ppi.Status.Conditions, readyType)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == metal3.ImageSuccessReason && strings.HasPrefix(c.Message, msgOverrideWait)
 }
 
 // setError records a failure: no URL, Ready False and Error True with the reason.

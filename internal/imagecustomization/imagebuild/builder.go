@@ -17,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/go-logr/logr"
 
@@ -43,7 +42,8 @@ type Config struct {
 	// RootfsURL is the live root filesystem's URL (IRONIC_ROOTFS_URL) for minimal ISOs and
 	// initrd images; empty means the image server's copy from the base ISO.
 	RootfsURL string
-	// HTTPClient fetches Ignition overrides (default: 30 s timeout).
+	// HTTPClient fetches Ignition overrides (default: the system roots, 30 s timeout; see
+	// OverrideClient).
 	HTTPClient *http.Client
 	// SyncChecksumLimit: an image whose checksum needs more than this many bytes read from disk
 	// gets it in the background (default 64 MiB).
@@ -69,7 +69,7 @@ type Builder struct {
 // New prepares the shared images (minimal templates, kernel and root filesystem URLs).
 func New(cfg Config) (*Builder, error) {
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+		cfg.HTTPClient = &http.Client{Timeout: overrideTimeout}
 	}
 	if cfg.SyncChecksumLimit == 0 {
 		cfg.SyncChecksumLimit = 64 << 20
