@@ -104,7 +104,9 @@ func (r *Reconciler) loadFirmwareChanges(ctx context.Context, s *hostScope) erro
 
 // settingTypes is the schema of the host's settings, from the FirmwareSchema its
 // HostFirmwareSettings names (nil without one): what tells a String "0042" from the Integer 42
-// when deciding which settings differ, as the settings controller did.
+// when deciding which settings differ, as the settings controller did. Read from the API: the
+// manager caches FirmwareSchemas without their schema (hostfirmwaresettings.CacheViews); only a
+// host with a valid change pending reads it.
 func (r *Reconciler) settingTypes(ctx context.Context, hfs *metal3.HostFirmwareSettings) (map[string]metal3.SettingSchema, error) {
 	ref := hfs.Status.FirmwareSchema
 	if ref == nil || ref.Name == "" {
@@ -115,7 +117,7 @@ func (r *Reconciler) settingTypes(ctx context.Context, hfs *metal3.HostFirmwareS
 		key.Namespace = hfs.Namespace
 	}
 	schema := &metal3.FirmwareSchema{}
-	switch err := r.Client.Get(ctx, key, schema, cacheview.ReadOnly); {
+	switch err := r.APIReader.Get(ctx, key, schema); {
 	case apierrors.IsNotFound(err):
 		// Being recreated (the settings controller names it before it exists in the cache):
 		// compared as settings of unknown type until then.

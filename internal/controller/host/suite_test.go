@@ -22,6 +22,7 @@ import (
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/cacheview"
+	"github.com/metalforge/metalforge/internal/controller/hostfirmwaresettings"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
 	"github.com/metalforge/metalforge/internal/test/builder"
 	"github.com/metalforge/metalforge/internal/test/poll"
@@ -132,7 +133,9 @@ func startManager(t *testing.T, restCfg *rest.Config, ns string, fix *fixture.Fi
 	for _, f := range tune {
 		f(&cfg)
 	}
-	cacheOpts, clientOpts, err := cacheview.Options([]string{ns}, CacheViews()...)
+	// The views of cmd/baremetal-operator's manager, which runs the firmware controllers too
+	// (their FirmwareSchemas are cached without their schema).
+	cacheOpts, clientOpts, err := cacheview.Options([]string{ns}, append(CacheViews(), hostfirmwaresettings.CacheViews()...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

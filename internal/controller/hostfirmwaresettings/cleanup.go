@@ -104,8 +104,9 @@ func (c *cleaner) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Re
 		defer func() { c.checked(req.NamespacedName, deleted) }()
 	}
 	if len(users.Items) > 0 || !strings.HasPrefix(req.Name, schemaNamePrefix) {
-		// Only the content-addressed schemas hosts name ("schema-…", as metal3 names them) are
-		// the cleaner's: one a user or another tool made is not, although no host uses it.
+		// Only schemas named as hosts' schemas are named ("schema-…", the controller's
+		// content-addressed names and metal3's) are the cleaner's: one a user or another tool
+		// made under another name is not, although no host uses it.
 		return ctrl.Result{}, nil
 	}
 	grace := c.schemas.grace
