@@ -104,8 +104,8 @@ func (c *cleaner) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Re
 		defer func() { c.checked(req.NamespacedName, deleted) }()
 	}
 	if len(users.Items) > 0 || !strings.HasPrefix(req.Name, schemaNamePrefix) {
-		// Only schemas named as hosts' schemas are named ("schema-…", the controller's
-		// content-addressed names and metal3's) are the cleaner's: one a user or another tool
+		// Only schemas under the names hosts' schemas get ("schema-…": this controller's
+		// content-addressed names, and metal3's) are the cleaner's: one a user or another tool
 		// made under another name is not, although no host uses it.
 		return ctrl.Result{}, nil
 	}
