@@ -224,13 +224,14 @@ func (p *plan) rollout(o *observed, stack *render.Stack, bmoReady bool) {
 		name := rendered.Name
 		names = append(names, name)
 		d := o.deployments[name]
+		loop := crashLoop(d, o.pods, o.now)
 		switch {
 		case p.writesDeployment(name) || d == nil:
 			waiting = append(waiting, name)
 		case timedOut(d):
 			late = append(late, name)
-		case crashLoop(d, o.pods, o.now) != "":
-			loops = append(loops, fmt.Sprintf("%s deployment crash-looping (%s)", name, crashLoop(d, o.pods, o.now)))
+		case loop != "":
+			loops = append(loops, fmt.Sprintf("%s deployment crash-looping (%s)", name, loop))
 		case down(d, o.now):
 			downs = append(downs, name)
 		case !available(d):

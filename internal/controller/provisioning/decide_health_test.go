@@ -140,7 +140,7 @@ func TestDecideUnavailableAfterRollout(t *testing.T) {
 			world: func(t *testing.T) *observed {
 				t.Helper()
 				o := complete(t)
-				pod := crashingPod(o.now, 4, 30*time.Second, "")
+				pod := crashingPod(o.now, 4, 30*time.Second, time.Minute, "")
 				pod.Namespace = o.namespace
 				o.pods = []corev1.Pod{pod}
 				return o
@@ -154,7 +154,7 @@ func TestDecideUnavailableAfterRollout(t *testing.T) {
 				t.Helper()
 				o := complete(t)
 				markDown(o, render.BMODeployment, 10*time.Minute)
-				pod := crashingPod(o.now, 4, 30*time.Second, "CrashLoopBackOff")
+				pod := crashingPod(o.now, 4, 30*time.Second, time.Minute, "CrashLoopBackOff")
 				pod.Namespace = o.namespace
 				o.pods = []corev1.Pod{pod}
 				return o

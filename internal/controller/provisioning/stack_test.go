@@ -404,7 +404,7 @@ func TestPodCrashLooping(t *testing.T) {
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "metal3-ironic", RestartCount: 5, Ready: true,
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(op.clock.Now())}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2,
-			FinishedAt: metav1.NewTime(op.clock.Now().Add(-20 * time.Second))}}}}
+			StartedAt: metav1.NewTime(op.clock.Now().Add(-80 * time.Second)), FinishedAt: metav1.NewTime(op.clock.Now().Add(-20 * time.Second))}}}}
 	if err := env.Client.Status().Update(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
