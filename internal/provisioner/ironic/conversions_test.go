@@ -247,6 +247,40 @@ func TestPlanDeploy(t *testing.T) {
 }
 
 // applyPatch applies a patch to a node's fields the way Ironic does, for the fields plans touch.
+// TestDeployedPlanSurvivesIronicRewrites: a deployment is recognised by the fingerprint the deploy
+// wrote into extra, whatever Ironic wrote into instance_info since (the target of a redirect, the
+// disk format it found); another request is not taken for it. A node without a fingerprint is
+// compared by its image keys.
+func TestDeployedPlanSurvivesIronicRewrites(t *testing.T) {
+	raw := "raw"
+	image := func(url string) deployPlan {
+		plan, err := planDeploy(DefaultConfig(), provisioner.ProvisionData{Image: &metal3.Image{URL: url, Checksum: "abc", ChecksumType: metal3.SHA256}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan
+	}
+	plan := image("http://images.example/disk.img")
+	n := &nodes.Node{InstanceInfo: map[string]any{}, DriverInfo: map[string]any{}, Extra: map[string]any{}}
+	var pt patch
+	plan.apply(&pt, n)
+	pt.setKeys("extra", n.Extra, map[string]any{extraDeployed: plan.fingerprint()})
+	applyPatch(t, n, pt)
+	// What Ironic's direct deploy writes before the agent calls back.
+	n.InstanceInfo["image_source"] = "https://mirror.example/disk.img"
+	n.InstanceInfo["image_disk_format"] = raw
+	if !plan.matches(n) {
+		t.Error("the deployment Ironic rewrote is not recognised as the one asked for")
+	}
+	if image("http://images.example/other.img").matches(n) {
+		t.Error("another image is taken for the deployment")
+	}
+	delete(n.Extra, extraDeployed)
+	if plan.matches(n) {
+		t.Error("without a fingerprint, a node whose image keys differ matches")
+	}
+}
+
 func applyPatch(t *testing.T, n *nodes.Node, pt patch) {
 	t.Helper()
 	for _, op := range pt {
@@ -262,6 +296,11 @@ func applyPatch(t *testing.T, n *nodes.Node, pt patch) {
 				n.Properties = map[string]any{}
 			}
 			m = n.Properties
+		case "extra":
+			if n.Extra == nil {
+				n.Extra = map[string]any{}
+			}
+			m = n.Extra
 		case "deploy_interface":
 			if op.Op == nodes.RemoveOp {
 				n.DeployInterface = "direct"

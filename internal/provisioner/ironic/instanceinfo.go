@@ -122,9 +122,27 @@ func (plan deployPlan) interfaceChanges(n *nodes.Node) bool {
 	return n.DeployInterface != plan.deployInterface
 }
 
-// matches reports whether the node is set up for this plan: the same image keys and deploy
-// interface. It tells "still deploying what we asked" from "asked for something else since".
+// extraDeployed holds, in the node's extra, the fingerprint of the plan last deployed: what the
+// deployment was asked for, which instance_info no longer tells once the deployment started.
+// Ironic rewrites the image keys while deploying: image_source becomes the target of an HTTP
+// redirect, an OCI image gets the checksum and disk format of its manifest, a converted image
+// (image_download_source local, file URLs) loses its checksum for the raw one's.
+const extraDeployed = "metalforge_deployed"
+
+// fingerprint identifies the plan: the image keys, the deploy interface and the deploy steps (a
+// custom deploy method).
+func (plan deployPlan) fingerprint() string {
+	return fingerprint(plan.instanceInfo, plan.deployInterface, plan.steps)
+}
+
+// matches reports whether the node is set up for this plan. It tells "still deploying what we
+// asked" from "asked for something else since": by the fingerprint the deploy wrote into extra,
+// or, for a node deployed without one (by an older version), by the image keys and the deploy
+// interface.
 func (plan deployPlan) matches(n *nodes.Node) bool {
+	if fp, ok := n.Extra[extraDeployed].(string); ok {
+		return fp == plan.fingerprint()
+	}
 	for _, k := range imageKeys {
 		want, have := plan.instanceInfo[k], n.InstanceInfo[k]
 		if want == nil {

@@ -317,6 +317,33 @@ func TestFastInspectionNoCleaning(t *testing.T) {
 	mustDone(t, "delete", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Delete(ctx, host) })
 }
 
+// TestRedirectedImage: an image URL that redirects is deployed once and ends active. Ironic
+// replaces image_source with the redirect's target while deploying; the deployment is still the
+// one asked for (with API 1.110 it was aborted as a change of image, deployed again, and so on for
+// ever).
+func TestRedirectedImage(t *testing.T) {
+	e := integration(t)
+	t.Parallel()
+	p := e.provisioner(t)
+	srv := e.host(t)
+	host := testHost(t, srv)
+	host.AutomatedCleaningMode = metal3.CleaningModeDisabled
+	register(t, p, &host)
+	data := e.diskImage("/redirected/disk.img")
+	data.Image.URL = e.images.URL + "/moved/redirected/disk.img"
+	mustDone(t, "provision", 8*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.Provision(ctx, host, data, false)
+	})
+	n := waitNode(t, p, host, "active", func(n *nodes.Node) bool { return true })
+	if n.InstanceInfo["image_source"] != e.images.URL+"/redirected/disk.img" {
+		t.Logf("image_source %v: Ironic did not rewrite it (the test shows nothing then)", n.InstanceInfo["image_source"])
+	}
+	if got := e.images.Downloads("/redirected/disk.img"); got != 1 {
+		t.Errorf("the image was downloaded %d times, want 1 (one deployment)", got)
+	}
+	mustDone(t, "delete", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Delete(ctx, host) })
+}
+
 // TestLiveISO boots a live ISO through the ramdisk deploy interface: no agent, no disk write.
 func TestLiveISO(t *testing.T) {
 	e := integration(t)

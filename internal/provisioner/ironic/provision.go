@@ -107,6 +107,7 @@ func (p *Provisioner) deploy(ctx context.Context, s *session, n *nodes.Node, hos
 	}
 	var pt patch
 	plan.apply(&pt, n)
+	pt.setKeys("extra", n.Extra, map[string]any{extraDeployed: plan.fingerprint()})
 	pt.setKeys("properties", n.Properties, map[string]any{"capabilities": capabilities(n.Properties["capabilities"], data.BootMode),
 		"root_device": rootDeviceProperty(data.RootDeviceHints)})
 	if !plan.liveISO {

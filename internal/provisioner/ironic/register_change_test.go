@@ -263,6 +263,33 @@ func TestRegisterBringsDriverAndInterfaces(t *testing.T) {
 	}
 }
 
+// TestRegisterRemovesNetworkData: network data removed from the host is removed from the node
+// (Ironic writes the node's network_data into the agent ISOs it builds: the agent kept booting
+// with the old static addresses); a node without any is left alone.
+func TestRegisterRemovesNetworkData(t *testing.T) {
+	const uuid = "0b3c9c3e-5d1a-4c1e-9a57-6b1f1f2f0102"
+	const vmedia = "redfish-virtualmedia+http://127.0.0.1:8000/redfish/v1/Systems/1"
+	f := &fakeRegistrationIronic{node: registeredNode(t, uuid, vmedia, map[string]any{
+		"network_data": map[string]any{"links": []any{map[string]any{"id": "eth0", "type": "phy"}}}})}
+	p := f.serve(t)
+	if res, _, err := p.Register(context.Background(), registrationHost(uuid, vmedia), provisioner.RegisterOptions{}); err != nil || res.Failed() {
+		t.Fatalf("register: %s, %v", describe(res), err)
+	}
+	patches, _, _ := f.seen()
+	if len(patches) != 1 || !strings.Contains(patches[0], "remove /network_data") {
+		t.Fatalf("PATCHes %q, want one removing network_data", patches)
+	}
+	f.mu.Lock()
+	f.node["network_data"] = map[string]any{}
+	f.mu.Unlock()
+	if _, _, err := p.Register(context.Background(), registrationHost(uuid, vmedia), provisioner.RegisterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if again, _, _ := f.seen(); len(again) != 1 {
+		t.Errorf("a node without network data got %q", again[1:])
+	}
+}
+
 // TestRegisterDefersChangesInWaitStates: Ironic refuses a PATCH while the node waits for its agent
 // (409 until the agent calls back, or Ironic's callback timeout). A registration change then (a
 // credentials rotation, disablePowerOff, network data) must not hold the host: Register answers

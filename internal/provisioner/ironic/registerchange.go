@@ -102,6 +102,10 @@ func (p *Provisioner) registrationChange(ctx context.Context, s *session, n *nod
 	}
 	if networkData != nil {
 		c.pt.setField("network_data", networkData, n.NetworkData)
+	} else {
+		// Removed from the host (or put into the image the builder makes): Ironic would go on
+		// writing the old addresses into every agent ISO it builds.
+		c.pt.setField("network_data", nil, n.NetworkData)
 	}
 	var err error
 	c.ifaces, c.reset, err = p.interfaceChange(ctx, s, n, host, access, !sameAccess)

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,15 +25,17 @@ type ImageServer struct {
 	gets  map[string]int
 }
 
-// NewImageServer serves /disk.img (4 MiB of random bytes), the same bytes as /recovery/disk.img (for
-// a test that counts its downloads alone), /live.iso (a small ISO 9660 image) and
-// /bios-2.1.0.bin (bmcsim takes the new firmware version from the file name). Close it when done.
+// NewImageServer serves /disk.img (4 MiB of random bytes), the same bytes as /recovery/disk.img and
+// /redirected/disk.img (for tests that count their downloads alone), /live.iso (a small ISO 9660 image) and
+// /bios-2.1.0.bin (bmcsim takes the new firmware version from the file name); any of them under
+// /moved/ redirects to it. Close it when done.
 func NewImageServer() *ImageServer {
 	s := &ImageServer{files: map[string][]byte{}, gets: map[string]int{}}
 	disk := make([]byte, 4<<20)
 	_, _ = rand.Read(disk)
 	s.files["/disk.img"] = disk
 	s.files["/recovery/disk.img"] = disk
+	s.files["/redirected/disk.img"] = disk
 	var live bytes.Buffer
 	if err := iso.Write(&live, iso.Options{VolumeID: "LIVE"}, []iso.File{{Path: "README.TXT", Data: []byte("a live ISO for tests\n")}}); err != nil {
 		panic(err)
@@ -50,7 +53,15 @@ func (s *ImageServer) Add(path string, data []byte) {
 	s.files[path] = data
 }
 
+// movedPrefix: a path under it redirects to the path without it (302), as mirrors and artifact
+// servers do.
+const movedPrefix = "/moved"
+
 func (s *ImageServer) serve(w http.ResponseWriter, r *http.Request) {
+	if rest, ok := strings.CutPrefix(r.URL.Path, movedPrefix+"/"); ok {
+		http.Redirect(w, r, "/"+rest, http.StatusFound)
+		return
+	}
 	s.mu.Lock()
 	data, ok := s.files[r.URL.Path]
 	if ok && r.Method == http.MethodGet && r.Header.Get("Range") == "" {
