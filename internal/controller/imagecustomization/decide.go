@@ -100,15 +100,19 @@ func (s *scope) run() outcome {
 	case errors.Is(err, imagebuild.ErrUnsupported):
 		return s.fail(metal3.ImageConfigurationErrorReason, err.Error())
 	case err != nil:
+		// Retried with backoff; a Ready image whose cache was lost must not stay Ready meanwhile,
+		// naming a URL that answers 404.
+		if isReady(ppi) && s.cacheLost() {
+			setUnready(ppi, msgCacheLost, s.now)
+		}
 		return outcome{err: fmt.Errorf("building image %s/%s: %w", ppi.Namespace, ppi.Name, err)}
 	}
 	url := s.b.URL(rec)
 	if url != ppi.Status.ImageURL && isReady(ppi) {
 		// Clear Ready before the image the status names goes away (metal3's order).
 		msg := msgConfigChanged
-		if s.b.Owns(ppi.Status.ImageURL) && s.b.Current(string(ppi.UID)) == nil {
+		if s.cacheLost() {
 			msg = msgCacheLost
-			s.events.Warning(EventImageCacheLost, "Rebuild", "The image at "+ppi.Status.ImageURL+" is no longer in the image cache; building it again")
 		}
 		setUnready(ppi, msg, s.now)
 		return outcome{after: quickRequeue}
@@ -123,6 +127,17 @@ func (s *scope) run() outcome {
 		s.events.Normal(EventImageBuilt, "Build", fmt.Sprintf("Built the %s image for architecture %s", format, rec.Arch))
 	}
 	return outcome{}
+}
+
+// cacheLost: the image the status names was this server's and is no longer in its cache (lost
+// with its disk, or its base replaced while the controller was down), with a Warning.
+func (s *scope) cacheLost() bool {
+	url := s.ppi.Status.ImageURL
+	if !s.b.Owns(url) || s.b.Current(string(s.ppi.UID)) != nil {
+		return false
+	}
+	s.events.Warning(EventImageCacheLost, "Rebuild", "The image at "+url+" is no longer in the image cache; building it again")
+	return true
 }
 
 // fail records an error condition, with a Warning event when the error is new or changed, and

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/events"
 	"github.com/metalforge/metalforge/internal/imagecustomization/baseimage"
 	"github.com/metalforge/metalforge/internal/imagecustomization/imagebuild"
 	"github.com/metalforge/metalforge/internal/imagecustomization/imagestore"
+	"github.com/metalforge/metalforge/internal/imagecustomization/nmstate"
 )
 
 func TestWaitFor(t *testing.T) {
@@ -172,6 +176,36 @@ func TestOverrideRetryAfterLongWait(t *testing.T) {
 }
 
 // testBuilder builds images over the test base images, published under 192.0.2.1.
+// TestBuildErrorAfterCacheLossClearsReady: an image whose cache was lost and whose rebuild fails
+// with an error of the server's own (here: nmcli missing) is retried with backoff, and meanwhile is
+// not Ready with the URL that answers 404 (it stayed Ready, seen only in the logs).
+func TestBuildErrorAfterCacheLossClearsReady(t *testing.T) {
+	catalog, err := baseimage.Load(basePaths(t))
+	must(t, err)
+	store, err := imagestore.Open(t.TempDir())
+	must(t, err)
+	b, err := imagebuild.New(imagebuild.Config{Catalog: catalog, Store: store, PublishURL: "http://192.0.2.1:8084", Log: testr.New(t),
+		Agent: testAgent, NMState: nmstate.Generator{NMCLI: filepath.Join(t.TempDir(), "no-nmcli")}})
+	must(t, err)
+	cfg := DefaultConfig()
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	p := newPPI("ns", "host-0")
+	p.UID, p.Generation = "uid-0", 1
+	p.Spec.NetworkDataName = "nd"
+	setImage(p, "http://192.0.2.1:8084/uid-0-lost.iso", &imagestore.Record{}, metal3.ImageFormatISO, metal3.SecretStatus{Name: "nd", Version: "1"}, now.Add(-time.Hour))
+	s := &scope{ctx: context.Background(), cfg: &cfg, b: b, ppi: p, now: now, secret: networkSecret("ns", "nd", staticNMState)}
+	out := s.run()
+	if out.err == nil {
+		t.Fatalf("outcome %+v, want the build error (retried with backoff)", out)
+	}
+	if r := cond(p, readyType); r.Status != metav1.ConditionFalse || r.Message != msgCacheLost {
+		t.Errorf("Ready %s %q, want False %q", r.Status, r.Message, msgCacheLost)
+	}
+	if !slices.ContainsFunc(s.events, func(e events.Event) bool { return e.Reason == EventImageCacheLost }) {
+		t.Errorf("events %+v, want %s", s.events, EventImageCacheLost)
+	}
+}
+
 func testBuilder(t *testing.T) *imagebuild.Builder {
 	t.Helper()
 	catalog, err := baseimage.Load(basePaths(t))
