@@ -60,3 +60,40 @@ func TestFailedAdoptionIsRetried(t *testing.T) {
 		t.Errorf("adoptions after the spec change: %d, want %d (one retry)", got-adoptions, 1)
 	}
 }
+
+// TestRetriedAdoptionClearsErrorCount: a failed adoption whose retry answers busy first (a real
+// adoption takes a while) and then succeeds leaves no error count behind: a count left made every
+// later power off and reboot of the host hard (a soft one is not tried again after a failure).
+func TestRetriedAdoptionClearsErrorCount(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{Latency: map[fixture.Op]time.Duration{fixture.OpAdopt: 500 * time.Millisecond}})
+	startOperator(t, ns, fix, func(c *Config) { c.Backoff = func(int) time.Duration { return time.Hour } })
+	createHost(t, withImage(ns))
+	waitState(t, ns, "h", metal3.StateProvisioned)
+
+	fix.FailNextFor(ns, "h", fixture.OpAdopt, 1)
+	fix.Forget(ns, "h")
+	poll.Until(t, "the adoption to fail", func() (bool, string) {
+		h := getHost(t, ns, "h")
+		return h.Status.ErrorType == metal3.ProvisionedRegistrationError, string(h.Status.ErrorType)
+	})
+	update(t, &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h"}}, func(h *metal3.BareMetalHost) {
+		h.Spec.Description = "retry now"
+	})
+	poll.Until(t, "the retried adoption done and no error count left", func() (bool, string) {
+		h := getHost(t, ns, "h")
+		n, ok := fix.Node(ns, "h")
+		st := h.Status
+		return ok && n.Provisioned && st.ErrorType == "" && st.ErrorCount == 0 && st.OperationalStatus == metal3.OperationalStatusOK,
+			fmt.Sprintf("node provisioned %v; %s count %d %s", n.Provisioned, st.ErrorType, st.ErrorCount, st.OperationalStatus)
+	})
+	annotate(t, ns, "h", metal3.RebootAnnotationPrefix, "")
+	poll.Until(t, "the reboot", func() (bool, string) {
+		n, _ := fix.Node(ns, "h")
+		return fix.Count(ns, "h", fixture.OpPowerOff) > 0, fmt.Sprintf("last power off %q", n.LastPowerOffMode)
+	})
+	if n, _ := fix.Node(ns, "h"); n.LastPowerOffMode != metal3.RebootModeSoft {
+		t.Errorf("the reboot powered off %q, want soft", n.LastPowerOffMode)
+	}
+}

@@ -162,6 +162,36 @@ func TestRebootAnnotations(t *testing.T) {
 	waitHost(t, ns, "h", "back on", func(h *metal3.BareMetalHost) bool { return h.Status.PoweredOn })
 }
 
+// TestRebootAnnotationsGoWithTheDeployment: a reboot.metal3.io/<owner> annotation left on a host
+// (a remediation that never removed it) is removed when the deployment it held off ends, and one
+// put on an available host is removed when the next deployment starts: the new deployment runs
+// powered on instead of being powered off by a request from the host's earlier life (as metal3).
+func TestRebootAnnotationsGoWithTheDeployment(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	createHost(t, newHost(ns, "h").Build())
+	waitState(t, ns, "h", metal3.StateProvisioned)
+	held := metal3.RebootAnnotationPrefix + "/remediation"
+	annotate(t, ns, "h", held, "")
+	waitHost(t, ns, "h", "held off", func(h *metal3.BareMetalHost) bool { return !h.Status.PoweredOn })
+
+	update(t, getHost(t, ns, "h"), func(h *metal3.BareMetalHost) { h.Spec.Image = nil })
+	// Removed after the status write that records the end (host_controller.go's write order).
+	waitHost(t, ns, "h", "available without "+held, func(h *metal3.BareMetalHost) bool {
+		_, ok := h.Annotations[held]
+		return h.Status.Provisioning.State == metal3.StateAvailable && !ok
+	})
+
+	annotate(t, ns, "h", held, "")
+	update(t, getHost(t, ns, "h"), func(h *metal3.BareMetalHost) { h.Spec.Image = newHost(ns, "h").Build().Spec.Image })
+	waitHost(t, ns, "h", "provisioned, on, without "+held, func(h *metal3.BareMetalHost) bool {
+		_, ok := h.Annotations[held]
+		return h.Status.Provisioning.State == metal3.StateProvisioned && h.Status.PoweredOn && !ok
+	})
+}
+
 // TestOnlineFollowsSpec: online false powers a provisioned host off, true on again; a power
 // change behind the operator's back is corrected at the next poll.
 func TestOnlineFollowsSpec(t *testing.T) {

@@ -39,6 +39,10 @@ func handleInspecting(s *hostScope) outcome {
 	if requested && (res.Started || !res.Busy) {
 		s.removeAnnotation(metal3.InspectAnnotationPrefix) // a failure is not asked for again
 	}
+	if res.Started {
+		// The inspection reboots the host as it needs (metal3 clears them as it starts).
+		s.clearRebootAnnotations()
+	}
 	if out, done := s.follow(res, metal3.InspectionError, "the provisioner to finish inspecting the hardware"); !done {
 		return out
 	}

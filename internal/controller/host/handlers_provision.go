@@ -96,6 +96,12 @@ func handleProvisioning(s *hostScope) outcome {
 	if err != nil {
 		return s.provError(err, "provisioning")
 	}
+	if !res.Failed() {
+		// The deployment powers the host as it needs, and a request held from an earlier life of
+		// the host (a remediation's reboot.metal3.io/<owner>) would power the new deployment off
+		// (metal3 clears them here too).
+		s.clearRebootAnnotations()
+	}
 	if out, done := s.follow(res, metal3.ProvisioningError, "the provisioner to write the image"); !done {
 		return out
 	}
@@ -194,8 +200,15 @@ func (s *hostScope) steadyState() outcome {
 		}
 		return out
 	}
+	adoptionHadFailed := s.regs.adoptionFailed(s.host.UID)
 	s.regs.setAdoptionFailed(s.host.UID, false)
 	s.clearErrorOf(errType)
+	if adoptionHadFailed && s.host.Status.ErrorType == "" {
+		// A retried adoption answered busy first (retryUnderWay took its error away, keeping the
+		// count for a next failure's backoff) and has now succeeded: the count of its failure
+		// goes too. Left, it made every later power off and reboot hard (errorCount > 0).
+		s.clearError()
+	}
 	if s.servicing() {
 		return s.continueServicing() // the provisioner has the power until servicing ends
 	}
@@ -222,6 +235,8 @@ func handleDeprovisioning(s *hostScope) outcome {
 	if res.Busy {
 		return waitOn(res, "the provisioner to remove the image (cleaning)")
 	}
+	// What asked the old deployment to stay off or reboot is over with it (as metal3).
+	s.clearRebootAnnotations()
 	st := &s.host.Status.Provisioning
 	st.Image, st.CustomDeploy = metal3.Image{}, nil
 	if s.deleting() {

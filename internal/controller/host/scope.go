@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -133,6 +134,17 @@ func (s *hostScope) removeAnnotation(key string) {
 		s.fx.removeAnnotations = map[string]bool{}
 	}
 	s.fx.removeAnnotations[key] = true
+}
+
+// clearRebootAnnotations removes every reboot annotation, reboot.metal3.io and
+// reboot.metal3.io/<owner> (metal3's clearRebootAnnotations): at the moments the host's power is
+// the provisioner's (inspection, deployment) or a deployment ended.
+func (s *hostScope) clearRebootAnnotations() {
+	for key := range s.host.Annotations {
+		if key == metal3.RebootAnnotationPrefix || strings.HasPrefix(key, metal3.RebootAnnotationPrefix+"/") {
+			s.removeAnnotation(key)
+		}
+	}
 }
 
 // annotation returns an annotation unless a handler already asked to remove it.
