@@ -80,7 +80,8 @@ func decide(sr *sro.SpecialResource, in inputs, p *planResult, cfg *Config) outc
 	}
 	switch {
 	case in.imageProblem != "":
-		// The user's to fix; looked at again every RetryDelay (Secrets are not watched), or
+		// The user's to fix; looked at again every RetryDelay (Secrets are not watched: an invalid
+		// image reference, which only a watched change mends, is looked at as often, cheaply), or
 		// sooner while the other kernels' states wait for what wakes nobody.
 		return errored(sro.ReasonInvalidSpec, in.imageProblem, min(erroredAfter, cfg.RetryDelay))
 	case len(failed) > 0:

@@ -7,9 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -132,4 +134,68 @@ func (h *harness) setReady(name string, st corev1.ConditionStatus) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+}
+
+// TestWorkloadKindsCoverPodTemplates: every kind whose pods carry our label (podTemplateKinds) is
+// deleted first on deletion (workloadKinds): deletion waits for those pods, and would wait for
+// ever while their workload keeps them.
+func TestWorkloadKindsCoverPodTemplates(t *testing.T) {
+	for kind := range podTemplateKinds {
+		if !slices.ContainsFunc(workloadKinds, func(gvk schema.GroupVersionKind) bool { return gvk.Kind == kind }) {
+			t.Errorf("%s keeps labelled pods but is not deleted first", kind)
+		}
+	}
+}
+
+// TestDeletionWithReplicaSet: a recipe with a ReplicaSet, whose pods carry our label as a
+// DaemonSet's do. Deleting the SpecialResource deletes the ReplicaSet first, waits for its pod,
+// and lets go once the pod is gone (not stuck waiting for a pod its ReplicaSet keeps).
+func TestDeletionWithReplicaSet(t *testing.T) {
+	h := start(t)
+	ns := h.recipeNamespace()
+	h.recipeConfigMap(ns, "helper", map[string]string{"0000-helper.yaml": `apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: '{{.SpecialResource.Name}}-helper'}
+spec:
+  selector: {matchLabels: {app: helper}}
+  template:
+    metadata: {labels: {app: helper}}
+    spec:
+      containers: [{name: helper, image: helper}]
+`})
+	sr := h.specialResource("kmod")
+	sr.Spec.Recipe = sro.SpecialResourceRecipe{ConfigMap: &sro.RecipeConfigMap{Namespace: ns, Name: "helper"}}
+	h.create(sr)
+	key := client.ObjectKey{Namespace: sr.Name, Name: sr.Name + "-helper"}
+	rs := &appsv1.ReplicaSet{}
+	poll.Until(t, "the ReplicaSet", func() (bool, string) {
+		err := env.Client.Get(context.Background(), key, rs)
+		return err == nil, fmt.Sprint(err)
+	})
+	// Its pod, as the ReplicaSet controller makes it (envtest runs none).
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: sr.Name, Name: "helper-0", Labels: rs.Spec.Template.Labels,
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}},
+		Spec: rs.Spec.Template.Spec}
+	if err := env.Client.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := env.Client.Delete(context.Background(), h.get(sr.Name)); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the ReplicaSet deleted", func() (bool, string) {
+		err := env.Client.Get(context.Background(), key, rs)
+		return apierrors.IsNotFound(err) || !rs.DeletionTimestamp.IsZero(), describe(h.get(sr.Name))
+	})
+	h.waitSR(sr.Name, "waiting for the ReplicaSet's pod", func(sr *sro.SpecialResource) bool {
+		return strings.Contains(conditionMessage(sr, sro.ConditionProgressing), "waiting for 1 driver pods to stop")
+	})
+	// The garbage collector removes the pod of the deleted ReplicaSet.
+	if err := env.Client.Delete(context.Background(), pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "SpecialResource gone", func() (bool, string) {
+		err := env.Client.Get(context.Background(), client.ObjectKey{Name: sr.Name}, &sro.SpecialResource{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
 }

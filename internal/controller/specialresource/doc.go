@@ -27,4 +27,8 @@
 // back the others' drivers (only the later shared states, until its image exists or fails), a
 // kernel whose image failed holds back nothing (unless every kernel failed, or its previous
 // driver still serves), and a kernel's objects are removed only when no selected node runs it.
+// A reconcile that cannot go through (it waits for a dependency, a phase stops or fails before
+// the plan, the API server refuses an object) writes only what no longer holds (hold.go): nothing
+// new, but nodes whose driver stopped lose their state labels, and the objects of kernels no
+// selected node runs go.
 package specialresource

@@ -2,22 +2,36 @@ package specialresource
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/naming"
 )
 
-// hold is what a reconcile that waits for its dependencies still does. Nothing new is built,
-// applied or labelled (the dependencies come first), but what no longer holds is undone, so that
-// nodes and status stay true while a dependency is not Ready (a node that rebooted into a kernel
-// whose dependency image is still building, say): the DaemonSets and other kernel-affine objects
-// of kernels no selected node runs are deleted, and a node loses its state labels when it is no
-// longer selected or no available pod of its kernel's driver runs on it.
+// hold is what a reconcile that cannot go through still does: one that waits for its
+// dependencies, one that stopped before its plan (an invalid spec, a missing or broken recipe, a
+// namespace being deleted) or failed before it, and one whose write failed (an object the API
+// server refused). Nothing new is built, applied or labelled, but what no longer holds is undone,
+// so that nodes and status stay true meanwhile (a node that rebooted into a kernel whose driver
+// cannot be deployed now, say): the DaemonSets and other kernel-affine objects of kernels no
+// selected node runs are deleted, and a node loses its state labels when it is no longer selected
+// or no available pod of its kernel's driver runs on it. What still holds stays: a working driver
+// is not torn down, nor its nodes' labels taken, because the recipe is broken for a moment.
 func (r *Reconciler) hold(s *scope) error {
-	if err := r.observeOwned(s, pruneKinds(s.sr)); err != nil {
+	if err := r.listNodes(s); err != nil {
+		return err
+	}
+	// Listed afresh: a failed reconcile may have listed part of them. A kind the operator may not
+	// list is skipped (its objects are not pruned): the full reconcile reports it.
+	s.in.owned = nil
+	if _, err := r.observeOwned(s, listedKinds(s)); err != nil {
 		return err
 	}
 	in := r.planInput(s)
+	if !validSelector(s.sr) {
+		in.present, in.selected = everyNode(s.in.allNodes)
+	}
 	res, affine := holdObjects(in, statusDrivers(s.sr))
 	in.driverPods = map[string]map[string]bool{}
 	for k, ds := range res.driverDaemonSets {
@@ -28,9 +42,31 @@ func (r *Reconciler) hold(s *scope) error {
 		in.driverPods[k] = nodes
 	}
 	holdLabels(res, in, affine)
+	res.labelsBehind = driverPodsBehind(in, res.driverDaemonSets)
 	s.plan = res
 	r.skipInFlightLabels(s)
 	return nil
+}
+
+// validSelector: spec.nodeSelector is a valid label selector (a spec admitted while the webhook
+// did not run may have any keys and values).
+func validSelector(sr *sro.SpecialResource) bool {
+	return len(metav1validation.ValidateLabels(sr.Spec.NodeSelector, field.NewPath("spec", "nodeSelector"))) == 0
+}
+
+// everyNode takes every node that reports a kernel as selected, for a hold whose node selector is
+// not valid: it matches no node, and judging by it would take every driver away although nothing
+// changed on the nodes. Only what no node supports is undone then: the labels of nodes where no
+// driver serves, the objects of kernels no node runs.
+func everyNode(nodes []nodeLabels) (present map[string]bool, selected map[string]string) {
+	present, selected = map[string]bool{}, map[string]string{}
+	for _, n := range nodes {
+		if n.kernel != "" {
+			present[n.kernel] = true
+			selected[n.name] = n.kernel
+		}
+	}
+	return present, selected
 }
 
 // holdObjects decides, from our objects alone, what hold deletes and which DaemonSet is each

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -142,5 +143,32 @@ func TestWaitingForDependencyUndoes(t *testing.T) {
 		if naming.IsStateLabelOf(key, a.Name) {
 			t.Fatalf("x1 kept %s", key)
 		}
+	}
+}
+
+// TestPollHeldLabels: a reconcile that held looks again every WaitPoll while a driver DaemonSet
+// counts other available pods than the cache shows (pods wake nobody), sooner than its outcome
+// says, never later.
+func TestPollHeldLabels(t *testing.T) {
+	cfg := &Config{WaitPoll: 5 * time.Second}
+	held := &planResult{hold: true, labelsBehind: true}
+	tests := map[string]struct {
+		p     *planResult
+		after time.Duration
+		want  time.Duration
+	}{
+		"held, pods behind, only on change": {p: held, want: 5 * time.Second},
+		"held, pods behind, RetryDelay":     {p: held, after: 30 * time.Second, want: 5 * time.Second},
+		"held, pods behind, sooner":         {p: held, after: time.Second, want: time.Second},
+		"held, pods caught up":              {p: &planResult{hold: true}, after: 30 * time.Second, want: 30 * time.Second},
+		"the full plan's (decide)":          {p: &planResult{labelsBehind: true}, after: 30 * time.Second, want: 30 * time.Second},
+		"no plan":                           {after: 30 * time.Second, want: 30 * time.Second},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := pollHeldLabels(outcome{after: tc.after}, tc.p, cfg).after; got != tc.want {
+				t.Fatalf("again after %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

@@ -61,11 +61,11 @@ func driverHash(sr *sro.SpecialResource) string {
 // images finds, for every kernel, the driver image in the registry, or starts (or follows) its
 // build. Kernels are independent: one kernel's failed build does not stop the others, nor does a
 // lookup the user's input prevents (a pull Secret missing, malformed, or refused by the
-// registry): that kernel's image is Unknown with the reason (blocked), and the reconcile goes on,
-// so that nodes and objects still follow the kernels (a node rebooted into that kernel loses its
-// labels, the DaemonSet of a kernel no node runs goes) and the other kernels are served, their
-// later shared states included (plan's failed kernels); the outcome is Errored naming the field
-// (s.in.imageProblem).
+// registry; an image that renders, for that kernel, to an invalid reference): that kernel's image
+// is Unknown with the reason (blocked), and the reconcile goes on, so that nodes and objects still
+// follow the kernels (a node rebooted into that kernel loses its labels, the DaemonSet of a kernel
+// no node runs goes) and the other kernels are served, their later shared states included (plan's
+// failed kernels); the outcome is Errored naming the field (s.in.imageProblem).
 func (r *Reconciler) images(s *scope) (outcome, bool, error) {
 	s.in.images = map[string]kernelImage{}
 	s.in.firstPass = map[string]*sro.SpecialResource{}
@@ -116,14 +116,14 @@ func (r *Reconciler) images(s *scope) (outcome, bool, error) {
 			continue
 		}
 		in.PullSecret = secret
-		ki, refused, err := r.imageState(s, in)
+		ki, problem, err := r.imageState(s, in)
 		if err != nil {
 			return outcome{}, false, err
 		}
-		if refused != nil {
-			unknown.message = message.Sanitize(pullorbuild.RefusalMessage(secret, img, refused))
+		if problem != "" {
+			unknown.message = problem
 			s.in.images[g.kernel] = unknown
-			s.in.imageProblem = cmp.Or(s.in.imageProblem, unknown.message)
+			s.in.imageProblem = cmp.Or(s.in.imageProblem, problem)
 			continue
 		}
 		s.in.images[g.kernel] = ki
@@ -153,18 +153,19 @@ func (r *Reconciler) pullSecret(s *scope) (secret *corev1.Secret, problem string
 }
 
 // imageState asks the registry for the image and, when it is missing, follows or starts its
-// build. A build no longer needed is deleted by the builds phase (builds.go), not here. refused is
-// the registry's error when it refused the pull Secret's credentials, or anonymous access when
-// there is none (HTTP 401 or 403): waiting does not change that, the spec or the Secret must;
-// nothing else is decided then.
-func (r *Reconciler) imageState(s *scope, in pullorbuild.Input) (ki kernelImage, refused error, err error) {
+// build. A build no longer needed is deleted by the builds phase (builds.go), not here. problem
+// says, naming the field, what in the user's input keeps the image from being looked up: the
+// registry refused the pull Secret's credentials, or anonymous access when there is none (HTTP 401
+// or 403), or the image rendered for the kernel is not a valid reference. Waiting does not change
+// that, the spec or the Secret must; nothing else is decided then.
+func (r *Reconciler) imageState(s *scope, in pullorbuild.Input) (ki kernelImage, problem string, err error) {
 	k, img := in.Kernel, in.Image
 	res, err := pullorbuild.Check(s.ctx, r.Registry, r.Builder, in)
 	if err != nil {
-		return kernelImage{}, nil, err
+		return kernelImage{}, "", err
 	}
-	if res.Refused != nil {
-		return kernelImage{}, res.Refused, nil
+	if res.Refused != nil || res.Invalid != nil {
+		return kernelImage{}, message.Sanitize(res.Message), nil
 	}
 	if res.Start != nil {
 		// Announced and counted by write, once the builder started it: it may refuse it.
@@ -176,7 +177,7 @@ func (r *Reconciler) imageState(s *scope, in pullorbuild.Input) (ki kernelImage,
 		}
 	}
 	return kernelImage{image: img, state: res.State, message: message.Sanitize(res.Message), build: pullorbuild.BuildName(in),
-		unconfirmed: res.Unconfirmed}, nil, nil
+		unconfirmed: res.Unconfirmed}, "", nil
 }
 
 // kernelStatus is the status entry of kernel k, or nil.

@@ -58,10 +58,27 @@ func appliedKinds(rendered []recipe.RenderedState, owned, pruned []*unstructured
 	return strings.Join(slices.Sorted(maps.Keys(kinds)), ",")
 }
 
+// unionKinds is the union of two values of the annotation, sorted.
+func unionKinds(a, b string) string {
+	kinds := map[string]bool{}
+	for _, e := range strings.Split(a+","+b, ",") {
+		if e != "" {
+			kinds[e] = true
+		}
+	}
+	return strings.Join(slices.Sorted(maps.Keys(kinds)), ",")
+}
+
 // recordKinds writes the annotation when it changed (after the objects and prunes are written,
 // so that it never forgets a kind whose objects are still there).
 func (r *Reconciler) recordKinds(ctx context.Context, s *scope) error {
 	value := appliedKinds(s.in.rendered, s.in.owned, s.plan.prune)
+	if s.plan.hold {
+		// hold skips the kinds the operator may not list (observeOwned), whose objects may well
+		// remain: it adds kinds (those a failed write applied first), never forgets one; the next
+		// full reconcile does.
+		value = unionKinds(s.sr.Annotations[sro.AppliedKindsAnnotation], value)
+	}
 	if s.sr.Annotations[sro.AppliedKindsAnnotation] == value {
 		return nil
 	}

@@ -59,6 +59,23 @@ func TestAppliedKinds(t *testing.T) {
 	}
 }
 
+// TestUnionKinds: what hold records keeps every kind recorded before.
+func TestUnionKinds(t *testing.T) {
+	tests := map[string]struct{ before, now, want string }{
+		"a kind added":        {before: "apps/v1/DaemonSet", now: "apps/v1/DaemonSet,v1/Service", want: "apps/v1/DaemonSet,v1/Service"},
+		"none forgotten":      {before: "apps/v1/DaemonSet,v1/Service", now: "apps/v1/DaemonSet", want: "apps/v1/DaemonSet,v1/Service"},
+		"nothing before":      {now: "v1/ConfigMap", want: "v1/ConfigMap"},
+		"nothing now or then": {want: ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := unionKinds(tc.before, tc.now); got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestPruneKindNoLongerRendered: a recipe ConfigMap with a state holding a Service (a kind the
 // built-in recipe does not render); switching the SpecialResource to the built-in recipe deletes
 // the Service.

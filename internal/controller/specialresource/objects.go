@@ -1,11 +1,13 @@
 package specialresource
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -35,11 +37,9 @@ func (r *Reconciler) observeObjects(s *scope) (outcome, bool, error) {
 	s.in.observed = map[objKey]*unstructured.Unstructured{}
 	s.in.stale = map[objKey]bool{}
 	s.in.logs = map[objKey]logState{}
-	kinds := pruneKinds(s.sr)
 	for _, st := range s.in.rendered {
 		for _, o := range st.Objects {
 			key := keyOf(o.Obj)
-			kinds[key.gvk] = true
 			obs, err := r.get(s.ctx, key)
 			if err != nil {
 				return outcome{}, false, err
@@ -60,8 +60,9 @@ func (r *Reconciler) observeObjects(s *scope) (outcome, bool, error) {
 			}
 		}
 	}
-	if err := r.observeOwned(s, kinds); err != nil {
-		return outcome{}, false, err
+	// A kind the operator may not list is the recipe's problem (RecipeFailure, as a refused read).
+	if refused, err := r.observeOwned(s, listedKinds(s)); err != nil || refused != nil {
+		return outcome{}, false, cmp.Or(err, refused)
 	}
 	return outcome{}, false, r.observeDriverPods(s)
 }
@@ -167,6 +168,17 @@ func podAvailable(p *corev1.Pod) bool {
 	return false
 }
 
+// listedKinds are the kinds our objects are listed from: the rendered ones and pruneKinds.
+func listedKinds(s *scope) map[schema.GroupVersionKind]bool {
+	kinds := pruneKinds(s.sr)
+	for _, st := range s.in.rendered {
+		for _, o := range st.Objects {
+			kinds[o.Obj.GroupVersionKind()] = true
+		}
+	}
+	return kinds
+}
+
 // pruneKinds are the kinds listed for pruning besides the rendered ones: DaemonSets, and the
 // kinds applied before (kinds.go). A kind the cluster no longer serves is left out.
 func pruneKinds(sr *sro.SpecialResource) map[schema.GroupVersionKind]bool {
@@ -178,16 +190,20 @@ func pruneKinds(sr *sro.SpecialResource) map[schema.GroupVersionKind]bool {
 }
 
 // observeOwned lists our objects of the given kinds (builds excepted: they have their own
-// clean-up) into s.in.owned, for pruning.
-func (r *Reconciler) observeOwned(s *scope, kinds map[schema.GroupVersionKind]bool) error {
+// clean-up) into s.in.owned, for pruning. A kind the operator's RBAC does not let it list is
+// skipped (its objects are not pruned); refused is the first such refusal (readError).
+func (r *Reconciler) observeOwned(s *scope, kinds map[schema.GroupVersionKind]bool) (refused, err error) {
 	sel := client.MatchingLabels{sro.OwnedLabel: naming.OwnerValue(s.sr.Name)}
 	for _, gvk := range slices.SortedFunc(maps.Keys(kinds), func(a, b schema.GroupVersionKind) int { return cmpString(a.String(), b.String()) }) {
 		if _, err := r.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
 			continue // not served (a CRD removed, an annotation edited): nothing of it to prune
 		}
 		items, err := r.list(s.ctx, gvk, sel)
-		if err != nil {
-			return err
+		if apierrors.IsForbidden(err) {
+			refused = cmp.Or(refused, err)
+			continue
+		} else if err != nil {
+			return refused, err
 		}
 		for _, u := range items {
 			if _, isBuild := u.GetLabels()[build.BuildLabel]; !isBuild {
@@ -195,7 +211,7 @@ func (r *Reconciler) observeOwned(s *scope, kinds map[schema.GroupVersionKind]bo
 			}
 		}
 	}
-	return nil
+	return refused, nil
 }
 
 func cmpString(a, b string) int {
@@ -220,7 +236,7 @@ func (r *Reconciler) get(ctx context.Context, key objKey) (*unstructured.Unstruc
 			if err := reader.Get(ctx, ck, obj); apierrors.IsNotFound(err) {
 				return nil, nil
 			} else if err != nil {
-				return nil, fmt.Errorf("reading %s %s: %w", key.gvk.Kind, ck, err)
+				return nil, r.readError("reading", key.gvk, objName(key), err)
 			}
 			return toUnstructured(obj, key.gvk)
 		}
@@ -230,9 +246,31 @@ func (r *Reconciler) get(ctx context.Context, key objKey) (*unstructured.Unstruc
 	if err := reader.Get(ctx, ck, u); apierrors.IsNotFound(err) {
 		return nil, nil
 	} else if err != nil {
-		return nil, fmt.Errorf("reading %s %s: %w", key.gvk.Kind, ck, err)
+		return nil, r.readError("reading", key.gvk, objName(key), err)
 	}
 	return u, nil
+}
+
+// readError says what failed to read. The API server refusing it (Forbidden) is the operator's
+// RBAC lacking a kind a recipe renders (its role covers the built-in recipe's kinds; users add
+// others): reported like a refused apply, RecipeFailure naming the kind and what to add, looked
+// at again after RetryDelay (RBAC is not watched), not as an internal error retried at once.
+func (r *Reconciler) readError(action string, gvk schema.GroupVersionKind, name string, err error) error {
+	obj := strings.TrimSpace(gvk.Kind + " " + name)
+	if apierrors.IsForbidden(err) {
+		return &applyError{action: action, obj: obj, err: r.withRBAC(gvk, err), permanent: true}
+	}
+	return fmt.Errorf("%s %s: %w", action, obj, err)
+}
+
+// withRBAC adds to the API server's refusal what the operator's role must grant on the kind: get
+// and list (observing, pruning), create and patch (server-side apply), delete (pruning, removal).
+func (r *Reconciler) withRBAC(gvk schema.GroupVersionKind, err error) error {
+	resource := strings.ToLower(gvk.Kind)
+	if m, merr := r.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); merr == nil {
+		resource = m.Resource.Resource
+	}
+	return fmt.Errorf("%w (the operator's ClusterRole needs get, list, create, patch and delete on %q in API group %q: config/sro/rbac/role.yaml)", err, resource, gvk.Group)
 }
 
 // reader is the cache for the kinds the operator caches, else the API reader.
@@ -250,7 +288,7 @@ func (r *Reconciler) list(ctx context.Context, gvk schema.GroupVersionKind, opts
 	if typed, err := r.Client.Scheme().New(listGVK); err == nil {
 		if list, ok := typed.(client.ObjectList); ok {
 			if err := reader.List(ctx, list, opts...); err != nil {
-				return nil, fmt.Errorf("listing %s: %w", gvk.Kind, err)
+				return nil, r.readError("listing", gvk, "", err)
 			}
 			objs, err := meta.ExtractList(list)
 			if err != nil {
@@ -270,7 +308,7 @@ func (r *Reconciler) list(ctx context.Context, gvk schema.GroupVersionKind, opts
 	ul := &unstructured.UnstructuredList{}
 	ul.SetGroupVersionKind(listGVK)
 	if err := reader.List(ctx, ul, opts...); err != nil {
-		return nil, fmt.Errorf("listing %s: %w", gvk.Kind, err)
+		return nil, r.readError("listing", gvk, "", err)
 	}
 	out := make([]*unstructured.Unstructured, 0, len(ul.Items))
 	for i := range ul.Items {

@@ -151,17 +151,26 @@ func ownerRef(sr *sro.SpecialResource) metav1.OwnerReference {
 		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
 }
 
-// observeNodes lists the selected nodes and groups them by kernel; it also keeps every node's
-// labels for the state labels of nodes no longer selected.
+// observeNodes reads the cluster's version (for templates) and the nodes (listNodes).
 func (r *Reconciler) observeNodes(s *scope) (outcome, bool, error) {
 	v, err := r.ClusterVersion(s.ctx)
 	if err != nil {
 		return outcome{}, false, err
 	}
 	s.in.clusterVersion = v
+	return outcome{}, false, r.listNodes(s)
+}
+
+// listNodes lists the selected nodes and groups them by kernel; it also keeps every node's labels
+// for the state labels of nodes no longer selected. Once per reconcile: hold lists them when the
+// reconcile ended before the nodes phase.
+func (r *Reconciler) listNodes(s *scope) error {
+	if s.in.nodesListed {
+		return nil
+	}
 	var nodes corev1.NodeList
 	if err := r.Client.List(s.ctx, &nodes, cacheview.ReadOnly); err != nil {
-		return outcome{}, false, fmt.Errorf("listing nodes: %w", err)
+		return fmt.Errorf("listing nodes: %w", err)
 	}
 	sel := labels.SelectorFromSet(s.sr.Spec.NodeSelector)
 	groups := map[string]*kernelGroup{}
@@ -193,7 +202,8 @@ func (r *Reconciler) observeNodes(s *scope) (outcome, bool, error) {
 	for _, k := range slices.Sorted(maps.Keys(groups)) {
 		s.in.kernels = append(s.in.kernels, *groups[k])
 	}
-	return outcome{}, false, nil
+	s.in.nodesListed = true
+	return nil
 }
 
 // dependencies creates missing dependsOn SpecialResources and waits until each is Ready. A

@@ -41,11 +41,14 @@ type inputs struct {
 	// allNodes are every node's name and labels (to remove state labels from nodes that are no
 	// longer selected).
 	allNodes []nodeLabels
+	// nodesListed: kernels, nodesMatching, nodesNoKernel and allNodes are set (listNodes).
+	nodesListed bool
 	// images is the image of each kernel.
 	images map[string]kernelImage
 	// imageProblem is, naming the field, what in the user's input kept a kernel's image from
-	// being looked up (the pull Secret missing, malformed, or refused by the registry); that
-	// kernel's image is Unknown, and the SpecialResource Errored with it.
+	// being looked up (the pull Secret missing, malformed, or refused by the registry; the image
+	// not a valid reference for the kernel); that kernel's image is Unknown, and the
+	// SpecialResource Errored with it.
 	imageProblem string
 	// deps are what templates see of the dependencies; depImages their images by kernel.
 	deps      map[string]recipe.Dependency
@@ -103,8 +106,8 @@ type kernelImage struct {
 	// build is the name of the build that makes image ("" when no image is used).
 	build string
 	// blocked: the user's input keeps the image from being looked up (the pull Secret missing,
-	// malformed, or refused by the registry). Its state is Unknown, but waiting will not change
-	// it, unlike a registry that cannot be reached.
+	// malformed, or refused by the registry; the image not a valid reference). Its state is
+	// Unknown, but waiting will not change it, unlike a registry that cannot be reached.
 	blocked bool
 	// unconfirmed: the build succeeded but the registry does not show the image (pullorbuild's
 	// Unconfirmed): BuildFailed, but perhaps only a registry that has not caught up yet.

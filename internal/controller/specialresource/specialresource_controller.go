@@ -105,12 +105,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	helper := patch.NewHelper(r.Client, sr, &r.tracker)
 	s := &scope{ctx: ctx, cfg: &r.Config, sr: sr, now: metav1.NewTime(r.now().Truncate(time.Second))}
 	start := time.Now()
-	out, runErr := r.run(s)
-	var writeErr error
-	if runErr == nil {
-		writeErr = r.write(ctx, s)
-	}
-	if err := errors.Join(runErr, writeErr); err != nil {
+	out, err := r.runAndWrite(ctx, s)
+	if err != nil {
 		// Status says only that something failed; the error (logged by controller-runtime)
 		// has the details.
 		out = errored(sro.ReasonInternalError, internalErrorMessage, 0)
@@ -119,6 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			out = errored(sro.ReasonRecipeFailure, message.Sanitize(applyErr.Error()), r.Config.RetryDelay)
 			err = nil
 		}
+		out = pollHeldLabels(out, s.plan, &r.Config)
 		r.finishStatus(s, out)
 		if _, perr := helper.PatchStatus(ctx, sr); perr != nil {
 			err = errors.Join(err, perr)
@@ -129,6 +126,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		}
 		return ctrl.Result{RequeueAfter: out.after}, nil
 	}
+	out = pollHeldLabels(out, s.plan, &r.Config)
 	r.finishStatus(s, out)
 	if _, err := helper.PatchStatus(ctx, sr); err != nil {
 		return ctrl.Result{}, err
@@ -137,6 +135,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	log.V(2).Info("Reconciled", "condition", out.condition, "reason", out.reason, "state", out.state,
 		"kernels", len(s.in.kernels), "took", time.Since(start).Round(time.Millisecond), "again", out.after)
 	return ctrl.Result{RequeueAfter: out.after}, nil
+}
+
+// runAndWrite runs the phases and writes what they decided. A reconcile that ended before its
+// plan (a phase stopped it: an invalid spec, a missing or broken recipe, a namespace being
+// deleted; or failed) undoes what no longer holds all the same (hold): nodes whose driver stopped
+// must not keep its state labels, nor a kernel no node runs its DaemonSet, for as long. After a
+// failure only that is written: nothing is created, started or applied.
+func (r *Reconciler) runAndWrite(ctx context.Context, s *scope) (outcome, error) {
+	out, err := r.run(s)
+	if s.plan == nil {
+		err = errors.Join(err, r.hold(s))
+	}
+	if err == nil {
+		return out, r.write(ctx, s)
+	}
+	if s.plan != nil {
+		err = errors.Join(err, r.pruneAndLabel(ctx, s))
+	}
+	return out, err
+}
+
+// pollHeldLabels makes a reconcile that held (hold) look again every WaitPoll while a driver
+// DaemonSet counts another number of available pods than the cache shows: pods do not wake the
+// controller, and the labels of the nodes whose pod stopped would stay until something else did
+// (the plan's outcome does the same: decide).
+func pollHeldLabels(out outcome, p *planResult, cfg *Config) outcome {
+	if p != nil && p.hold && p.labelsBehind && (out.after == 0 || out.after > cfg.WaitPoll) {
+		out.after = cfg.WaitPoll
+	}
+	return out
 }
 
 // finishStatus sets the status from the scope and the outcome (pure, status.go).

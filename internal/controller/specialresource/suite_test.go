@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -86,6 +87,9 @@ type options struct {
 	openShiftBuilds bool
 	// resync replaces the suite's Resync (a minute).
 	resync time.Duration
+	// readerUser, when set, is the user the operator's API reader (its uncached reads) acts as,
+	// so that RBAC applies to them (the suite's own user may do anything).
+	readerUser string
 }
 
 func start(t *testing.T, opts ...func(*options)) *harness {
@@ -123,6 +127,13 @@ func start(t *testing.T, opts ...func(*options)) *harness {
 		ClusterVersion: func(context.Context) (string, error) { return "4.14.3", nil },
 	}
 	r.Client = mgr.GetClient()
+	if o.readerUser != "" {
+		cfg := rest.CopyConfig(env.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: o.readerUser}
+		if r.APIReader, err = client.New(cfg, client.Options{Scheme: env.Scheme, Mapper: mgr.GetRESTMapper()}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	h.reconciler = r
 	var backend build.Builder = build.Job{Client: r.Client}
 	if o.openShiftBuilds {
@@ -152,6 +163,9 @@ func start(t *testing.T, opts ...func(*options)) *harness {
 }
 
 func withOpenShiftBuilds(o *options) { o.openShiftBuilds = true }
+
+// withReaderAs makes the operator's API reader act as user (see options.readerUser).
+func withReaderAs(user string) func(*options) { return func(o *options) { o.readerUser = user } }
 
 // withResync sets Resync: an hour makes anything that would only be seen at the resync fail the
 // test instead.

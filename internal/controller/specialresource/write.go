@@ -41,11 +41,12 @@ func (e *applyError) Error() string { return e.action + " " + e.obj + ": " + e.e
 func (e *applyError) Unwrap() error { return e.err }
 
 // write applies the effects in an order that keeps status truthful: the namespace before what
-// goes in it, dependencies, builds, the objects state by state (first failure stops), prunes,
-// then node labels. The status is written by the driver afterwards. A build the builder refuses
-// is reported (the returned error) only once the rest is written: one kernel's refused build must
-// not keep the other kernels' drivers or later shared states from being applied, stale objects
-// from being pruned, or nodes' labels from following.
+// goes in it, dependencies, builds, the objects state by state (the first failure stops them, and
+// only what no longer holds is undone then: writePlan), prunes, then node labels. The status is
+// written by the driver afterwards. A build the builder refuses is reported (the returned error)
+// only once the rest is written: one kernel's refused build must not keep the other kernels'
+// drivers or later shared states from being applied, stale objects from being pruned, or nodes'
+// labels from following.
 func (r *Reconciler) write(ctx context.Context, s *scope) error {
 	if ns := s.fx.createNamespace; ns != nil {
 		if err := r.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -120,6 +121,20 @@ func (r *Reconciler) writePlan(ctx context.Context, s *scope) error {
 	if s.plan == nil {
 		return nil
 	}
+	if err := r.applyPlan(ctx, s); err != nil {
+		// The states stop at the first failure (a later state never goes before an earlier
+		// one), and the plan's prunes and labels took every object for written: what no longer
+		// holds is undone instead, as while waiting for a dependency (hold).
+		if herr := r.hold(s); herr != nil {
+			return errors.Join(err, herr)
+		}
+		return errors.Join(err, r.pruneAndLabel(ctx, s))
+	}
+	return r.pruneAndLabel(ctx, s)
+}
+
+// applyPlan applies the plan's objects in state order; the first failure stops it.
+func (r *Reconciler) applyPlan(ctx context.Context, s *scope) error {
 	for _, u := range s.plan.apply {
 		if err := r.apply(ctx, u); err != nil {
 			return err
@@ -128,6 +143,12 @@ func (r *Reconciler) writePlan(ctx context.Context, s *scope) error {
 			s.fx.events.Normal(reasonKernelAdded, "CreateDaemonSet", fmt.Sprintf("DaemonSet %s serves kernel %s", u.GetName(), k))
 		}
 	}
+	return nil
+}
+
+// pruneAndLabel deletes what the plan prunes, records the kinds that remain (kinds.go), and
+// changes the nodes' state labels.
+func (r *Reconciler) pruneAndLabel(ctx context.Context, s *scope) error {
 	for _, u := range s.plan.prune {
 		if err := r.Client.Delete(ctx, u, client.PropagationPolicy("Background")); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting %s %s: %w", u.GetKind(), objName(keyOf(u)), err)
@@ -149,6 +170,9 @@ func (r *Reconciler) apply(ctx context.Context, u *unstructured.Unstructured) er
 	err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldOwner), client.ForceOwnership)
 	if err != nil {
 		permanent := apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err)
+		if apierrors.IsForbidden(err) {
+			err = r.withRBAC(u.GroupVersionKind(), err)
+		}
 		return &applyError{action: "applying", obj: u.GetKind() + " " + objName(keyOf(u)), err: err, permanent: permanent}
 	}
 	r.applied.record(obj)

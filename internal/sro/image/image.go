@@ -32,23 +32,34 @@ import (
 // returns "" when neither applies. The template is returned as written (rendering is the first
 // pass's job); an invalid regexp is an error naming the mapping.
 func For(dc sro.SpecialResourceDriverContainer, k string) (string, error) {
+	img, _, err := Pick(dc, k)
+	return img, err
+}
+
+// imageField is the spec field of the driver image template used when no kernel mapping applies.
+const imageField = "spec.driverContainer.image"
+
+// Pick is For, also naming the spec field the template comes from (imageField, or
+// spec.driverContainer.kernelMappings[i].image), so that a message about the image names it.
+func Pick(dc sro.SpecialResourceDriverContainer, k string) (img, field string, err error) {
 	for i, m := range dc.KernelMappings {
+		field := fmt.Sprintf("spec.driverContainer.kernelMappings[%d].image", i)
 		switch {
 		case m.Literal != "":
 			if m.Literal == k {
-				return m.Image, nil
+				return m.Image, field, nil
 			}
 		case m.Regexp != "":
 			re, err := regexp.Compile("^(?:" + m.Regexp + ")$")
 			if err != nil {
-				return "", fmt.Errorf("spec.driverContainer.kernelMappings[%d].regexp: %w", i, err)
+				return "", "", fmt.Errorf("spec.driverContainer.kernelMappings[%d].regexp: %w", i, err)
 			}
 			if re.MatchString(k) {
-				return m.Image, nil
+				return m.Image, field, nil
 			}
 		}
 	}
-	return dc.Image, nil
+	return dc.Image, imageField, nil
 }
 
 // Used reports whether a driver container names an image at all (a ConfigMap recipe may deploy

@@ -18,6 +18,7 @@ import (
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 )
 
+// TestFor: the first mapping that matches gives the image (Pick names its field), else image.
 func TestFor(t *testing.T) {
 	dc := sro.SpecialResourceDriverContainer{
 		Image: "r/default:{{.KernelFullVersion}}",
@@ -31,19 +32,23 @@ func TestFor(t *testing.T) {
 		dc     sro.SpecialResourceDriverContainer
 		kernel string
 		want   string
+		field  string
 	}{
-		"literal first":        {dc: dc, kernel: "6.1.0-special", want: "r/literal:x"},
-		"regexp in order":      {dc: dc, kernel: "5.14.0-284.el9.x86_64", want: "r/el9:{{.KernelFullVersion}}"},
-		"later catch-all":      {dc: dc, kernel: "6.8.0-45-generic", want: "r/catch-all:x"},
-		"regexp matches whole": {dc: sro.SpecialResourceDriverContainer{Image: "d", KernelMappings: []sro.KernelMapping{{Regexp: "5", Image: "m"}}}, kernel: "5.14", want: "d"},
-		"no mapping: image":    {dc: sro.SpecialResourceDriverContainer{Image: "d"}, kernel: "x", want: "d"},
-		"nothing: empty":       {dc: sro.SpecialResourceDriverContainer{KernelMappings: []sro.KernelMapping{{Literal: "a", Image: "m"}}}, kernel: "b"},
+		"literal first":        {dc: dc, kernel: "6.1.0-special", want: "r/literal:x", field: "spec.driverContainer.kernelMappings[0].image"},
+		"regexp in order":      {dc: dc, kernel: "5.14.0-284.el9.x86_64", want: "r/el9:{{.KernelFullVersion}}", field: "spec.driverContainer.kernelMappings[1].image"},
+		"later catch-all":      {dc: dc, kernel: "6.8.0-45-generic", want: "r/catch-all:x", field: "spec.driverContainer.kernelMappings[2].image"},
+		"regexp matches whole": {dc: sro.SpecialResourceDriverContainer{Image: "d", KernelMappings: []sro.KernelMapping{{Regexp: "5", Image: "m"}}}, kernel: "5.14", want: "d", field: imageField},
+		"no mapping: image":    {dc: sro.SpecialResourceDriverContainer{Image: "d"}, kernel: "x", want: "d", field: imageField},
+		"nothing: empty":       {dc: sro.SpecialResourceDriverContainer{KernelMappings: []sro.KernelMapping{{Literal: "a", Image: "m"}}}, kernel: "b", field: imageField},
 	}
 	for n, tc := range tests {
 		t.Run(n, func(t *testing.T) {
 			got, err := For(tc.dc, tc.kernel)
 			if err != nil || got != tc.want {
 				t.Fatalf("For(%s) = %q, %v; want %q", tc.kernel, got, err, tc.want)
+			}
+			if _, field, _ := Pick(tc.dc, tc.kernel); field != tc.field {
+				t.Fatalf("Pick(%s) names %q, want %q", tc.kernel, field, tc.field)
 			}
 		})
 	}

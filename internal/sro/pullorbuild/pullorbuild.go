@@ -53,12 +53,20 @@ type Result struct {
 	// anonymous access when there is none (HTTP 401 or 403); the state is then Unknown and the
 	// message says so. Waiting does not change it: the Secret, or the spec naming none, must.
 	Refused error
+	// Invalid is why the image, as rendered for the kernel, is not a reference the registry can be
+	// asked about (a kernel with a '+', an empty tag); the state is then Unknown and the message
+	// names the spec field and the kernel. Waiting does not change it: the spec must.
+	Invalid error
 }
 
 // Check asks the registry for the image; when it is missing, it follows the image's build, or
 // asks for one to start when there is a source to build from. An error is unexpected (the API
-// server failed); a registry that cannot be asked is a Result of state Unknown.
+// server failed); a registry that cannot be asked is a Result of state Unknown, and so is an image
+// that is not a valid reference (Invalid).
 func Check(ctx context.Context, reg image.Registry, b build.Builder, in Input) (Result, error) {
+	if err := validReference(in); err != nil {
+		return Result{State: sro.ImageUnknown, Message: err.Error(), Invalid: err}, nil
+	}
 	rctx, cancel := context.WithTimeout(ctx, registryTimeout)
 	defer cancel()
 	exists, err := reg.Exists(rctx, in.Image, in.PullSecret)
@@ -100,6 +108,21 @@ func Check(ctx context.Context, reg image.Registry, b build.Builder, in Input) (
 	}
 	// The build says it pushed, the registry says it has nothing.
 	return Result{State: sro.ImageBuildFailed, Message: b.Kind() + " " + name + " succeeded but the registry has no " + in.Image, Unconfirmed: true}, nil
+}
+
+// validReference checks that the image rendered for the kernel is a reference with a tag or
+// digest. The webhook checks the templates with a sample kernel only: a node's kernel may not fit
+// in a tag ("6.1.21-v8+"), or a template may render an empty one. Not a registry to wait for: the
+// error names the field the image comes from and the kernel.
+func validReference(in Input) error {
+	if _, err := image.ParseReference(in.Image); err == nil {
+		return nil
+	}
+	_, field, err := image.Pick(in.SR.Spec.DriverContainer, in.Kernel)
+	if err != nil {
+		return err // the image was picked from the same mappings: not expected
+	}
+	return fmt.Errorf("%s: renders to %q for kernel %s, which is not a valid image reference with a tag or digest", field, in.Image, in.Kernel)
 }
 
 // PullSecretField is the spec field of the pull Secret, named by the messages about it.

@@ -90,6 +90,41 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestCheckInvalidReference: an image that renders, for a node's kernel, to something that is not
+// a reference (the webhook checked a sample kernel only) is the spec's problem, not a registry to
+// wait for: Invalid, with a message naming the field the image comes from and the kernel; the
+// registry is not asked.
+func TestCheckInvalidReference(t *testing.T) {
+	sr := func(mappings ...sro.KernelMapping) *sro.SpecialResource {
+		return &sro.SpecialResource{ObjectMeta: metav1.ObjectMeta{Name: "kmod"}, Spec: sro.SpecialResourceSpec{
+			DriverContainer: sro.SpecialResourceDriverContainer{Image: "reg/x:{{.KernelFullVersion}}", KernelMappings: mappings}}}
+	}
+	tests := map[string]struct {
+		sr      *sro.SpecialResource
+		kernel  string
+		image   string
+		message string
+	}{
+		"a '+' in the kernel": {sr: sr(), kernel: "6.1.21-v8+", image: "reg/x:6.1.21-v8+",
+			message: `spec.driverContainer.image: renders to "reg/x:6.1.21-v8+" for kernel 6.1.21-v8+, which is not a valid image reference with a tag or digest`},
+		"an empty tag": {sr: sr(), kernel: "k", image: "reg/x:",
+			message: `spec.driverContainer.image: renders to "reg/x:" for kernel k, which is not a valid image reference with a tag or digest`},
+		"from a kernel mapping": {sr: sr(sro.KernelMapping{Literal: "k0"}, sro.KernelMapping{Regexp: `.*\+`, Image: "reg/rpi:{{.KernelFullVersion}}"}), kernel: "6.1.21-v8+", image: "reg/rpi:6.1.21-v8+",
+			message: `spec.driverContainer.kernelMappings[1].image: renders to "reg/rpi:6.1.21-v8+" for kernel 6.1.21-v8+`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			res, err := Check(context.Background(), registry{exists: true}, builder{}, Input{SR: tc.sr, Namespace: "ns", Kernel: tc.kernel, Image: tc.image})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.State != sro.ImageUnknown || res.Invalid == nil || res.Refused != nil || res.Start != nil || !strings.HasPrefix(res.Message, tc.message) {
+				t.Fatalf("got %+v, want Unknown, Invalid, %q", res, tc.message)
+			}
+		})
+	}
+}
+
 // TestBuildRequestSecretKey: the build request says which docker config key the pull Secret has,
 // so that a Job build can refuse a legacy .dockercfg Secret before it starts a pod that never
 // mounts it.
