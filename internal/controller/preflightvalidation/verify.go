@@ -129,6 +129,11 @@ func (v *verifier) verify(sr *sro.SpecialResource) (check, error) {
 	if err != nil {
 		return c, err
 	}
+	if res.Invalid != nil {
+		// The image as rendered for this kernel is no reference (a kernel with '+', an empty
+		// tag): the spec's to fix, as the SpecialResource controller says it.
+		return specError(res.Message)
+	}
 	if res.Refused != nil {
 		// The user's to fix, as the SpecialResource controller says it (not Unknown for ever:
 		// waiting does not mend refused credentials). Not final: pull Secrets are not watched,

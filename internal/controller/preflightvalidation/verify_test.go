@@ -140,7 +140,9 @@ func TestSpecErrorsWaitForAChange(t *testing.T) {
 	badNamespace := unitSR("a", true)
 	badNamespace.Spec.Namespace = "Not_A_Namespace"
 	for _, tc := range []struct {
-		name   string
+		name string
+		// kernel is the upgrade's kernel (unitKernel when empty).
+		kernel string
 		srs    []sro.SpecialResource
 		status sro.VerificationStatus
 		final  bool
@@ -149,6 +151,7 @@ func TestSpecErrorsWaitForAChange(t *testing.T) {
 	}{
 		{name: "template error", srs: []sro.SpecialResource{brokenTemplate}, status: sro.VerificationError, final: true, field: "spec.driverContainer.image"},
 		{name: "kernel mapping error", srs: []sro.SpecialResource{badMapping}, status: sro.VerificationError, final: true, field: "spec.driverContainer.kernelMappings[0].regexp"},
+		{name: "image not a reference for the kernel", kernel: "6.1.21-v8+", srs: []sro.SpecialResource{unitSR("a", true)}, status: sro.VerificationError, final: true, field: "spec.driverContainer.image"},
 		{name: "invalid spec", srs: []sro.SpecialResource{badNamespace}, status: sro.VerificationError, final: true, field: "spec.namespace"},
 		{name: "cycle", srs: []sro.SpecialResource{unitSR("a", true, imageOf("b")), unitSR("b", true, imageOf("a"))}, status: sro.VerificationError, final: true, field: "spec.dependsOn[0].name"},
 		{name: "waiting for a dependency", srs: []sro.SpecialResource{unitSR("a", true, imageOf("base")), unitSR("base", false)}, status: sro.VerificationUnknown},
@@ -156,7 +159,11 @@ func TestSpecErrorsWaitForAChange(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Reconciler{Registry: registryOf{}, Builder: noBuilds{}}
-			pv := &sro.PreflightValidation{Spec: sro.PreflightValidationSpec{KernelVersion: unitKernel}}
+			k := tc.kernel
+			if k == "" {
+				k = unitKernel
+			}
+			pv := &sro.PreflightValidation{Spec: sro.PreflightValidationSpec{KernelVersion: k}}
 			c, err := newVerifier(context.Background(), r, pv, tc.srs, "4.15.0").check(&tc.srs[0])
 			if err != nil {
 				t.Fatal(err)
