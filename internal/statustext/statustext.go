@@ -15,6 +15,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // EventNoteLimit is the API server's limit on an events.k8s.io/v1 Event's note, in bytes.
@@ -32,6 +34,12 @@ var (
 	// "/", "?", "#" or space (a password may hold "@": Go's url.Parse and Python's urllib both
 	// take the host after the last one).
 	userInfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#\s]+@`)
+	// userPassword is a "user:password@" part whose password holds "/", "?" or "#" unencoded (a
+	// base64 token, say), which userInfo stops at: after a scheme, a user without those and a
+	// colon, then anything up to an "@". A URL with a port and an "@" in its path
+	// ("https://host:8443/a@b") loses its host and path to it too: too much is hidden, never a
+	// password shown.
+	userPassword = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#\s@:]+:[^\s@]*@`)
 	// credentialParam is a query parameter whose name says it carries a credential.
 	credentialParam = regexp.MustCompile(`(?i)([?&;][a-z0-9_.-]*(?:sig|signature|token|pass|pwd|secret|credential|key|auth)[a-z0-9_.-]*=)[^&#\s"'<>]*`)
 )
@@ -41,6 +49,7 @@ var (
 func Redact(s string) string {
 	if strings.Contains(s, "@") {
 		s = userInfo.ReplaceAllString(s, "${1}***@")
+		s = userPassword.ReplaceAllString(s, "${1}***@")
 	}
 	if strings.ContainsAny(s, "?&;") {
 		s = credentialParam.ReplaceAllString(s, "${1}***")
@@ -73,4 +82,20 @@ func Cap(s string, limit int) string {
 		cut--
 	}
 	return s[:cut] + ellipsis
+}
+
+// FieldErrors is errs with their values and details redacted: an admission webhook's answer
+// reaches the client, the API server's audit log and GitOps tools' status, and the values it
+// refuses include URLs with credentials in them (url.Parse's errors quote them too).
+func FieldErrors(errs field.ErrorList) field.ErrorList {
+	out := make(field.ErrorList, len(errs))
+	for i, e := range errs {
+		c := *e
+		if v, ok := c.BadValue.(string); ok {
+			c.BadValue = Redact(v)
+		}
+		c.Detail = Redact(c.Detail)
+		out[i] = &c
+	}
+	return out
 }

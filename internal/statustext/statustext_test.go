@@ -21,6 +21,11 @@ func TestRedact(t *testing.T) {
 		{"a checksum parameter is kept", `https://mirror.example/rhcos.qcow2.gz?sha256=0123abcd`, `https://mirror.example/rhcos.qcow2.gz?sha256=0123abcd`},
 		{"quoted URL", `"https://mirror.example/x?token=abc" failed`, `"https://mirror.example/x?token=***" failed`},
 		{"an @ in the password", `https://admin:p@ssw0rd@mirror/os.img`, `https://***@mirror/os.img`},
+		{"a / in the password", `parse "https://user:pa/ss@mirror/img.qcow2": invalid port ":pa" after host`,
+			`parse "https://***@mirror/img.qcow2": invalid port ":pa" after host`},
+		{"a # and a ? in the password", `https://user:a#b?c@mirror/img`, `https://***@mirror/img`},
+		{"a port and an @ in the path: hidden too", `https://host:8443/v2/x@v1`, `https://***@v1`},
+		{"an image digest is left alone", `docker://quay.io/x@sha256:abc`, `docker://quay.io/x@sha256:abc`},
 		{"API keys and passes", `https://h/x?key=AIzaSECRET&pass=hunter2&api-key=abc&pwd=x&n=1`, `https://h/x?key=***&pass=***&api-key=***&pwd=***&n=1`},
 		{"nothing to do", `spec.settings: unknown setting "Foo"`, `spec.settings: unknown setting "Foo"`},
 	} {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/statustext"
 )
 
 // validHost is a host as a metal3 user writes it, valid for every rule.
@@ -331,6 +332,15 @@ func TestRejectionsDoNotEchoURLCredentials(t *testing.T) {
 	host.Spec.Image.URL = "http://user:s3cret@mirror.example/%zz"
 	if _, err := (&BareMetalHostValidator{}).ValidateCreate(context.Background(), host); err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("unparsable image URL rejection: %v", err)
+	}
+	// A password holding an unencoded "/", "#" or "?": net/url takes its start for a port and
+	// quotes it in its error.
+	for _, url := range []string{"https://user:s3c/ret@mirror.example/os.qcow2", "https://user:s3c#ret@mirror.example/os.qcow2"} {
+		host = validHost()
+		host.Spec.Image.URL = url
+		if _, err := (&BareMetalHostValidator{}).ValidateCreate(context.Background(), host); err == nil || strings.Contains(err.Error(), "s3c") {
+			t.Errorf("image URL %s rejection: %v", statustext.Redact(url), err)
+		}
 	}
 	hfc := &metal3.HostFirmwareComponents{Spec: metal3.HostFirmwareComponentsSpec{Updates: []metal3.FirmwareUpdate{
 		{Component: "bmc", URL: "gopher://user:s3cret@fw.example/bmc.bin"},

@@ -32,6 +32,12 @@ func sameError(a, b *field.Error) bool {
 func parseURL(raw string, schemes ...string) (*url.URL, error) {
 	allowed := "an absolute " + quoteSchemes(schemes) + " URL"
 	u, err := url.ParseRequestURI(raw)
+	if err != nil && strings.Contains(raw, "@") {
+		// Unparsable with user information: net/url's error quotes pieces of it (a password
+		// holding "/" becomes an `invalid port ":<its start>"`), which no cleaner can tell from
+		// the rest. Credentials in a URL must be percent-encoded.
+		return nil, fmt.Errorf("must be %s (user information with a character such as / # ? or a space must be percent-encoded)", allowed)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("must be %s: %w", allowed, err)
 	}

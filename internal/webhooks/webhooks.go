@@ -44,14 +44,5 @@ func invalid(kind, name string, errs field.ErrorList) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	redacted := make(field.ErrorList, len(errs))
-	for i, e := range errs {
-		c := *e
-		if v, ok := c.BadValue.(string); ok {
-			c.BadValue = statustext.Redact(v)
-		}
-		c.Detail = statustext.Redact(c.Detail)
-		redacted[i] = &c
-	}
-	return apierrors.NewInvalid(schema.GroupKind{Group: metal3.GroupVersion.Group, Kind: kind}, name, redacted)
+	return apierrors.NewInvalid(schema.GroupKind{Group: metal3.GroupVersion.Group, Kind: kind}, name, statustext.FieldErrors(errs))
 }

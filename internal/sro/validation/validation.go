@@ -93,7 +93,13 @@ func driverContainer(sr *sro.SpecialResource, path *field.Path) field.ErrorList 
 	}
 	if g := dc.Source.Git; g != nil {
 		if u, err := url.Parse(g.URI); err != nil || u.Scheme == "" || u.Host == "" {
-			errs = append(errs, field.Invalid(path.Child("source", "git", "uri"), g.URI, "want a URL such as https://host/repository.git"))
+			shown := g.URI
+			if strings.Contains(shown, "@") {
+				// Without a scheme ("oauth2:TOKEN@host/x.git") no cleaner can tell its
+				// credentials: the value is not repeated in the answer, status or events.
+				shown = "(not shown: it may hold credentials)"
+			}
+			errs = append(errs, field.Invalid(path.Child("source", "git", "uri"), shown, "want a URL such as https://host/repository.git"))
 		}
 	}
 	seen := sets.New[string]()

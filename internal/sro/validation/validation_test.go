@@ -73,6 +73,9 @@ func TestSpec(t *testing.T) {
 			field: "spec.driverContainer.pullSecret", msg: "RFC 1123"},
 		"git uri": {mutate: func(sr *sro.SpecialResource) { sr.Spec.DriverContainer.Source.Git.URI = "not a url" },
 			field: "spec.driverContainer.source.git.uri", msg: "want a URL"},
+		"git uri with a token and no scheme: not repeated": {mutate: func(sr *sro.SpecialResource) {
+			sr.Spec.DriverContainer.Source.Git.URI = "oauth2:glpat-S3CRET@gitlab.example/x.git"
+		}, field: "spec.driverContainer.source.git.uri", msg: `"(not shown: it may hold credentials)": want a URL`},
 		"build arg name": {mutate: func(sr *sro.SpecialResource) { sr.Spec.DriverContainer.BuildArgs[0].Name = "A=B" },
 			field: "spec.driverContainer.buildArgs[0].name", msg: "no '='"},
 		"duplicate build arg": {mutate: func(sr *sro.SpecialResource) {

@@ -23,6 +23,7 @@ import (
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/validation"
+	"github.com/metalforge/metalforge/internal/statustext"
 )
 
 // SetupWithManager registers both webhooks with the manager's webhook server.
@@ -148,10 +149,11 @@ func added(errs, old field.ErrorList) field.ErrorList {
 }
 
 // invalid turns a non-empty error list into the API's Invalid status (HTTP 422) with one cause
-// per field; nil when errs is empty.
+// per field; nil when errs is empty. Values and details are redacted (statustext) as the metal3
+// webhooks' are: git URIs and image references may carry credentials.
 func invalid(kind, name string, errs field.ErrorList) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	return apierrors.NewInvalid(schema.GroupKind{Group: sro.GroupVersion.Group, Kind: kind}, name, errs)
+	return apierrors.NewInvalid(schema.GroupKind{Group: sro.GroupVersion.Group, Kind: kind}, name, statustext.FieldErrors(errs))
 }
