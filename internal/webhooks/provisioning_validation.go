@@ -356,7 +356,10 @@ func validateProvisioningSettings(spec *metal3.ProvisioningSpec, path *field.Pat
 			[]metal3.BootIsoSource{metal3.BootIsoSourceLocal, metal3.BootIsoSourceHTTP}))
 	}
 	if o := spec.UnsupportedConfigOverrides; o != nil && o.IronicAgentImage != "" {
-		if _, err := name.ParseReference(o.IronicAgentImage, name.StrictValidation); err != nil {
+		// Weak: a reference without a tag (":latest" implied) is one every container runtime
+		// pulls, and OpenShift's operator accepted it; refused here, a Provisioning stored
+		// before would stop the stack at the next reconcile.
+		if _, err := name.ParseReference(o.IronicAgentImage, name.WeakValidation); err != nil {
 			errs = append(errs, field.Invalid(path.Child("unsupportedConfigOverrides", "ironicAgentImage"), o.IronicAgentImage,
 				"must be a container image reference, e.g. quay.io/metal3-io/ironic-agent:latest or an image@sha256:<digest>"))
 		}

@@ -274,6 +274,9 @@ func TestValidateProvisioning(t *testing.T) {
 		"agent image override": {mutate: func(s *metal3.ProvisioningSpec) {
 			s.UnsupportedConfigOverrides = &metal3.UnsupportedConfigOverrides{IronicAgentImage: "quay.io/metal3-io/ironic-agent:v1.2"}
 		}},
+		"agent image override without a tag (latest)": {mutate: func(s *metal3.ProvisioningSpec) {
+			s.UnsupportedConfigOverrides = &metal3.UnsupportedConfigOverrides{IronicAgentImage: "quay.io/metal3-io/ironic-agent"}
+		}},
 		"agent image override not an image": {
 			mutate: func(s *metal3.ProvisioningSpec) {
 				s.UnsupportedConfigOverrides = &metal3.UnsupportedConfigOverrides{IronicAgentImage: "Quay.io/Agent Image"}
