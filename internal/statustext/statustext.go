@@ -36,10 +36,12 @@ var (
 	userInfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#\s]+@`)
 	// userPassword is a "user:password@" part whose password holds "/", "?" or "#" unencoded (a
 	// base64 token, say), which userInfo stops at: after a scheme, a user without those and a
-	// colon, then anything up to an "@". A URL with a port and an "@" in its path
-	// ("https://host:8443/a@b") loses its host and path to it too: too much is hidden, never a
-	// password shown.
-	userPassword = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#\s@:]+:[^\s@]*@`)
+	// colon, then anything but quotes up to an "@". A match that is a host name and port followed
+	// by a path ("oci://mirror.example:8443/ocp/rhcos@sha256:…", a mirror registry's digest
+	// reference) is kept (redactUserPassword).
+	userPassword = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)([^/?#\s@:"'<>]+):([^\s@"'<>]*)@`)
+	// portAndPath is what follows a host's colon: a port, then the path or nothing.
+	portAndPath = regexp.MustCompile(`^[0-9]+(/|$)`)
 	// credentialParam is a query parameter whose name says it carries a credential.
 	credentialParam = regexp.MustCompile(`(?i)([?&;][a-z0-9_.-]*(?:sig|signature|token|pass|pwd|secret|credential|key|auth)[a-z0-9_.-]*=)[^&#\s"'<>]*`)
 )
@@ -49,12 +51,27 @@ var (
 func Redact(s string) string {
 	if strings.Contains(s, "@") {
 		s = userInfo.ReplaceAllString(s, "${1}***@")
-		s = userPassword.ReplaceAllString(s, "${1}***@")
+		s = userPassword.ReplaceAllStringFunc(s, redactUserPassword)
 	}
 	if strings.ContainsAny(s, "?&;") {
 		s = credentialParam.ReplaceAllString(s, "${1}***")
 	}
 	return s
+}
+
+// redactUserPassword redacts one userPassword match unless it is a host followed by a path
+// holding an "@": an IPv6 host, or a name with a dot (or localhost) before a port and a path. A
+// user name has no dot, so "user:123/abc@" stays a password.
+func redactUserPassword(m string) string {
+	parts := userPassword.FindStringSubmatch(m)
+	user, rest := parts[2], parts[3]
+	if strings.HasPrefix(user, "[") {
+		return m // an IPv6 host: user information cannot start with "["
+	}
+	if (strings.Contains(user, ".") || user == "localhost") && portAndPath.MatchString(rest) {
+		return m
+	}
+	return parts[1] + "***@"
 }
 
 // Clean redacts s, collapses its whitespace into single spaces (a tool's multi-line output becomes

@@ -275,6 +275,10 @@ func TestDeployedPlanSurvivesIronicRewrites(t *testing.T) {
 	if image("http://images.example/other.img").matches(n) {
 		t.Error("another image is taken for the deployment")
 	}
+	n.Extra[extraDeployed] = "v0:" + plan.fingerprint()
+	if plan.matches(n) {
+		t.Error("with a fingerprint of another version, a node whose image keys differ matches")
+	}
 	delete(n.Extra, extraDeployed)
 	if plan.matches(n) {
 		t.Error("without a fingerprint, a node whose image keys differ matches")

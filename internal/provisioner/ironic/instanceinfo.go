@@ -129,18 +129,24 @@ func (plan deployPlan) interfaceChanges(n *nodes.Node) bool {
 // (image_download_source local, file URLs) loses its checksum for the raw one's.
 const extraDeployed = "metalforge_deployed"
 
-// fingerprint identifies the plan: the image keys, the deploy interface and the deploy steps (a
-// custom deploy method).
+// deployFingerprintVersion prefixes the stored fingerprint: a later version that plans otherwise
+// (another key, other capabilities) changes every fingerprint, and a node deployed by the earlier
+// one is then compared by its image keys rather than taken for a new request (aborted, deployed
+// again) at the upgrade.
+const deployFingerprintVersion = "v1:"
+
+// fingerprint identifies the plan: what it writes into instance_info (the image keys and the
+// secure boot capability), the deploy interface and the deploy steps (a custom deploy method).
 func (plan deployPlan) fingerprint() string {
-	return fingerprint(plan.instanceInfo, plan.deployInterface, plan.steps)
+	return deployFingerprintVersion + fingerprint(plan.instanceInfo, plan.deployInterface, plan.steps)
 }
 
 // matches reports whether the node is set up for this plan. It tells "still deploying what we
 // asked" from "asked for something else since": by the fingerprint the deploy wrote into extra,
-// or, for a node deployed without one (by an older version), by the image keys and the deploy
+// or, for a node deployed without one of this version, by the image keys and the deploy
 // interface.
 func (plan deployPlan) matches(n *nodes.Node) bool {
-	if fp, ok := n.Extra[extraDeployed].(string); ok {
+	if fp, ok := n.Extra[extraDeployed].(string); ok && strings.HasPrefix(fp, deployFingerprintVersion) {
 		return fp == plan.fingerprint()
 	}
 	for _, k := range imageKeys {
