@@ -42,12 +42,16 @@ func TestServicingInterruptedByARestart(t *testing.T) {
 			t.Fatalf("%s: %d rows, %v", what, n, err)
 		}
 	}
-	// recordFailure adds the error event Ironic's failure handler records to the node's history.
+	// recordFailure adds the error event Ironic's failure handler records to the node's history,
+	// dated a second before the node's state change (failedAs): within the failure's window
+	// whenever the test gets to record it (it was dated from the clock, 2 s back, and a loaded
+	// machine between failedAs and this call made it newer than the state change, so the abort
+	// case below took it for the aborted operation's own failure).
 	recordFailure := func(event string) {
 		t.Helper()
 		// version: the object version of Ironic 39's NodeHistory, without which it cannot load the row.
 		exec("recording the failure in the node's history", fmt.Sprintf(`INSERT INTO node_history (uuid, version, created_at, conductor, event_type, severity, event, node_id)
-			SELECT '%s', '1.3', datetime('now', '-2 seconds'), 'c-1', 'servicing', 'ERROR', '%s', id
+			SELECT '%s', '1.3', datetime(provision_updated_at, '-1 seconds'), 'c-1', 'servicing', 'ERROR', '%s', id
 			FROM nodes WHERE uuid = '%s'`, uuid.NewString(), strings.ReplaceAll(event, "'", "''"), host.NodeID))
 	}
 	// failedAs puts the node in service failed for data, with event in its history ("": not yet
