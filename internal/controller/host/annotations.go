@@ -56,10 +56,15 @@ type rebootRequest struct {
 
 func (r rebootRequest) any() bool { return r.oneShot || r.held }
 
+// isRebootAnnotation: key is reboot.metal3.io or reboot.metal3.io/<owner>.
+func isRebootAnnotation(key string) bool {
+	return key == metal3.RebootAnnotationPrefix || strings.HasPrefix(key, metal3.RebootAnnotationPrefix+"/")
+}
+
 // hasRebootAnnotation: any reboot annotation is on the host.
 func hasRebootAnnotation(host *metal3.BareMetalHost) bool {
 	for key := range host.Annotations {
-		if key == metal3.RebootAnnotationPrefix || strings.HasPrefix(key, metal3.RebootAnnotationPrefix+"/") {
+		if isRebootAnnotation(key) {
 			return true
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -141,7 +140,7 @@ func (s *hostScope) removeAnnotation(key string) {
 // the provisioner's (inspection, deployment) or a deployment ended.
 func (s *hostScope) clearRebootAnnotations() {
 	for key := range s.host.Annotations {
-		if key == metal3.RebootAnnotationPrefix || strings.HasPrefix(key, metal3.RebootAnnotationPrefix+"/") {
+		if isRebootAnnotation(key) {
 			s.removeAnnotation(key)
 		}
 	}

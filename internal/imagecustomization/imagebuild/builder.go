@@ -69,7 +69,7 @@ type Builder struct {
 // New prepares the shared images (minimal templates, kernel and root filesystem URLs).
 func New(cfg Config) (*Builder, error) {
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Timeout: overrideTimeout}
+		cfg.HTTPClient, _ = OverrideClient(nil) // no bundle: no error
 	}
 	if cfg.SyncChecksumLimit == 0 {
 		cfg.SyncChecksumLimit = 64 << 20
