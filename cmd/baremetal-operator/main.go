@@ -15,6 +15,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/metalforge/metalforge/internal/controller/cacheview"
+	"github.com/metalforge/metalforge/internal/controller/dataimage"
 	"github.com/metalforge/metalforge/internal/controller/host"
 	"github.com/metalforge/metalforge/internal/controller/hostfirmwarecomponents"
 	"github.com/metalforge/metalforge/internal/controller/hostfirmwaresettings"
@@ -138,6 +139,10 @@ func run(ctx context.Context, o options) error {
 	hfc := &hostfirmwarecomponents.Reconciler{Provisioner: prov, Config: hostfirmwarecomponents.DefaultConfig()}
 	if err := hfc.SetupWithManager(mgr); err != nil {
 		return err
+	}
+	di := &dataimage.Reconciler{Provisioner: prov, Config: dataimage.DefaultConfig()}
+	if err := di.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the data image controller: %w", err)
 	}
 	if o.manager.WebhookPort != 0 {
 		if err := webhooks.SetupWithManager(mgr); err != nil {

@@ -323,6 +323,31 @@ type FirmwareReader interface {
 	FirmwareComponents(ctx context.Context, host Host) ([]metal3.FirmwareComponentStatus, error)
 }
 
+// DataImageState is the virtual media the engine shows on a host for its DataImage.
+type DataImageState struct {
+	// Attached: an image is inserted in the host's virtual CD.
+	Attached bool
+	// Busy: the engine is working on the host (an attach or detach, or another operation) and
+	// cannot say yet; ask again later.
+	Busy bool
+	// Error is why the last attach or detach failed, when it did and nothing was asked since (safe
+	// for status: no credentials, no request IDs).
+	Error string
+}
+
+// DataImager attaches a DataImage (a non-bootable ISO the host's operating system reads) as the
+// host's virtual CD, and detaches it. metal3 does both only while a provisioned host is off, just
+// before it is powered on, so that the operating system sees the change at boot.
+type DataImager interface {
+	// DataImage reads what the host's virtual CD holds.
+	DataImage(ctx context.Context, host Host) (DataImageState, error)
+	// AttachDataImage asks the engine to insert the image at url. The engine may fetch and serve it
+	// itself and finish later: DataImage reports the outcome (Attached, or Error).
+	AttachDataImage(ctx context.Context, host Host, url string) (Result, error)
+	// DetachDataImage asks the engine to eject the host's virtual CD; it may finish later.
+	DetachDataImage(ctx context.Context, host Host) (Result, error)
+}
+
 // Capacity limits how many hosts the engine works on at once.
 type Capacity interface {
 	// HasCapacity reports whether another host may start a busy operation (PROVISIONING_LIMIT).
@@ -356,6 +381,7 @@ type Provisioner interface {
 	Servicer
 	PowerController
 	FirmwareReader
+	DataImager
 	Capacity
 	ImageFormats
 }

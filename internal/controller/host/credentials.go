@@ -110,6 +110,9 @@ func (r *Reconciler) loadInputs(ctx context.Context, s *hostScope) error {
 		if err := r.loadUpdatePolicy(ctx, s); err != nil {
 			return err
 		}
+		if err := r.loadDataImage(ctx, s); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -100,6 +100,8 @@ type Reconciler struct {
 	retries retryTimes
 	// finished remembers the live updates the provisioner finished (servicing_memory.go).
 	finished finishedServicings
+	// dataImages remembers our last write of each host's DataImage status.
+	dataImages patch.Tracker
 	// images remembers our last write of each host's PreprovisioningImage (imageMemory).
 	images imageMemory
 	// refusals remembers deleting hosts whose image could not be created (imageRefusals).
@@ -119,6 +121,9 @@ const secretNamesField = ".metalforge.secretNames"
 // +kubebuilder:rbac:groups=metal3.io,resources=hostfirmwaresettings;hostfirmwarecomponents;firmwareschemas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=metal3.io,resources=hostfirmwarecomponents/status,verbs=get;patch
 // +kubebuilder:rbac:groups=metal3.io,resources=hostupdatepolicies,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=metal3.io,resources=dataimages,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=metal3.io,resources=dataimages/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=metal3.io,resources=dataimages/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
@@ -169,6 +174,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Watches(&metal3.HostFirmwareSettings{}, handler.EnqueueRequestsFromMapFunc(r.hostWaitingOnFirmware), builder.WithPredicates(firmwareVerdictChanged())).
 		Watches(&metal3.HostFirmwareComponents{}, handler.EnqueueRequestsFromMapFunc(r.hostWaitingOnFirmware), builder.WithPredicates(firmwareVerdictChanged())).
 		Watches(&metal3.HostUpdatePolicy{}, handler.EnqueueRequestsFromMapFunc(hostOfPolicy), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A DataImage's spec edit or deletion wakes its host (same name), which may wait on it to
+		// power on; its status writes (ours, its controller's) do not.
+		Watches(&metal3.DataImage{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, deletionPredicate()))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.Concurrency), SkipNameValidation: &r.skipNameValidation}).
 		Complete(r)
 }
@@ -340,6 +349,9 @@ func (r *Reconciler) write(ctx context.Context, s *hostScope, p *patch.Helper) e
 		if err := r.recordAppliedUpdates(ctx, host, s.fx.appliedUpdates); err != nil {
 			return err
 		}
+	}
+	if err := r.writeDataImage(ctx, s.fx.dataImage); err != nil {
+		return err
 	}
 	if policy := s.in.policy.adopt; policy != nil {
 		if err := r.adoptPolicy(ctx, host, policy); err != nil {

@@ -46,6 +46,11 @@ func (s *hostScope) reconcilePower() outcome {
 		if out, ok := s.startServicing(); ok {
 			return out
 		}
+		// And the moment its DataImage is attached or detached (dataimage.go): after servicing,
+		// whose agent boots from the virtual CD (Ironic ejects whatever it held).
+		if out, wait := s.syncDataImage(); wait {
+			return out
+		}
 	}
 	host := s.provHost()
 	var res provisioner.Result

@@ -74,6 +74,11 @@ type inputs struct {
 	firmware firmwareInputs
 	// policy is what the HostUpdatePolicy allows (read where the row says liveUpdates).
 	policy updatePolicy
+	// dataImage is the host's DataImage (read where the row says liveUpdates: provisioned
+	// states), nil when there is none; dataImageStale: the cached copy is older than the host's
+	// own last write of it.
+	dataImage      *metal3.DataImage
+	dataImageStale bool
 }
 
 // effects are what the handlers decided that needs the API server; the driver writes them.
@@ -113,6 +118,8 @@ type effects struct {
 	servicingFailed bool
 	// retryAt: an operation failed; remembered once the status recording it is written.
 	retryAt *retryAt
+	// dataImage is the write of the DataImage's status (dataimage.go), before the host's.
+	dataImage *dataImageWrite
 }
 
 type finishedOp struct {

@@ -26,8 +26,10 @@ const (
 	// minorServicing is servicing (the service verb, 1.87). The floor includes it, so every Ironic
 	// the provisioner talks to can service; Features.Servicing keeps the check in one place should
 	// the floor ever go below it.
-	minorServicing       = 87
-	minMinor             = 89
+	minorServicing = 87
+	minMinor       = 89
+	// minorGetVirtualMedia is GET /v1/nodes/{id}/vmedia: DataImage follows an attach with it.
+	minorGetVirtualMedia = 93
 	minorDisablePowerOff = 95
 	minorHealth          = 109
 	minorDeployWaitAbort = 110
@@ -38,7 +40,7 @@ const (
 const idleConnTimeout = 5 * time.Second
 
 // usefulMinors is checked from the top; the first the server supports is used for every request.
-var usefulMinors = []int{minorDeployWaitAbort, minorHealth, minorDisablePowerOff, minMinor}
+var usefulMinors = []int{minorDeployWaitAbort, minorHealth, minorDisablePowerOff, minorGetVirtualMedia, minMinor}
 
 // ErrIronicTooOld is returned (wrapped, with the versions) by every call when Ironic's API is older
 // than 1.89.
@@ -58,6 +60,8 @@ type Features struct {
 	DeployWaitAbort bool
 	// Servicing: active nodes can be serviced (live updates, 1.87).
 	Servicing bool
+	// VirtualMedia: a node's virtual media can be read (GET vmedia, 1.93), which DataImage needs.
+	VirtualMedia bool
 }
 
 // chooseFeatures picks the microversion from the server's supported range.
@@ -77,6 +81,7 @@ func chooseFeatures(minMajor, minMinorV, maxMajor, maxMinor int) (Features, erro
 				Health:          m >= minorHealth,
 				DeployWaitAbort: m >= minorDeployWaitAbort,
 				Servicing:       m >= minorServicing,
+				VirtualMedia:    m >= minorGetVirtualMedia,
 			}, nil
 		}
 	}

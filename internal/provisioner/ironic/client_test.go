@@ -21,11 +21,13 @@ func TestChooseFeatures(t *testing.T) {
 		wantError bool
 	}{
 		"Ironic 39 (1.115)": {min: [2]int{1, 1}, max: [2]int{1, 115},
-			want: Features{Microversion: "1.110", MaxVersion: "1.115", DisablePowerOff: true, Health: true, DeployWaitAbort: true, Servicing: true}},
+			want: Features{Microversion: "1.110", MaxVersion: "1.115", DisablePowerOff: true, Health: true, DeployWaitAbort: true, Servicing: true, VirtualMedia: true}},
 		"1.109": {min: [2]int{1, 1}, max: [2]int{1, 109},
-			want: Features{Microversion: "1.109", MaxVersion: "1.109", DisablePowerOff: true, Health: true, Servicing: true}},
+			want: Features{Microversion: "1.109", MaxVersion: "1.109", DisablePowerOff: true, Health: true, Servicing: true, VirtualMedia: true}},
 		"Ironic 29 (1.96)": {min: [2]int{1, 1}, max: [2]int{1, 96},
-			want: Features{Microversion: "1.95", MaxVersion: "1.96", DisablePowerOff: true, Servicing: true}},
+			want: Features{Microversion: "1.95", MaxVersion: "1.96", DisablePowerOff: true, Servicing: true, VirtualMedia: true}},
+		"Ironic 26.1 (1.93): DataImage's GET": {min: [2]int{1, 1}, max: [2]int{1, 94},
+			want: Features{Microversion: "1.93", MaxVersion: "1.94", Servicing: true, VirtualMedia: true}},
 		"exactly the floor": {min: [2]int{1, 1}, max: [2]int{1, 89},
 			want: Features{Microversion: "1.89", MaxVersion: "1.89", Servicing: true}},
 		"1.88":             {min: [2]int{1, 1}, max: [2]int{1, 88}, wantError: true},

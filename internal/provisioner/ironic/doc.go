@@ -18,9 +18,10 @@
 // What the provisioner keeps in memory beyond Ironic: the newest read of each node and the node
 // watcher (package nodewatch, behind the nodeWatch interface: reads only save requests), and a few
 // facts per node that change decisions (nodeMemory: credentials written, power change asked,
-// verification restarted, boot port found, operations that did not start), dropped as a whole
-// when the node is deleted. Time comes from an injected clock (Provisioner.now). Log lines go to
-// the logger in the call's context, which carries the host's keys.
+// verification restarted, boot port found, operations that did not start, the last failed virtual
+// media attach or detach), dropped as a whole when the node is deleted. Time comes from an
+// injected clock (Provisioner.now). Log lines go to the logger in the call's context, which
+// carries the host's keys.
 //
 // Files by concern:
 //   - provisioner (New, requeue delays, logger), config (environment), client (HTTP, auth,
@@ -33,5 +34,6 @@
 //     after manual cleaning);
 //   - the operations: register, inspect (+ hardware for inventory conversion), prepare (+ raid,
 //     steps), provision (+ instanceinfo, configdrive), deprovision, adopt, power, service,
-//     firmware, capacity, remove (detach and delete).
+//     firmware, capacity, remove (detach and delete), dataimage (virtual media attach, detach and
+//     read, with the failure Ironic leaves only in last_error).
 package ironic

@@ -105,7 +105,9 @@ func (p *Provisioner) failureEvent(ctx context.Context, s *session, n *nodes.Nod
 		if err != nil || at.Before(oldest) {
 			return "", nil // newest first: the rest is older still
 		}
-		if strings.EqualFold(e.Severity, "ERROR") && e.Event != "" {
+		// A failed virtual media attach or detach records an error event too, and may come
+		// between the failure and its state change (or after it): it is never the reason.
+		if strings.EqualFold(e.Severity, "ERROR") && e.Event != "" && !vmediaFailure(e.Event) {
 			return e.Event, nil
 		}
 	}

@@ -49,6 +49,10 @@ type nodeFacts struct {
 	// last_error (history.go), for the failure that put it in its failed state at failedAt, so
 	// that the history is read once per failure.
 	recalled recalledError
+	// dataImageFailure is the last_error of the node's last failed virtual media attach or
+	// detach (dataimage.go), kept from the read that showed it until the next attach or detach:
+	// Ironic's power sync erases it within a minute, and no other decision may read it.
+	dataImageFailure string
 }
 
 // recalledError is a failure's reason read from the node's history ("" when it had none).

@@ -29,6 +29,7 @@ func remember(m *nodeMemory, id string) {
 	m.setRecalledError(id, time.Unix(200, 0), "The servicing state can't be resumed")
 	m.setStaleServiceRestart(id, true)
 	m.setAbortRequested(id, time.Unix(300, 0), time.Unix(250, 0))
+	m.setDataImageFailure(id, vmediaAttachFailed+" cdrom to node "+id+": HTTP 404")
 }
 
 // remembered reports whether the provisioner keeps anything about node id.
@@ -119,6 +120,7 @@ func TestNodeMemory(t *testing.T) {
 	m.setRecalledError("b", time.Time{}, "")
 	m.setStaleServiceRestart("b", false)
 	m.clearAbortRequested("b")
+	m.setDataImageFailure("b", "")
 	if m.nodes["b"] == nil {
 		t.Fatal("b dropped while a failed start is still remembered")
 	}

@@ -35,7 +35,8 @@ func hostOfNode(name string) (types.NamespacedName, bool) {
 
 // getNode reads the host's node by its ID. No ID, no such node, or a node Ironic stalled (deleted
 // here, stall.go) is ErrNeedsRegistration. A failed node whose last_error Ironic erased has it
-// from its history (history.go).
+// from its history (history.go); a last_error that is a failed virtual media attach or detach is
+// set aside for DataImage (dataimage.go).
 func (p *Provisioner) getNode(ctx context.Context, host provisioner.Host) (*session, *nodes.Node, error) {
 	s, err := p.session(ctx)
 	if err != nil {
@@ -54,6 +55,7 @@ func (p *Provisioner) getNode(ctx context.Context, host provisioner.Host) (*sess
 		return s, n, err
 	}
 	n = p.applyDeferredRegistration(ctx, s, n, host)
+	n = p.setAsideVmediaFailure(n) // not any other operation's failure (dataimage.go)
 	return s, p.recallLastError(ctx, s, n), nil
 }
 

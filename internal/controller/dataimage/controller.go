@@ -1,0 +1,336 @@
+package dataimage
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/cacheview"
+	"github.com/metalforge/metalforge/internal/controller/companion"
+	"github.com/metalforge/metalforge/internal/controller/events"
+	"github.com/metalforge/metalforge/internal/controller/patch"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// Config tunes the controller. DefaultConfig has the production delays; tests shorten them.
+type Config struct {
+	// Resync is how often an attached image is checked to still be there.
+	Resync time.Duration
+	// BusyRetry is how soon a deletion looks again while the provisioner works on the host.
+	BusyRetry time.Duration
+	// Concurrency is how many DataImages are reconciled at once.
+	Concurrency int
+	// Reconciled, when set, is called at the end of every reconcile that did not find the cache
+	// behind its own last write, with the DataImage's resourceVersion after it ("" when gone): a
+	// test seam, as the host controller's.
+	Reconciled func(key types.NamespacedName, resourceVersion string)
+}
+
+// DefaultConfig returns the production delays.
+func DefaultConfig() Config {
+	return Config{Resync: 10 * time.Minute, BusyRetry: 5 * time.Second, Concurrency: 4}
+}
+
+// Reconciler is the DataImage controller (see the package comment).
+type Reconciler struct {
+	Client      client.Client
+	Recorder    recorder.EventRecorder
+	Provisioner provisioner.DataImager
+	Config      Config
+
+	// SkipNameValidation lets tests run several managers in one process.
+	SkipNameValidation bool
+
+	written patch.Tracker
+}
+
+// +kubebuilder:rbac:groups=metal3.io,resources=dataimages,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=metal3.io,resources=dataimages/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=metal3.io,resources=dataimages/finalizers,verbs=update
+// +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;list;watch
+
+// SetupWithManager registers the controller: DataImages (spec edits, deletion, and the host
+// controller's writes while one is being deleted) and the host of the same name (it appearing or
+// going, its power, state and registration).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("metal3-dataimage-controller")
+	}
+	def := DefaultConfig()
+	if r.Config.Resync == 0 {
+		r.Config.Resync = def.Resync
+	}
+	if r.Config.BusyRetry == 0 {
+		r.Config.BusyRetry = def.BusyRetry
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("dataimage").
+		For(&metal3.DataImage{}, builder.WithPredicates(dataImageChanges())).
+		Watches(&metal3.BareMetalHost{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(hostChanges())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.Concurrency), SkipNameValidation: &r.SkipNameValidation}).
+		Complete(r)
+}
+
+// dataImageChanges passes creation, spec edits and deletion, and, for a DataImage being deleted,
+// status changes (the host controller detaching it at its host's power on).
+func dataImageChanges() predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+			return e.ObjectNew.GetGeneration() != e.ObjectOld.GetGeneration() ||
+				!e.ObjectNew.GetDeletionTimestamp().IsZero()
+		},
+		GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
+	}
+}
+
+// hostChanges passes the host events that change what this controller decides: the host
+// appearing or going, being paused, detached or deleted, registered on a node, moving between
+// states, or its power changing.
+func hostChanges() predicate.Funcs {
+	return predicate.Funcs{
+		GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
+		UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+			o, okO := e.ObjectOld.(*metal3.BareMetalHost)
+			n, okN := e.ObjectNew.(*metal3.BareMetalHost)
+			if !okO || !okN {
+				return false
+			}
+			return companion.Registered(o) != companion.Registered(n) || o.Status.Provisioning.ID != n.Status.Provisioning.ID ||
+				o.Status.Provisioning.State != n.Status.Provisioning.State || o.Status.PoweredOn != n.Status.PoweredOn
+		},
+	}
+}
+
+// Reconcile is the driver: fetch, the host, metadata, then the decision and one status write.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res ctrl.Result, err error) {
+	di := &metal3.DataImage{}
+	stale := false
+	if r.Config.Reconciled != nil {
+		defer func() {
+			if !stale {
+				r.Config.Reconciled(req.NamespacedName, di.ResourceVersion)
+			}
+		}()
+	}
+	if err := r.Client.Get(ctx, req.NamespacedName, di); apierrors.IsNotFound(err) {
+		r.written.Forget(req.NamespacedName)
+		di.ResourceVersion = ""
+		return ctrl.Result{}, nil
+	} else if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading data image %s: %w", req.NamespacedName, err)
+	}
+	if r.written.Stale(di) {
+		stale = true
+		return ctrl.Result{RequeueAfter: companion.StaleRetry}, nil
+	}
+	host := &metal3.BareMetalHost{}
+	// The host is only read: no copy of the cache's.
+	if err := r.Client.Get(ctx, req.NamespacedName, host, cacheview.ReadOnly); apierrors.IsNotFound(err) {
+		host = nil
+	} else if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading host %s: %w", req.NamespacedName, err)
+	}
+	s := &scope{ctx: ctx, r: r, di: di, host: host, p: patch.NewHelper(r.Client, di, &r.written)}
+	res, err = s.run()
+	if werr := s.write(); werr != nil {
+		return ctrl.Result{}, werr
+	}
+	return res, err
+}
+
+// scope is one reconcile: the DataImage (changed in memory), its host (nil when there is none),
+// and what to announce once written.
+type scope struct {
+	ctx    context.Context
+	r      *Reconciler
+	di     *metal3.DataImage
+	host   *metal3.BareMetalHost
+	p      *patch.Helper
+	events events.List
+	// release: remove the finalizer after the status write.
+	release bool
+}
+
+func (s *scope) run() (ctrl.Result, error) {
+	deleting := !s.di.DeletionTimestamp.IsZero()
+	if s.host == nil || !s.host.DeletionTimestamp.IsZero() {
+		// Nothing attaches or detaches it any more (a host being deleted leaves the provisioner):
+		// the finalizer must not hold it when its owner's garbage collection deletes it.
+		s.release = s.host == nil || deleting
+		if s.host == nil && !deleting && !companion.OwnedByHost(s.di) {
+			s.setMessage(ReasonNoHost, fmt.Sprintf("metadata.name: no BareMetalHost %q in this namespace: a DataImage is attached to the host of the same name", s.di.Name))
+		}
+		return ctrl.Result{}, nil
+	}
+	s.clearMessage("metadata.name:")
+	if _, paused := s.host.Annotations[metal3.PausedAnnotation]; paused {
+		return ctrl.Result{}, nil // the host's unpausing wakes this DataImage
+	}
+	if err := s.adopt(deleting); err != nil {
+		return ctrl.Result{}, err
+	}
+	if !companion.Registered(s.host) {
+		// No node to ask (not registered yet, detached, or being deleted by the provisioner):
+		// a DataImage being deleted goes, as metal3's does for a detached host.
+		s.release = deleting
+		return ctrl.Result{}, nil
+	}
+	if !deleting {
+		if err := ValidateURL(s.di.Spec.URL); err != nil {
+			s.setMessage(ReasonInvalid, err.Error())
+			return ctrl.Result{}, nil
+		}
+		s.clearMessage("spec.url:")
+	}
+	if hostAboutToPowerOn(s.host) || (!deleting && s.di.Status.AttachedImage == nil) {
+		// The host controller attaches or detaches now; or nothing to check.
+		return ctrl.Result{}, nil
+	}
+	st, err := s.r.Provisioner.DataImage(s.ctx, companion.ProvisionerHost(s.host))
+	if err != nil {
+		return companion.ProvisionerError(s.ctx, err, "reading the virtual media of the host")
+	}
+	switch {
+	case st.Busy:
+		return ctrl.Result{RequeueAfter: s.r.Config.BusyRetry}, nil
+	case !st.Attached:
+		// Detached, or ejected behind the operator's back (Ironic's cleaning boots its agent from
+		// the CD): status follows, and a DataImage being deleted goes.
+		s.di.Status.AttachedImage = nil
+		s.release = deleting
+		return ctrl.Result{RequeueAfter: s.resync(deleting)}, nil
+	case !deleting:
+		return ctrl.Result{RequeueAfter: s.r.Config.Resync}, nil
+	case runsOS(s.host) && s.host.Status.PoweredOn:
+		// metal3: detached at the host's next power on; a running OS keeps its CD until then
+		// (the host's power change and its detach wake this DataImage).
+		return ctrl.Result{}, nil
+	}
+	return s.detach()
+}
+
+// detach empties the CD of a host that runs no OS of ours, or is off, for a DataImage being
+// deleted.
+func (s *scope) detach() (ctrl.Result, error) {
+	res, err := s.r.Provisioner.DetachDataImage(s.ctx, companion.ProvisionerHost(s.host))
+	if err != nil {
+		return companion.ProvisionerError(s.ctx, err, "detaching the virtual media of the host")
+	}
+	if res.Failed() {
+		s.setMessage(ReasonFailed, Message(res.ErrorMessage))
+		return ctrl.Result{RequeueAfter: s.r.Config.BusyRetry}, nil
+	}
+	if !res.Busy {
+		s.di.Status.AttachedImage = nil
+		now := metav1.Now()
+		s.di.Status.LastReconciled = &metav1.Time{Time: now.Truncate(time.Second)}
+		s.events.Normal(ReasonDetaching, "Detach", "Detaching the host's virtual CD: the DataImage is being deleted")
+	}
+	return ctrl.Result{RequeueAfter: s.r.Config.BusyRetry}, nil
+}
+
+func (s *scope) resync(deleting bool) time.Duration {
+	if deleting {
+		return 0
+	}
+	return s.r.Config.Resync
+}
+
+// adopt gives the DataImage its finalizer and a controller owner reference to its host (metal3:
+// the DataImage goes with the host), in one metadata patch.
+func (s *scope) adopt(deleting bool) error {
+	return patch.Metadata(s.ctx, s.r.Client, s.di, func() {
+		if !deleting {
+			controllerutil.AddFinalizer(s.di, metal3.DataImageFinalizer)
+		}
+		for _, ref := range s.di.OwnerReferences {
+			if ref.UID == s.host.UID {
+				return
+			}
+		}
+		ref := metav1.NewControllerRef(s.host, metal3.GroupVersion.WithKind("BareMetalHost"))
+		if metav1.GetControllerOf(s.di) != nil {
+			ref.Controller = nil // someone else controls it: only an owner reference
+		}
+		s.di.OwnerReferences = append(s.di.OwnerReferences, *ref)
+	}, &s.r.written)
+}
+
+// setMessage records a problem the user must fix in status.error.message (the attach count is
+// left alone) and announces it when it is new.
+func (s *scope) setMessage(reason, msg string) {
+	e := s.di.Status.Error
+	if e != nil && e.Message == msg {
+		return
+	}
+	if e == nil {
+		e = &metal3.DataImageError{}
+		s.di.Status.Error = e
+	}
+	e.Message = msg
+	s.events.Warning(reason, "Validate", msg)
+}
+
+// clearMessage removes a message this controller wrote (its field prefix), once it no longer
+// holds; the attach count stays.
+func (s *scope) clearMessage(prefix string) {
+	e := s.di.Status.Error
+	if e == nil || !strings.HasPrefix(e.Message, prefix) {
+		return
+	}
+	if e.Count == 0 {
+		s.di.Status.Error = nil
+		return
+	}
+	e.Message = ""
+}
+
+// write patches the status when it changed, announces it, then lets the DataImage go when asked.
+func (s *scope) write() error {
+	if _, err := s.p.PatchStatus(s.ctx, s.di); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	s.events.Emit(s.r.Recorder, s.di)
+	if !s.release || !controllerutil.ContainsFinalizer(s.di, metal3.DataImageFinalizer) {
+		return nil
+	}
+	err := patch.Metadata(s.ctx, s.r.Client, s.di, func() {
+		controllerutil.RemoveFinalizer(s.di, metal3.DataImageFinalizer)
+	}, &s.r.written)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// runsOS: the host runs an operating system of ours (or its own), whose CD is changed only at its
+// power on.
+func runsOS(h *metal3.BareMetalHost) bool {
+	st := h.Status.Provisioning.State
+	return st == metal3.StateProvisioned || st == metal3.StateExternallyProvisioned
+}
+
+// hostAboutToPowerOn: the host controller is the one acting on the CD now (a host that runs an OS
+// is off and wants to be on).
+func hostAboutToPowerOn(h *metal3.BareMetalHost) bool {
+	return runsOS(h) && !h.Status.PoweredOn && h.Spec.Online && !h.Spec.DisablePowerOff
+}

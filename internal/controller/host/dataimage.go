@@ -1,0 +1,255 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/dataimage"
+	"github.com/metalforge/metalforge/internal/controller/events"
+	"github.com/metalforge/metalforge/internal/provisioner"
+	"github.com/metalforge/metalforge/internal/statustext"
+)
+
+// A DataImage (same name as its host) is a non-bootable ISO the host's operating system reads from
+// its virtual CD. As in metal3, the host attaches and detaches it at one moment only: a provisioned
+// (or externally provisioned) host is off and about to be powered on, so the operating system sees
+// the change when it boots and a running one never has its CD pulled. The host waits with its
+// power on until the CD holds what the DataImage asks (nothing once it is being deleted); the
+// DataImage controller (internal/controller/dataimage) owns everything else: owner reference,
+// finalizer, the URL check, deletion while the host does not run an OS.
+//
+// The DataImage's status says where the host stands: attachedImage is the image asked of the
+// provisioner (set when asked, as metal3 does: Ironic serves the image from its own URL, so the
+// attached URL cannot be read back); an attach or detach under way has an error entry without a
+// message; a failed one has the provisioner's message and counts towards the retry's backoff.
+
+// dataImageBusyRetry is how soon a host looks again while the provisioner works on its CD.
+const dataImageBusyRetry = 5 * time.Second
+
+// dataImageStep is what a host about to be powered on does with its DataImage.
+type dataImageStep int
+
+const (
+	// dataImageReady: the CD holds what is asked; power on.
+	dataImageReady dataImageStep = iota
+	// dataImageWait: an attach or detach is under way, or a failed one waits for its retry.
+	dataImageWait
+	dataImageAttach
+	dataImageDetach
+)
+
+// dataImagePlan is decideDataImage's answer: the step, how long a wait lasts, and a failure to
+// record (counted, with the provisioner's message).
+type dataImagePlan struct {
+	step    dataImageStep
+	after   time.Duration
+	failure string
+	// count is the failure count to record with failure.
+	count int
+	// forget: the recorded attachedImage is no longer in the CD (its attach failed, or the image
+	// was ejected behind the operator's back, by Ironic's cleaning say).
+	forget bool
+}
+
+// decideDataImage is the pure decision: want is the URL the CD should hold ("" for nothing),
+// recorded the status' attachedImage, st what the provisioner reports. backoff is the retry delay
+// after n failures.
+func decideDataImage(want string, status metal3.DataImageStatus, st provisioner.DataImageState, now time.Time,
+	backoff func(int) time.Duration) dataImagePlan {
+	if st.Busy {
+		return dataImagePlan{step: dataImageWait, after: dataImageBusyRetry}
+	}
+	recorded := ""
+	if status.AttachedImage != nil {
+		recorded = status.AttachedImage.URL
+	}
+	count, message, underWay := 0, "", false
+	if e := status.Error; e != nil {
+		count, message, underWay = e.Count, e.Message, e.Message == ""
+	}
+	otherImage := strings.HasPrefix(message, attachingPrefix) && !strings.HasPrefix(message, attachingMessage(want, ""))
+	if otherImage {
+		// The failures were of another image (the user changed spec.url since): this one is
+		// tried at once, its failures counted anew; what the provisioner still reports is the
+		// old image's failure.
+		count, message = 0, ""
+	}
+	var plan dataImagePlan
+	// A failure the provisioner reports is ours to count when an attempt of ours was under way
+	// (no message since we asked), or when status shows none yet (an operator restarted since).
+	if st.Error != "" && !otherImage && (underWay || message == "") {
+		if st.Attached {
+			plan.failure = "detaching: " + st.Error
+		} else {
+			plan.failure = attachingMessage(want, st.Error)
+		}
+	}
+	if recorded != "" && !st.Attached {
+		// Asked and not there: failed, or ejected since.
+		plan.forget, recorded = true, ""
+	}
+	switch {
+	case st.Attached && recorded != "" && recorded == want:
+		plan.step, plan.failure = dataImageReady, ""
+	case !st.Attached && want == "":
+		plan.step, plan.failure = dataImageReady, ""
+	case plan.failure != "":
+		plan.step, plan.after, plan.count = dataImageWait, backoff(count+1), count+1
+	case count > 0 && message != "" && now.Before(lastTry(status).Add(backoff(count))):
+		plan.step, plan.after = dataImageWait, lastTry(status).Add(backoff(count)).Sub(now)
+	case st.Attached:
+		// Another image (an older spec, or one the status does not know): out first.
+		plan.step = dataImageDetach
+	default:
+		plan.step = dataImageAttach
+	}
+	return plan
+}
+
+// attachingPrefix starts the message of a failed attach, which names the image (credentials
+// removed), so that a new spec.url is told from the one that failed.
+const attachingPrefix = "attaching "
+
+func attachingMessage(url, reason string) string {
+	return attachingPrefix + statustext.Redact(url) + ": " + reason
+}
+
+func lastTry(status metal3.DataImageStatus) time.Time {
+	if status.LastReconciled == nil {
+		return time.Time{}
+	}
+	return status.LastReconciled.Time
+}
+
+// dataImageWrite is the host's write of its DataImage's status, before the host's own status.
+type dataImageWrite struct {
+	base, obj *metal3.DataImage
+	events    events.List
+}
+
+// loadDataImage reads the host's DataImage where it may be attached (provisioned states). A
+// cached copy older than the host's own last write of it is marked, so that the host waits for the
+// write instead of asking the provisioner again.
+func (r *Reconciler) loadDataImage(ctx context.Context, s *hostScope) error {
+	di := &metal3.DataImage{}
+	key := types.NamespacedName{Namespace: s.host.Namespace, Name: s.host.Name}
+	if err := r.Client.Get(ctx, key, di); apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("reading data image %s: %w", key, err)
+	}
+	s.in.dataImage = di
+	s.in.dataImageStale = r.dataImages.Stale(di)
+	return nil
+}
+
+// syncDataImage brings the host's virtual CD to what its DataImage asks before the host is
+// powered on; false when the power on may go ahead.
+func (s *hostScope) syncDataImage() (outcome, bool) {
+	di := s.in.dataImage
+	if di == nil || s.host.Spec.DisablePowerOff {
+		return outcome{}, false // a host whose power off is disabled is never powered on
+	}
+	if s.in.dataImageStale {
+		return waitFor(staleRetry, "the data image's status to be read back"), true
+	}
+	want := di.Spec.URL
+	if !di.DeletionTimestamp.IsZero() {
+		want = ""
+	} else if dataimage.ValidateURL(want) != nil {
+		return outcome{}, false // the DataImage controller reports it; the host is not held off
+	}
+	host := s.provHost()
+	st, err := s.prov.DataImage(s.ctx, host)
+	if err != nil {
+		return s.provError(err, "reading the virtual media of"), true
+	}
+	plan := decideDataImage(want, di.Status, st, s.wall, s.cfg.Backoff)
+	w := &dataImageWrite{base: di, obj: di.DeepCopy()}
+	status := &w.obj.Status
+	if plan.forget {
+		status.AttachedImage = nil
+	}
+	var res provisioner.Result
+	switch plan.step {
+	case dataImageReady:
+		status.Error = nil
+		s.fx.dataImage = w
+		return outcome{}, false
+	case dataImageWait:
+		if plan.failure != "" {
+			status.Error = &metal3.DataImageError{Count: plan.count, Message: dataimage.Message(plan.failure)}
+			w.events.Warning(dataimage.ReasonFailed, "Attach", "Virtual media of the host: "+status.Error.Message)
+		}
+		s.fx.dataImage = w
+		return waitFor(plan.after, "its DataImage to be attached or detached before it powers on"), true
+	case dataImageAttach:
+		res, err = s.prov.AttachDataImage(s.ctx, host, want)
+		status.AttachedImage = &metal3.AttachedImageReference{URL: want}
+		w.events.Normal(dataimage.ReasonAttaching, "Attach", "Attaching "+statustext.Redact(want)+" as the host's virtual CD")
+	case dataImageDetach:
+		res, err = s.prov.DetachDataImage(s.ctx, host)
+		status.AttachedImage = nil
+		w.events.Normal(dataimage.ReasonDetaching, "Detach", "Detaching the host's virtual CD")
+	}
+	if err != nil {
+		return s.provError(err, "changing the virtual media of"), true
+	}
+	if res.Busy {
+		// Not taken (the provisioner works on the host): nothing to record yet.
+		return waitFor(max(res.RequeueAfter, time.Second), "the provisioner to take its virtual media change"), true
+	}
+	// Under way: an error entry without a message, so that the next failure is counted once.
+	count := 0
+	if status.Error != nil {
+		count = status.Error.Count
+	}
+	status.Error = &metal3.DataImageError{Count: count}
+	status.LastReconciled = &metav1.Time{Time: s.now.Time}
+	if res.Failed() {
+		status.Error.Message = dataimage.Message(res.ErrorMessage)
+		status.Error.Count++
+		w.events.Warning(dataimage.ReasonFailed, "Attach", "Virtual media of the host: "+status.Error.Message)
+	}
+	s.fx.dataImage = w
+	return waitFor(dataImageBusyRetry, "its DataImage to be attached or detached before it powers on"), true
+}
+
+// writeDataImage writes the DataImage's status (a merge patch of what changed) and announces it.
+func (r *Reconciler) writeDataImage(ctx context.Context, w *dataImageWrite) error {
+	if w == nil {
+		return nil
+	}
+	if !dataImageStatusChanged(w.base.Status, w.obj.Status) {
+		w.events.Emit(r.Recorder, w.obj)
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, w.obj, client.MergeFrom(w.base)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // deleted meanwhile: nothing to record
+		}
+		return fmt.Errorf("writing data image %s/%s status: %w", w.obj.Namespace, w.obj.Name, err)
+	}
+	r.dataImages.Record(w.obj)
+	w.events.Emit(r.Recorder, w.obj)
+	return nil
+}
+
+func dataImageStatusChanged(a, b metal3.DataImageStatus) bool {
+	return !equalPtr(a.AttachedImage, b.AttachedImage) || !equalPtr(a.Error, b.Error) || !a.LastReconciled.Equal(b.LastReconciled)
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
