@@ -47,6 +47,7 @@ func TestE2E(t *testing.T) {
 			{"live-update-settings", s.liveUpdateSettings},
 			{"live-update-firmware", s.liveUpdateFirmware},
 			{"preparation-retried", s.preparationRetried},
+			{"data-image", s.dataImage},
 		} {
 			t.Run(sc.name, func(t *testing.T) {
 				t.Parallel()
