@@ -33,6 +33,10 @@ var (
 	// ErrServicingUnsupported means the engine cannot apply live updates to provisioned hosts (an
 	// Ironic API older than servicing); the host stays provisioned and its changes wait.
 	ErrServicingUnsupported = errors.New("the provisioner cannot service provisioned hosts")
+	// ErrDataImageUnsupported means the engine cannot attach a DataImage to this host at all (an
+	// Ironic API older than reading virtual media, a driver without virtual media): nothing waits
+	// for it.
+	ErrDataImageUnsupported = errors.New("the provisioner cannot attach data images to this host")
 )
 
 // Result says how an operation stands: done, still working (ask again after RequeueAfter), or failed

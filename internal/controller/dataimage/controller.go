@@ -2,6 +2,7 @@ package dataimage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -34,6 +35,9 @@ type Config struct {
 	Resync time.Duration
 	// BusyRetry is how soon a deletion looks again while the provisioner works on the host.
 	BusyRetry time.Duration
+	// RetryDelay is how soon a failed detach is tried again, and how often a deletion the host
+	// controller should carry out is looked at again.
+	RetryDelay time.Duration
 	// Concurrency is how many DataImages are reconciled at once.
 	Concurrency int
 	// Reconciled, when set, is called at the end of every reconcile that did not find the cache
@@ -44,7 +48,7 @@ type Config struct {
 
 // DefaultConfig returns the production delays.
 func DefaultConfig() Config {
-	return Config{Resync: 10 * time.Minute, BusyRetry: 5 * time.Second, Concurrency: 4}
+	return Config{Resync: 10 * time.Minute, BusyRetry: 5 * time.Second, RetryDelay: time.Minute, Concurrency: 4}
 }
 
 // Reconciler is the DataImage controller (see the package comment).
@@ -82,6 +86,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Config.BusyRetry == 0 {
 		r.Config.BusyRetry = def.BusyRetry
 	}
+	if r.Config.RetryDelay == 0 {
+		r.Config.RetryDelay = def.RetryDelay
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("dataimage").
 		For(&metal3.DataImage{}, builder.WithPredicates(dataImageChanges())).
@@ -115,7 +122,8 @@ func hostChanges() predicate.Funcs {
 				return false
 			}
 			return companion.Registered(o) != companion.Registered(n) || o.Status.Provisioning.ID != n.Status.Provisioning.ID ||
-				o.Status.Provisioning.State != n.Status.Provisioning.State || o.Status.PoweredOn != n.Status.PoweredOn
+				o.Status.Provisioning.State != n.Status.Provisioning.State || o.Status.PoweredOn != n.Status.PoweredOn ||
+				o.Spec.Online != n.Spec.Online || hasRebootAnnotation(o) != hasRebootAnnotation(n)
 		},
 	}
 }
@@ -201,11 +209,27 @@ func (s *scope) run() (ctrl.Result, error) {
 		}
 		s.clearMessage("spec.url:")
 	}
-	if hostAboutToPowerOn(s.host) || (!deleting && s.di.Status.AttachedImage == nil) {
-		// The host controller attaches or detaches now; or nothing to check.
+	if deleting && hostWillSync(s.host) {
+		// The host controller detaches it now; looked at again in case the host is held.
+		return ctrl.Result{RequeueAfter: s.r.Config.RetryDelay}, nil
+	}
+	if hostWillSync(s.host) || (!deleting && s.di.Status.AttachedImage == nil) {
+		return ctrl.Result{}, nil // the host controller acts now; or nothing to check
+	}
+	if deleting && agentMayBoot(s.host) {
+		// The CD may hold the agent Ironic boots (inspection, cleaning, deployment): a detach now
+		// would eject it. The host's next state wakes the DataImage.
 		return ctrl.Result{}, nil
 	}
 	st, err := s.r.Provisioner.DataImage(s.ctx, companion.ProvisionerHost(s.host))
+	if errors.Is(err, provisioner.ErrDataImageUnsupported) {
+		// Nothing can be attached to this host: nothing to detach either.
+		s.release = deleting
+		if !deleting {
+			s.setMessage(ReasonFailed, Message(err.Error()))
+		}
+		return ctrl.Result{}, nil
+	}
 	if err != nil {
 		return companion.ProvisionerError(s.ctx, err, "reading the virtual media of the host")
 	}
@@ -224,8 +248,18 @@ func (s *scope) run() (ctrl.Result, error) {
 		// metal3: detached at the host's next power on; a running OS keeps its CD until then
 		// (the host's power change and its detach wake this DataImage).
 		return ctrl.Result{}, nil
+	case st.Error != "" && s.retryLater():
+		// Our last detach failed: said, and tried again after RetryDelay.
+		s.setMessage(ReasonFailed, Message("detaching: "+st.Error))
+		return ctrl.Result{RequeueAfter: s.r.Config.RetryDelay}, nil
 	}
 	return s.detach()
+}
+
+// retryLater: the last detach was asked less than RetryDelay ago.
+func (s *scope) retryLater() bool {
+	last := s.di.Status.LastReconciled
+	return last != nil && time.Since(last.Time) < s.r.Config.RetryDelay
 }
 
 // detach empties the CD of a host that runs no OS of ours, or is off, for a DataImage being
@@ -235,13 +269,14 @@ func (s *scope) detach() (ctrl.Result, error) {
 	if err != nil {
 		return companion.ProvisionerError(s.ctx, err, "detaching the virtual media of the host")
 	}
+	now := metav1.Now()
 	if res.Failed() {
-		s.setMessage(ReasonFailed, Message(res.ErrorMessage))
-		return ctrl.Result{RequeueAfter: s.r.Config.BusyRetry}, nil
+		s.setMessage(ReasonFailed, Message("detaching: "+res.ErrorMessage))
+		s.di.Status.LastReconciled = &metav1.Time{Time: now.Truncate(time.Second)}
+		return ctrl.Result{RequeueAfter: s.r.Config.RetryDelay}, nil
 	}
 	if !res.Busy {
 		s.di.Status.AttachedImage = nil
-		now := metav1.Now()
 		s.di.Status.LastReconciled = &metav1.Time{Time: now.Truncate(time.Second)}
 		s.events.Normal(ReasonDetaching, "Detach", "Detaching the host's virtual CD: the DataImage is being deleted")
 	}
@@ -297,11 +332,8 @@ func (s *scope) clearMessage(prefix string) {
 	if e == nil || !strings.HasPrefix(e.Message, prefix) {
 		return
 	}
-	if e.Count == 0 {
-		s.di.Status.Error = nil
-		return
-	}
-	e.Message = ""
+	// Dropped whole: a count without a message would read as an attach under way.
+	s.di.Status.Error = nil
 }
 
 // write patches the status when it changed, announces it, then lets the DataImage go when asked.
@@ -329,8 +361,34 @@ func runsOS(h *metal3.BareMetalHost) bool {
 	return st == metal3.StateProvisioned || st == metal3.StateExternallyProvisioned
 }
 
-// hostAboutToPowerOn: the host controller is the one acting on the CD now (a host that runs an OS
-// is off and wants to be on).
-func hostAboutToPowerOn(h *metal3.BareMetalHost) bool {
-	return runsOS(h) && !h.Status.PoweredOn && h.Spec.Online && !h.Spec.DisablePowerOff
+// agentMayBoot: a state in which the provisioner may boot its agent from the virtual CD.
+func agentMayBoot(h *metal3.BareMetalHost) bool {
+	switch h.Status.Provisioning.State {
+	case metal3.StateAvailable, metal3.StateReady, metal3.StateProvisioned, metal3.StateExternallyProvisioned:
+		return false
+	}
+	return true
+}
+
+// hostWillSync: the host controller is the one acting on the CD now: a host that runs an OS is
+// off and wants to be on (no reboot annotation holds it), or, with its power off disabled, is
+// asked to reboot (host/power.go, host/dataimage.go).
+func hostWillSync(h *metal3.BareMetalHost) bool {
+	if !runsOS(h) {
+		return false
+	}
+	_, oneShot := h.Annotations[metal3.RebootAnnotationPrefix]
+	if h.Spec.DisablePowerOff {
+		return oneShot
+	}
+	return !h.Status.PoweredOn && h.Spec.Online && !hasRebootAnnotation(h)
+}
+
+func hasRebootAnnotation(h *metal3.BareMetalHost) bool {
+	for k := range h.Annotations {
+		if k == metal3.RebootAnnotationPrefix || strings.HasPrefix(k, metal3.RebootAnnotationPrefix+"/") {
+			return true
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -52,7 +53,8 @@ type dataImagePlan struct {
 	step    dataImageStep
 	after   time.Duration
 	failure string
-	// count is the failure count to record with failure.
+	// count is the failure count to record: with failure, or with the attach or detach asked
+	// (reset for a new image).
 	count int
 	// forget: the recorded attachedImage is no longer in the CD (its attach failed, or the image
 	// was ejected behind the operator's back, by Ironic's cleaning say).
@@ -60,8 +62,8 @@ type dataImagePlan struct {
 }
 
 // decideDataImage is the pure decision: want is the URL the CD should hold ("" for nothing),
-// recorded the status' attachedImage, st what the provisioner reports. backoff is the retry delay
-// after n failures.
+// status the DataImage's, st what the provisioner reports. backoff is the retry delay after n
+// failures.
 func decideDataImage(want string, status metal3.DataImageStatus, st provisioner.DataImageState, now time.Time,
 	backoff func(int) time.Duration) dataImagePlan {
 	if st.Busy {
@@ -71,24 +73,28 @@ func decideDataImage(want string, status metal3.DataImageStatus, st provisioner.
 	if status.AttachedImage != nil {
 		recorded = status.AttachedImage.URL
 	}
-	count, message, underWay := 0, "", false
+	count, message := 0, ""
 	if e := status.Error; e != nil {
-		count, message, underWay = e.Count, e.Message, e.Message == ""
+		count, message = e.Count, e.Message
 	}
-	otherImage := strings.HasPrefix(message, attachingPrefix) && !strings.HasPrefix(message, attachingMessage(want, ""))
-	if otherImage {
+	// An attach or detach of ours is under way: asked (lastReconciled), no message since.
+	underWay := status.Error != nil && message == "" && status.LastReconciled != nil
+	if strings.HasPrefix(message, attachingPrefix) && !strings.HasPrefix(message, attachingMessage(want, "")) {
 		// The failures were of another image (the user changed spec.url since): this one is
-		// tried at once, its failures counted anew; what the provisioner still reports is the
-		// old image's failure.
-		count, message = 0, ""
+		// tried at once, its failures counted anew; the failure the provisioner still reports is
+		// the old image's.
+		count, message, underWay = 0, "", false
 	}
-	var plan dataImagePlan
-	// A failure the provisioner reports is ours to count when an attempt of ours was under way
-	// (no message since we asked), or when status shows none yet (an operator restarted since).
-	if st.Error != "" && !otherImage && (underWay || message == "") {
-		if st.Attached {
+	plan := dataImagePlan{count: count}
+	if st.Error != "" && underWay {
+		// Only a failure of our own attempt counts: the provisioner keeps the last one until it
+		// is asked again, whatever asked it.
+		switch {
+		case st.Attached:
 			plan.failure = "detaching: " + st.Error
-		} else {
+		case recorded != "":
+			plan.failure = attachingMessage(recorded, st.Error)
+		default:
 			plan.failure = attachingMessage(want, st.Error)
 		}
 	}
@@ -97,9 +103,7 @@ func decideDataImage(want string, status metal3.DataImageStatus, st provisioner.
 		plan.forget, recorded = true, ""
 	}
 	switch {
-	case st.Attached && recorded != "" && recorded == want:
-		plan.step, plan.failure = dataImageReady, ""
-	case !st.Attached && want == "":
+	case st.Attached && recorded != "" && recorded == want, !st.Attached && want == "":
 		plan.step, plan.failure = dataImageReady, ""
 	case plan.failure != "":
 		plan.step, plan.after, plan.count = dataImageWait, backoff(count+1), count+1
@@ -152,11 +156,12 @@ func (r *Reconciler) loadDataImage(ctx context.Context, s *hostScope) error {
 }
 
 // syncDataImage brings the host's virtual CD to what its DataImage asks before the host is
-// powered on; false when the power on may go ahead.
+// powered on (or, for a host whose power off is disabled, rebooted in place); false when that may
+// go ahead.
 func (s *hostScope) syncDataImage() (outcome, bool) {
 	di := s.in.dataImage
-	if di == nil || s.host.Spec.DisablePowerOff {
-		return outcome{}, false // a host whose power off is disabled is never powered on
+	if di == nil {
+		return outcome{}, false
 	}
 	if s.in.dataImageStale {
 		return waitFor(staleRetry, "the data image's status to be read back"), true
@@ -168,13 +173,22 @@ func (s *hostScope) syncDataImage() (outcome, bool) {
 		return outcome{}, false // the DataImage controller reports it; the host is not held off
 	}
 	host := s.provHost()
+	w := &dataImageWrite{base: di, obj: di.DeepCopy()}
+	status := &w.obj.Status
 	st, err := s.prov.DataImage(s.ctx, host)
+	if errors.Is(err, provisioner.ErrDataImageUnsupported) {
+		// Nothing can be attached to this host: said in the DataImage, the host goes on.
+		if status.Error == nil || status.Error.Message != dataimage.Message(err.Error()) {
+			status.Error = &metal3.DataImageError{Message: dataimage.Message(err.Error())}
+			w.events.Warning(dataimage.ReasonFailed, "Attach", status.Error.Message)
+		}
+		s.fx.dataImage = w
+		return outcome{}, false
+	}
 	if err != nil {
 		return s.provError(err, "reading the virtual media of"), true
 	}
 	plan := decideDataImage(want, di.Status, st, s.wall, s.cfg.Backoff)
-	w := &dataImageWrite{base: di, obj: di.DeepCopy()}
-	status := &w.obj.Status
 	if plan.forget {
 		status.AttachedImage = nil
 	}
@@ -187,18 +201,14 @@ func (s *hostScope) syncDataImage() (outcome, bool) {
 	case dataImageWait:
 		if plan.failure != "" {
 			status.Error = &metal3.DataImageError{Count: plan.count, Message: dataimage.Message(plan.failure)}
-			w.events.Warning(dataimage.ReasonFailed, "Attach", "Virtual media of the host: "+status.Error.Message)
+			w.events.Warning(dataimage.ReasonFailed, failureAction(plan.failure), "Virtual media of the host: "+status.Error.Message)
 		}
 		s.fx.dataImage = w
 		return waitFor(plan.after, "its DataImage to be attached or detached before it powers on"), true
 	case dataImageAttach:
 		res, err = s.prov.AttachDataImage(s.ctx, host, want)
-		status.AttachedImage = &metal3.AttachedImageReference{URL: want}
-		w.events.Normal(dataimage.ReasonAttaching, "Attach", "Attaching "+statustext.Redact(want)+" as the host's virtual CD")
 	case dataImageDetach:
 		res, err = s.prov.DetachDataImage(s.ctx, host)
-		status.AttachedImage = nil
-		w.events.Normal(dataimage.ReasonDetaching, "Detach", "Detaching the host's virtual CD")
 	}
 	if err != nil {
 		return s.provError(err, "changing the virtual media of"), true
@@ -207,20 +217,34 @@ func (s *hostScope) syncDataImage() (outcome, bool) {
 		// Not taken (the provisioner works on the host): nothing to record yet.
 		return waitFor(max(res.RequeueAfter, time.Second), "the provisioner to take its virtual media change"), true
 	}
-	// Under way: an error entry without a message, so that the next failure is counted once.
-	count := 0
-	if status.Error != nil {
-		count = status.Error.Count
-	}
-	status.Error = &metal3.DataImageError{Count: count}
 	status.LastReconciled = &metav1.Time{Time: s.now.Time}
-	if res.Failed() {
-		status.Error.Message = dataimage.Message(res.ErrorMessage)
-		status.Error.Count++
-		w.events.Warning(dataimage.ReasonFailed, "Attach", "Virtual media of the host: "+status.Error.Message)
+	// Under way: an error entry without a message, so that its failure is counted once.
+	status.Error = &metal3.DataImageError{Count: plan.count}
+	switch {
+	case res.Failed():
+		msg := "detaching: " + res.ErrorMessage
+		if plan.step == dataImageAttach {
+			msg = attachingMessage(want, res.ErrorMessage)
+		}
+		status.Error = &metal3.DataImageError{Count: plan.count + 1, Message: dataimage.Message(msg)}
+		w.events.Warning(dataimage.ReasonFailed, failureAction(msg), "Virtual media of the host: "+status.Error.Message)
+	case plan.step == dataImageAttach:
+		status.AttachedImage = &metal3.AttachedImageReference{URL: want}
+		w.events.Normal(dataimage.ReasonAttaching, "Attach", "Attaching "+statustext.Redact(want)+" as the host's virtual CD")
+	default:
+		status.AttachedImage = nil
+		w.events.Normal(dataimage.ReasonDetaching, "Detach", "Detaching the host's virtual CD")
 	}
 	s.fx.dataImage = w
 	return waitFor(dataImageBusyRetry, "its DataImage to be attached or detached before it powers on"), true
+}
+
+// failureAction is the Event action of a failure message.
+func failureAction(msg string) string {
+	if strings.HasPrefix(msg, attachingPrefix) {
+		return "Attach"
+	}
+	return "Detach"
 }
 
 // writeDataImage writes the DataImage's status (a merge patch of what changed) and announces it.

@@ -14,6 +14,7 @@ import (
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/dataimage"
+	"github.com/metalforge/metalforge/internal/provisioner"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
 	"github.com/metalforge/metalforge/internal/test/poll"
 )
@@ -295,4 +296,86 @@ func TestDataImageOfADeletedHost(t *testing.T) {
 	waitDataImage(t, ns, "h", "finalizer off", func(di *metal3.DataImage) bool { return len(di.Finalizers) == 0 })
 	deleteDataImage(t, ns, "h")
 	waitDataImageGone(t, ns, "h")
+}
+
+// A provisioner that cannot attach data images to a host (an old Ironic, a driver without virtual
+// media) does not keep the host off: the DataImage says why, and its deletion is not held.
+func TestDataImageUnsupported(t *testing.T) {
+	ns, fix, _ := provisionedWithDataImage(t, dataImageURL)
+	fix.SetDataImageUnsupported(true)
+	annotate(t, ns, "h", metal3.RebootAnnotationPrefix, "")
+	waitRebooted(t, ns, "h")
+	waitDataImage(t, ns, "h", "the reason said", func(di *metal3.DataImage) bool {
+		return di.Status.Error != nil && strings.Contains(di.Status.Error.Message, "no virtual media") && di.Status.AttachedImage == nil
+	})
+	waitDataImageEvent(t, ns, "h", dataimage.ReasonFailed)
+	update(t, &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h"}}, func(h *metal3.BareMetalHost) { h.Spec.Online = false })
+	waitHost(t, ns, "h", "off", func(h *metal3.BareMetalHost) bool { return !h.Status.PoweredOn })
+	deleteDataImage(t, ns, "h")
+	waitDataImageGone(t, ns, "h")
+}
+
+// A DataImage deleted while the provisioner may boot its agent from the host's virtual CD
+// (provisioning here) does not eject it: the deletion waits for a state where nothing boots.
+func TestDataImageDeletedWhileTheAgentMayBoot(t *testing.T) {
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{Latency: map[fixture.Op]time.Duration{fixture.OpProvision: time.Hour}})
+	op := startWithDataImages(t, ns, fix)
+	createHost(t, newHost(ns, "h").Build())
+	h := waitState(t, ns, "h", metal3.StateProvisioning)
+	// The agent's ISO in the CD, as Ironic's virtual media boot puts it there.
+	const agentISO = "http://ironic.example/redfish/boot-node.iso"
+	if _, err := fix.AttachDataImage(context.Background(), provisionerHostOf(h), agentISO); err != nil {
+		t.Fatal(err)
+	}
+	createDataImage(t, ns, "h", dataImageURL)
+	waitDataImage(t, ns, "h", "adopted", func(di *metal3.DataImage) bool { return len(di.Finalizers) == 1 })
+	deleteDataImage(t, ns, "h")
+	di := waitDataImage(t, ns, "h", "marked for deletion", func(di *metal3.DataImage) bool { return !di.DeletionTimestamp.IsZero() })
+	op.waitSeen(t, ns, "h", h.ResourceVersion, 1)
+	if got := nodeDataImage(t, fix, ns, "h"); got != agentISO {
+		t.Fatalf("the CD holds %q while the host provisions: the agent's ISO was ejected (%s)", got, describeDataImage(di))
+	}
+	fix.SetLatency(fixture.OpProvision, 0)
+	waitState(t, ns, "h", metal3.StateProvisioned)
+	// Provisioned and on: the CD now only matters at the next power on, which empties it.
+	annotate(t, ns, "h", metal3.RebootAnnotationPrefix, "")
+	waitDataImageGone(t, ns, "h")
+	if got := nodeDataImage(t, fix, ns, "h"); got != "" {
+		t.Fatalf("the CD still holds %q", got)
+	}
+}
+
+// provisionerHostOf is the provisioner's view of h, for calling the fixture directly.
+func provisionerHostOf(h *metal3.BareMetalHost) provisioner.Host {
+	return provisioner.Host{Namespace: h.Namespace, Name: h.Name, NodeID: h.Status.Provisioning.ID}
+}
+
+// A host whose power off is disabled is never powered on: its reboot in place is when its
+// DataImage is attached, and when a deleted one is detached.
+func TestDataImageOfAHostThatIsNeverOff(t *testing.T) {
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startWithDataImages(t, ns, fix)
+	createHost(t, newHost(ns, "h").WithDisablePowerOff().Build())
+	waitState(t, ns, "h", metal3.StateProvisioned)
+	createDataImage(t, ns, "h", dataImageURL)
+	annotate(t, ns, "h", metal3.RebootAnnotationPrefix, "")
+	waitDataImage(t, ns, "h", "attached", func(di *metal3.DataImage) bool { return di.Status.AttachedImage != nil })
+	waitHost(t, ns, "h", "rebooted", func(h *metal3.BareMetalHost) bool {
+		_, pending := h.Annotations[metal3.RebootAnnotationPrefix]
+		return !pending
+	})
+	if got := nodeDataImage(t, fix, ns, "h"); got != dataImageURL {
+		t.Fatalf("CD holds %q", got)
+	}
+	if n := fix.Count(ns, "h", fixture.OpReboot); n != 1 {
+		t.Errorf("%d reboots, want 1", n)
+	}
+	deleteDataImage(t, ns, "h")
+	annotate(t, ns, "h", metal3.RebootAnnotationPrefix, "")
+	waitDataImageGone(t, ns, "h")
+	if got := nodeDataImage(t, fix, ns, "h"); got != "" {
+		t.Fatalf("CD still holds %q", got)
+	}
 }

@@ -111,6 +111,10 @@ func (s *hostScope) rebootInPlace(reboot rebootRequest) outcome {
 			}
 			return out
 		}
+		// Its DataImage changes here too (dataimage.go): this reboot is such a host's power on.
+		if out, wait := s.syncDataImage(); wait {
+			return out
+		}
 	}
 	mode := reboot.mode
 	if s.host.Status.ErrorCount > 0 {

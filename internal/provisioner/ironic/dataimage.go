@@ -83,6 +83,11 @@ func (p *Provisioner) DataImage(ctx context.Context, host provisioner.Host) (pro
 		return provisioner.DataImageState{}, fmt.Errorf("reading the virtual media of host %s/%s: Ironic node %s is gone: %w",
 			host.Namespace, host.Name, n.UUID, provisioner.ErrNeedsRegistration)
 	}
+	if isStatus(err, http.StatusBadRequest) {
+		// The node's driver has no virtual media ("Driver ipmi does not support get_virtual_media").
+		return provisioner.DataImageState{}, fmt.Errorf("Ironic cannot read the virtual media of this host: %s: %w",
+			sanitize(faultOf(err), host.BMCCredentials.Password), provisioner.ErrDataImageUnsupported)
+	}
 	if err != nil {
 		return provisioner.DataImageState{}, classifyError(err, "reading the virtual media of Ironic node "+n.UUID)
 	}
@@ -134,8 +139,8 @@ func (p *Provisioner) dataImageNode(ctx context.Context, host provisioner.Host, 
 		return nil, nil, err
 	}
 	if !s.features.VirtualMedia {
-		return nil, nil, fmt.Errorf("%s of host %s/%s: Ironic's API goes up to %s, reading virtual media needs 1.%d (Ironic 26.1, 2024.2 Dalmatian): %w",
-			doing, host.Namespace, host.Name, s.features.MaxVersion, minorGetVirtualMedia, ErrIronicTooOld)
+		return nil, nil, fmt.Errorf("%s of host %s/%s: Ironic's API goes up to %s, reading virtual media needs 1.%d (Ironic 26.1, 2024.2 Dalmatian): %w: %w",
+			doing, host.Namespace, host.Name, s.features.MaxVersion, minorGetVirtualMedia, ErrIronicTooOld, provisioner.ErrDataImageUnsupported)
 	}
 	return p.getNode(ctx, host)
 }
