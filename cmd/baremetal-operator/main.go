@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/metalforge/metalforge/internal/controller/bmceventsubscription"
 	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/controller/dataimage"
 	"github.com/metalforge/metalforge/internal/controller/host"
@@ -139,6 +140,10 @@ func run(ctx context.Context, o options) error {
 	hfc := &hostfirmwarecomponents.Reconciler{Provisioner: prov, Config: hostfirmwarecomponents.DefaultConfig()}
 	if err := hfc.SetupWithManager(mgr); err != nil {
 		return err
+	}
+	bes := &bmceventsubscription.Reconciler{Provisioner: prov, Config: bmceventsubscription.DefaultConfig()}
+	if err := bes.SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up the BMC event subscription controller: %w", err)
 	}
 	di := &dataimage.Reconciler{Provisioner: prov, Config: dataimage.DefaultConfig()}
 	if err := di.SetupWithManager(mgr); err != nil {

@@ -9,7 +9,9 @@ package provisioner
 import (
 	"context"
 	"errors"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +39,9 @@ var (
 	// Ironic API older than reading virtual media, a driver without virtual media): nothing waits
 	// for it.
 	ErrDataImageUnsupported = errors.New("the provisioner cannot attach data images to this host")
+	// ErrEventSubscriptionUnsupported means the host's BMC cannot take event subscriptions
+	// through the engine (an IPMI address): nothing waits for it.
+	ErrEventSubscriptionUnsupported = errors.New("the provisioner cannot subscribe to this host's BMC events")
 )
 
 // Result says how an operation stands: done, still working (ask again after RequeueAfter), or failed
@@ -352,6 +357,41 @@ type DataImager interface {
 	DetachDataImage(ctx context.Context, host Host) (Result, error)
 }
 
+// EventSubscription is a Redfish event subscription to create on a host's BMC
+// (BMCEventSubscription).
+type EventSubscription struct {
+	// Destination is the URL the BMC posts events to; Context is sent back with each event.
+	Destination string
+	Context     string
+	// HTTPHeaders are sent by the BMC with each event. They often carry a token: never log them.
+	HTTPHeaders map[string]string
+}
+
+// String leaves the headers' values out, so that they cannot reach a log by accident.
+func (s EventSubscription) String() string {
+	names := slices.Sorted(maps.Keys(s.HTTPHeaders))
+	return "destination " + s.Destination + ", context " + s.Context + ", headers " + strings.Join(names, ",")
+}
+
+// GoString redacts the headers for %#v as well.
+func (s EventSubscription) GoString() string { return s.String() }
+
+// EventSubscriber manages Redfish event subscriptions on hosts' BMCs. An error that wraps
+// ErrUnavailable or ErrNeedsRegistration is waited for; any other is the BMC's or the engine's
+// answer, safe for status (no credentials, no header values).
+type EventSubscriber interface {
+	// CreateEventSubscription creates the subscription and returns the BMC's identifier of it.
+	CreateEventSubscription(ctx context.Context, host Host, sub EventSubscription) (string, error)
+	// EventSubscriptionExists reports whether the BMC still has the subscription (a BMC reset to
+	// its defaults, or replaced, has lost it).
+	EventSubscriptionExists(ctx context.Context, host Host, id string) (bool, error)
+	// DeleteEventSubscription removes the subscription; one the BMC no longer has is not an error.
+	DeleteEventSubscription(ctx context.Context, host Host, id string) error
+	// FindEventSubscriptions returns the identifiers of the BMC's subscriptions with sub's
+	// destination and context (a create whose answer was lost, say), in the BMC's order.
+	FindEventSubscriptions(ctx context.Context, host Host, sub EventSubscription) ([]string, error)
+}
+
 // Capacity limits how many hosts the engine works on at once.
 type Capacity interface {
 	// HasCapacity reports whether another host may start a busy operation (PROVISIONING_LIMIT).
@@ -386,6 +426,7 @@ type Provisioner interface {
 	PowerController
 	FirmwareReader
 	DataImager
+	EventSubscriber
 	Capacity
 	ImageFormats
 }

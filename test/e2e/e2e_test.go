@@ -48,6 +48,7 @@ func TestE2E(t *testing.T) {
 			{"live-update-firmware", s.liveUpdateFirmware},
 			{"preparation-retried", s.preparationRetried},
 			{"data-image", s.dataImage},
+			{"event-subscription", s.eventSubscription},
 		} {
 			t.Run(sc.name, func(t *testing.T) {
 				t.Parallel()

@@ -28,7 +28,7 @@ import (
 )
 
 // extraHosts are the simulated servers the scenarios besides the lifecycle take.
-const extraHosts = 12
+const extraHosts = 13
 
 // ironicConf is appended to the test Ironic's configuration: a crashed agent fails its deploy
 // within a minute (heartbeats reset the timer, so healthy deploys are unaffected), timeouts are

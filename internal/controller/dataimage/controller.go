@@ -338,20 +338,7 @@ func (s *scope) clearMessage(prefix string) {
 
 // write patches the status when it changed, announces it, then lets the DataImage go when asked.
 func (s *scope) write() error {
-	if _, err := s.p.PatchStatus(s.ctx, s.di); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	s.events.Emit(s.r.Recorder, s.di)
-	if !s.release || !controllerutil.ContainsFinalizer(s.di, metal3.DataImageFinalizer) {
-		return nil
-	}
-	err := patch.Metadata(s.ctx, s.r.Client, s.di, func() {
-		controllerutil.RemoveFinalizer(s.di, metal3.DataImageFinalizer)
-	}, &s.r.written)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return companion.Finish(s.ctx, s.r.Client, s.p, s.di, s.events, s.r.Recorder, metal3.DataImageFinalizer, s.release, &s.r.written)
 }
 
 // runsOS: the host runs an operating system of ours (or its own), whose CD is changed only at its

@@ -85,7 +85,7 @@ func (p *Provisioner) DataImage(ctx context.Context, host provisioner.Host) (pro
 	}
 	if isStatus(err, http.StatusBadRequest) {
 		// The node's driver has no virtual media ("Driver ipmi does not support get_virtual_media").
-		return provisioner.DataImageState{}, fmt.Errorf("Ironic cannot read the virtual media of this host: %s: %w",
+		return provisioner.DataImageState{}, fmt.Errorf("reading the virtual media of this host: Ironic cannot: %s: %w",
 			sanitize(faultOf(err), host.BMCCredentials.Password), provisioner.ErrDataImageUnsupported)
 	}
 	if err != nil {

@@ -35,5 +35,6 @@
 //   - the operations: register, inspect (+ hardware for inventory conversion), prepare (+ raid,
 //     steps), provision (+ instanceinfo, configdrive), deprovision, adopt, power, service,
 //     firmware, capacity, remove (detach and delete), dataimage (virtual media attach, detach and
-//     read, with the failure Ironic leaves only in last_error).
+//     read, with the failure Ironic leaves only in last_error), eventsubscription (Redfish event
+//     subscriptions through the node's vendor passthru).
 package ironic

@@ -90,14 +90,19 @@ func classifyError(err error, doing string) error {
 	return fmt.Errorf("%s: %w", doing, err)
 }
 
-// faultString extracts Ironic's message from an error body:
+// faultString extracts Ironic's message from an error body, sanitized (see rawFaultString).
+func faultString(body []byte) string { return sanitize(rawFaultString(body)) }
+
+// rawFaultString extracts Ironic's message from an error body as Ironic wrote it:
 // {"error_message": "{\"faultcode\": \"Client\", \"faultstring\": \"...\", \"debuginfo\": null}"}.
-func faultString(body []byte) string {
+// Only for a caller that must cut something out before sanitize bounds the text (the payload a
+// failed create_subscription quotes, eventsubscription.go); everyone else takes faultString.
+func rawFaultString(body []byte) string {
 	var outer struct {
 		ErrorMessage json.RawMessage `json:"error_message"`
 	}
 	if json.Unmarshal(body, &outer) != nil || len(outer.ErrorMessage) == 0 {
-		return sanitize(string(body))
+		return string(body)
 	}
 	var inner struct {
 		FaultString string `json:"faultstring"`
@@ -106,14 +111,14 @@ func faultString(body []byte) string {
 	var s string
 	if json.Unmarshal(outer.ErrorMessage, &s) == nil {
 		if json.Unmarshal([]byte(s), &inner) == nil && inner.FaultString != "" {
-			return sanitize(inner.FaultString)
+			return inner.FaultString
 		}
-		return sanitize(s)
+		return s
 	}
 	if json.Unmarshal(outer.ErrorMessage, &inner) == nil {
-		return sanitize(inner.FaultString)
+		return inner.FaultString
 	}
-	return sanitize(string(outer.ErrorMessage))
+	return string(outer.ErrorMessage)
 }
 
 // busy reports whether Ironic refused because the node is locked or in the middle of something

@@ -1,0 +1,397 @@
+package bmceventsubscription
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/cacheview"
+	"github.com/metalforge/metalforge/internal/controller/companion"
+	"github.com/metalforge/metalforge/internal/controller/events"
+	"github.com/metalforge/metalforge/internal/controller/patch"
+	"github.com/metalforge/metalforge/internal/provisioner"
+	"github.com/metalforge/metalforge/internal/statustext"
+	"github.com/metalforge/metalforge/internal/webhooks"
+)
+
+// Event reasons of a BMCEventSubscription.
+const (
+	ReasonCreated = "SubscriptionCreated"
+	ReasonLost    = "SubscriptionLost"
+	ReasonDeleted = "SubscriptionDeleted"
+	ReasonFailed  = "SubscriptionError"
+	ReasonInvalid = "InvalidSubscription"
+	// ReasonLeft: the subscription could not be removed from the BMC (its host is gone from
+	// the provisioner) and may still be there.
+	ReasonLeft = "SubscriptionLeftOnBMC"
+)
+
+// Config tunes the controller. DefaultConfig has the production delays; tests shorten them.
+type Config struct {
+	// Resync is how often a subscription is checked to still exist on the BMC.
+	Resync time.Duration
+	// RetryDelay is how soon a failed creation or deletion, or a missing headers Secret, is tried
+	// again.
+	RetryDelay time.Duration
+	// Concurrency is how many subscriptions are reconciled at once.
+	Concurrency int
+}
+
+// DefaultConfig returns the production delays.
+func DefaultConfig() Config {
+	// An hour: each check is a synchronous call through Ironic to the BMC that holds the node's
+	// lock (at a thousand subscriptions, 10 minutes made it about two a second).
+	return Config{Resync: time.Hour, RetryDelay: time.Minute, Concurrency: 4}
+}
+
+// Reconciler is the BMCEventSubscription controller (see the package comment).
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads the headers Secret: the baremetal-operator caches only the Secrets it
+	// labels (cacheview), and a subscription's Secret is the user's.
+	APIReader   client.Reader
+	Recorder    recorder.EventRecorder
+	Provisioner provisioner.EventSubscriber
+	Config      Config
+	// SkipNameValidation lets tests run several managers in one process.
+	SkipNameValidation bool
+
+	written patch.Tracker
+	// failures counts each subscription's consecutive failures, for the retry backoff.
+	failures sync.Map
+}
+
+// hostNameField indexes subscriptions by spec.hostName.
+const hostNameField = ".metalforge.spec.hostName"
+
+// +kubebuilder:rbac:groups=metal3.io,resources=bmceventsubscriptions,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=metal3.io,resources=bmceventsubscriptions/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=metal3.io,resources=bmceventsubscriptions/finalizers,verbs=update
+// +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+
+// SetupWithManager registers the controller: subscriptions (created, deleted; the spec cannot
+// change) and the hosts they name (appearing, going, registered or not).
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("metal3-bmceventsubscription-controller")
+	}
+	def := DefaultConfig()
+	if r.Config.Resync == 0 {
+		r.Config.Resync = def.Resync
+	}
+	if r.Config.RetryDelay == 0 {
+		r.Config.RetryDelay = def.RetryDelay
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &metal3.BMCEventSubscription{}, hostNameField, func(o client.Object) []string {
+		return []string{o.(*metal3.BMCEventSubscription).Spec.HostName}
+	}); err != nil {
+		return fmt.Errorf("indexing BMCEventSubscriptions by host: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("bmceventsubscription").
+		For(&metal3.BMCEventSubscription{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, deletionMarked()))).
+		Watches(&metal3.BareMetalHost{}, handler.EnqueueRequestsFromMapFunc(r.subscriptionsOf), builder.WithPredicates(hostChanges())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.Concurrency), SkipNameValidation: &r.SkipNameValidation}).
+		Complete(r)
+}
+
+func deletionMarked() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+		return !e.ObjectNew.GetDeletionTimestamp().Equal(e.ObjectOld.GetDeletionTimestamp())
+	}}
+}
+
+// hostChanges passes a host appearing or going, and a change in whether the provisioner can
+// reach its BMC (registered, paused, detached, a new node).
+func hostChanges() predicate.Funcs {
+	return predicate.Funcs{
+		GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
+		UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+			o, okO := e.ObjectOld.(*metal3.BareMetalHost)
+			n, okN := e.ObjectNew.(*metal3.BareMetalHost)
+			return okO && okN && (companion.Registered(o) != companion.Registered(n) ||
+				o.Status.Provisioning.ID != n.Status.Provisioning.ID)
+		},
+	}
+}
+
+func (r *Reconciler) subscriptionsOf(ctx context.Context, host client.Object) []reconcile.Request {
+	var list metal3.BMCEventSubscriptionList
+	if err := r.Client.List(ctx, &list, client.InNamespace(host.GetNamespace()), client.MatchingFields{hostNameField: host.GetName()},
+		cacheview.ReadOnly); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the subscriptions of a host", "host", host.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// Reconcile is the driver: fetch, host, finalizer, the decision, one status write, the finalizer
+// removal last.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	sub := &metal3.BMCEventSubscription{}
+	if err := r.Client.Get(ctx, req.NamespacedName, sub); apierrors.IsNotFound(err) {
+		r.written.Forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	} else if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading subscription %s: %w", req.NamespacedName, err)
+	}
+	if r.written.Stale(sub) {
+		return ctrl.Result{RequeueAfter: companion.StaleRetry}, nil
+	}
+	host := &metal3.BareMetalHost{}
+	hostKey := types.NamespacedName{Namespace: sub.Namespace, Name: sub.Spec.HostName}
+	if err := r.Client.Get(ctx, hostKey, host, cacheview.ReadOnly); apierrors.IsNotFound(err) || sub.Spec.HostName == "" {
+		host = nil
+	} else if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading host %s: %w", hostKey, err)
+	}
+	s := &scope{ctx: ctx, r: r, sub: sub, host: host}
+	if sub.DeletionTimestamp.IsZero() && host != nil {
+		if err := patch.Metadata(ctx, r.Client, sub, func() {
+			controllerutil.AddFinalizer(sub, metal3.BMCEventSubscriptionFinalizer)
+		}, &r.written); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	s.p = patch.NewHelper(r.Client, sub, &r.written)
+	res, err := s.run()
+	if werr := s.write(); werr != nil {
+		return ctrl.Result{}, werr
+	}
+	return res, err
+}
+
+// scope is one reconcile: the subscription (changed in memory), its host (nil when there is
+// none), and what to announce once written.
+type scope struct {
+	ctx     context.Context
+	r       *Reconciler
+	sub     *metal3.BMCEventSubscription
+	host    *metal3.BareMetalHost
+	p       *patch.Helper
+	events  events.List
+	release bool
+}
+
+func (s *scope) run() (ctrl.Result, error) {
+	deleting := !s.sub.DeletionTimestamp.IsZero()
+	if deleting && s.sub.Status.SubscriptionID == "" {
+		// Nothing known on the BMC: nothing to wait for (a paused host, one never registered).
+		s.release = true
+		return ctrl.Result{}, nil
+	}
+	switch {
+	case s.host == nil:
+		// Nothing to subscribe with; a deletion goes (the host took its node with it).
+		if deleting {
+			s.leave("Host " + s.sub.Spec.HostName + " is gone")
+		} else {
+			s.setError(ReasonInvalid, fmt.Sprintf("spec.hostName: no BareMetalHost %q in this namespace", s.sub.Spec.HostName))
+		}
+		return ctrl.Result{}, nil
+	case isPaused(s.host):
+		return ctrl.Result{}, nil // its unpausing wakes the subscription
+	case !companion.Registered(s.host):
+		if deleting && s.unreachable() {
+			s.leave("Host " + s.host.Name + " is detached or being deleted")
+		}
+		return ctrl.Result{}, nil // the host's registration wakes the subscription
+	}
+	host := companion.ProvisionerHost(s.host)
+	// The provisioner tells a BMC that cannot take subscriptions (IPMI) by its address.
+	host.BMCAddress = s.host.Spec.BMC.Address
+	if deleting {
+		if id := s.sub.Status.SubscriptionID; id != "" {
+			if err := s.r.Provisioner.DeleteEventSubscription(s.ctx, host, id); err != nil {
+				return s.failed(err, "deleting the subscription from the BMC")
+			}
+			s.succeeded()
+			s.events.Normal(ReasonDeleted, "Delete", "Subscription "+id+" deleted from the BMC of host "+s.host.Name)
+		}
+		s.release = true
+		return ctrl.Result{}, nil
+	}
+	if errs := statustext.FieldErrors(webhooks.ValidateBMCEventSubscription(s.sub)); len(errs) > 0 && s.sub.Status.SubscriptionID == "" {
+		// The webhook refuses these; a subscription written without it gets the same message.
+		s.setError(ReasonInvalid, errs.ToAggregate().Error())
+		return ctrl.Result{}, nil
+	}
+	if id := s.sub.Status.SubscriptionID; id != "" {
+		exists, err := s.r.Provisioner.EventSubscriptionExists(s.ctx, host, id)
+		if err != nil {
+			return s.failed(err, "checking the subscription on the BMC")
+		}
+		s.succeeded()
+		if exists {
+			s.sub.Status.Error = ""
+			return ctrl.Result{RequeueAfter: companion.Jitter(s.r.Config.Resync)}, nil
+		}
+		// A BMC reset to its defaults (or replaced) forgets its subscriptions: metal3 never
+		// noticed, and events stopped for good.
+		s.events.Warning(ReasonLost, "Create", "The BMC of host "+s.host.Name+" no longer has subscription "+id+": creating it again")
+		s.sub.Status.SubscriptionID = ""
+	}
+	headers, err := s.headers()
+	if err != nil {
+		s.setError(ReasonInvalid, err.Error())
+		return ctrl.Result{RequeueAfter: s.r.Config.RetryDelay}, nil
+	}
+	want := provisioner.EventSubscription{Destination: s.sub.Spec.Destination, Context: s.sub.Spec.Context, HTTPHeaders: headers}
+	if id, err := s.takeOver(host, want); err != nil || id != "" {
+		if err != nil {
+			return s.failed(err, "reading the subscriptions of the BMC")
+		}
+		s.succeeded()
+		s.sub.Status.SubscriptionID, s.sub.Status.Error = id, ""
+		s.events.Normal(ReasonCreated, "Create", "Subscription "+id+" found on the BMC of host "+s.host.Name+" (an earlier create whose answer was lost) and taken over")
+		return ctrl.Result{RequeueAfter: companion.Jitter(s.r.Config.Resync)}, nil
+	}
+	id, err := s.r.Provisioner.CreateEventSubscription(s.ctx, host, want)
+	if err != nil {
+		return s.failed(err, "creating the subscription on the BMC")
+	}
+	s.succeeded()
+	s.sub.Status.SubscriptionID, s.sub.Status.Error = id, ""
+	s.events.Normal(ReasonCreated, "Create", "Subscription "+id+" created on the BMC of host "+s.host.Name)
+	return ctrl.Result{RequeueAfter: companion.Jitter(s.r.Config.Resync)}, nil
+}
+
+// unreachable: the host's BMC cannot be reached through the provisioner for good (the host is
+// detached or being deleted), as opposed to not registered yet.
+func (s *scope) unreachable() bool {
+	_, detached := s.host.Annotations[metal3.DetachedAnnotation]
+	return detached || !s.host.DeletionTimestamp.IsZero() || s.host.Status.OperationalStatus == metal3.OperationalStatusDetached
+}
+
+// leave lets a deleted subscription go although its host's BMC cannot be reached, saying so.
+func (s *scope) leave(why string) {
+	s.release = true
+	s.events.Warning(ReasonLeft, "Delete", why+": subscription "+s.sub.Status.SubscriptionID+" may remain on its BMC")
+}
+
+// takeOver returns a subscription on the BMC with the same destination and context that no other
+// BMCEventSubscription of the host records: this one's earlier create, whose answer was lost (its
+// status write failed, or the BMC answered after the client gave up), would otherwise be doubled
+// at each retry until the BMC is full.
+func (s *scope) takeOver(host provisioner.Host, want provisioner.EventSubscription) (string, error) {
+	found, err := s.r.Provisioner.FindEventSubscriptions(s.ctx, host, want)
+	if err != nil || len(found) == 0 {
+		return "", err
+	}
+	var others metal3.BMCEventSubscriptionList
+	if err := s.r.Client.List(s.ctx, &others, client.InNamespace(s.sub.Namespace), client.MatchingFields{hostNameField: s.sub.Spec.HostName},
+		cacheview.ReadOnly); err != nil {
+		return "", fmt.Errorf("listing the subscriptions of host %s: %w", s.sub.Spec.HostName, err)
+	}
+	for _, id := range found {
+		if !slices.ContainsFunc(others.Items, func(o metal3.BMCEventSubscription) bool {
+			return o.UID != s.sub.UID && o.Status.SubscriptionID == id
+		}) {
+			return id, nil
+		}
+	}
+	return "", nil
+}
+
+// succeeded resets the retry backoff.
+func (s *scope) succeeded() { s.r.failures.Delete(s.sub.UID) }
+
+// retryDelay is the backoff after another failure: RetryDelay, doubling up to Resync.
+func (s *scope) retryDelay() time.Duration {
+	n := 0
+	if v, ok := s.r.failures.Load(s.sub.UID); ok {
+		n = v.(int)
+	}
+	s.r.failures.Store(s.sub.UID, n+1)
+	return min(s.r.Config.RetryDelay<<min(n, 16), max(s.r.Config.Resync, s.r.Config.RetryDelay))
+}
+
+// failed handles a provisioner error: a host the provisioner does not know now is waited for; a
+// BMC or Ironic that does not answer, or refuses, is shown in status and tried again after a
+// backoff (each failing call holds an Ironic worker and the node's lock for up to half a minute).
+func (s *scope) failed(err error, doing string) (ctrl.Result, error) {
+	if errors.Is(err, provisioner.ErrNeedsRegistration) {
+		return companion.ProvisionerError(s.ctx, err, doing)
+	}
+	if errors.Is(err, provisioner.ErrEventSubscriptionUnsupported) {
+		// Never possible for this host (an IPMI address): said, not retried; a deletion goes.
+		s.setError(ReasonInvalid, doing+": "+err.Error())
+		s.release = !s.sub.DeletionTimestamp.IsZero()
+		return ctrl.Result{}, nil
+	}
+	s.setError(ReasonFailed, doing+": "+err.Error())
+	return ctrl.Result{RequeueAfter: s.retryDelay()}, nil
+}
+
+// setError records msg in status.error, with a Warning when it is new.
+func (s *scope) setError(reason, msg string) {
+	msg = statustext.Clean(msg, statustext.ConditionMessageLimit)
+	if s.sub.Status.Error == msg {
+		return
+	}
+	s.sub.Status.Error = msg
+	s.events.Warning(reason, "Validate", msg)
+}
+
+// headers reads spec.httpHeadersRef: every key of the Secret is a header. The values are never
+// shown (they carry tokens).
+func (s *scope) headers() (map[string]string, error) {
+	ref := s.sub.Spec.HTTPHeadersRef
+	if ref == nil {
+		return nil, nil
+	}
+	secret := &corev1.Secret{}
+	key := types.NamespacedName{Namespace: s.sub.Namespace, Name: ref.Name}
+	if err := s.r.APIReader.Get(s.ctx, key, secret); apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("spec.httpHeadersRef: Secret %q not found in namespace %q", ref.Name, s.sub.Namespace)
+	} else if err != nil {
+		return nil, fmt.Errorf("spec.httpHeadersRef: reading Secret %q: %w", ref.Name, err)
+	}
+	headers := make(map[string]string, len(secret.Data))
+	for k, v := range secret.Data {
+		headers[k] = strings.TrimSpace(string(v))
+	}
+	return headers, nil
+}
+
+// write patches the status when it changed, announces it, then lets the subscription go when
+// asked.
+func (s *scope) write() error {
+	return companion.Finish(s.ctx, s.r.Client, s.p, s.sub, s.events, s.r.Recorder, metal3.BMCEventSubscriptionFinalizer, s.release, &s.r.written)
+}
+
+func isPaused(h *metal3.BareMetalHost) bool {
+	_, paused := h.Annotations[metal3.PausedAnnotation]
+	return paused
+}

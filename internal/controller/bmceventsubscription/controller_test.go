@@ -1,0 +1,247 @@
+package bmceventsubscription
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/host"
+	"github.com/metalforge/metalforge/internal/provisioner"
+	"github.com/metalforge/metalforge/internal/provisioner/fixture"
+	"github.com/metalforge/metalforge/internal/test/builder"
+	"github.com/metalforge/metalforge/internal/test/companiontest"
+	"github.com/metalforge/metalforge/internal/test/poll"
+	"github.com/metalforge/metalforge/internal/test/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{}, &env) }
+
+const (
+	destination = "https://events.example.com/metal3/"
+	token       = "Bearer s3cret-token"
+)
+
+func start(t *testing.T, ns string, fix *fixture.Fixture) {
+	t.Helper()
+	cfg := Config{Resync: 300 * time.Millisecond, RetryDelay: 200 * time.Millisecond, Concurrency: 2}
+	companiontest.StartManager(t, env, env.Config, ns, host.CacheViews(), func(ctx context.Context, mgr ctrl.Manager) error {
+		return (&Reconciler{Provisioner: fix, Config: cfg, SkipNameValidation: true}).SetupWithManager(ctx, mgr)
+	})
+}
+
+func newSubscription(ns, name, hostName string, headers bool) *metal3.BMCEventSubscription {
+	sub := &metal3.BMCEventSubscription{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: metal3.BMCEventSubscriptionSpec{HostName: hostName, Destination: destination, Context: "rack-7"}}
+	if headers {
+		sub.Spec.HTTPHeadersRef = &corev1.SecretReference{Name: "headers", Namespace: ns}
+	}
+	return sub
+}
+
+func create(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := env.Client.Create(context.Background(), o); err != nil {
+			t.Fatalf("creating %s: %v", o.GetName(), err)
+		}
+	}
+}
+
+func waitSub(t *testing.T, ns, name, what string, cond func(*metal3.BMCEventSubscription) bool) *metal3.BMCEventSubscription {
+	t.Helper()
+	sub := &metal3.BMCEventSubscription{}
+	companiontest.Wait(t, env.Client, ns, name, what, sub, func() bool { return cond(sub) })
+	return sub
+}
+
+func waitSubGone(t *testing.T, ns, name string) {
+	t.Helper()
+	poll.Until(t, "subscription "+name+" gone", func() (bool, string) {
+		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &metal3.BMCEventSubscription{})
+		return apierrors.IsNotFound(err), "still there"
+	})
+}
+
+func deleteSub(t *testing.T, ns, name string) {
+	t.Helper()
+	if err := env.Client.Delete(context.Background(), &metal3.BMCEventSubscription{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// noSecretValue fails when the header's value shows in the subscription's status or Events.
+func noSecretValue(t *testing.T, ns, name string) {
+	t.Helper()
+	sub := &metal3.BMCEventSubscription{}
+	companiontest.Get(t, env.Client, ns, name, sub)
+	all := sub.Status.Error + strings.Join(companiontest.Events(t, env.Client, ns, "BMCEventSubscription", name), "\n")
+	if strings.Contains(all, "s3cret") {
+		t.Fatalf("a header value reached status or events: %s", all)
+	}
+}
+
+// A subscription is created on the host's BMC with its destination, context and the headers of
+// its Secret; one the BMC lost (a reset) is created again; deleting it removes it from the BMC.
+func TestSubscriptionLifecycle(t *testing.T) {
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	start(t, ns, fix)
+	companiontest.NewHost(t, env.Client, fix, ns, "h")
+	create(t, builder.DataSecret(ns, "headers", "Authorization", token), newSubscription(ns, "s", "h", true))
+
+	sub := waitSub(t, ns, "s", "created", func(s *metal3.BMCEventSubscription) bool { return s.Status.SubscriptionID != "" })
+	if len(sub.Finalizers) != 1 || sub.Finalizers[0] != metal3.BMCEventSubscriptionFinalizer || sub.Status.Error != "" {
+		t.Errorf("subscription %+v: want the finalizer and no error", sub)
+	}
+	got := fix.Subscriptions(ns, "h")[sub.Status.SubscriptionID]
+	if got.Destination != destination || got.Context != "rack-7" || got.HTTPHeaders["Authorization"] != token {
+		t.Errorf("on the BMC: %s; want the spec's destination, context and the Secret's header", got)
+	}
+	companiontest.WaitEvent(t, env.Client, ns, "BMCEventSubscription", "s", ReasonCreated)
+
+	first := sub.Status.SubscriptionID
+	fix.DropSubscriptions(ns, "h")
+	waitSub(t, ns, "s", "created again", func(s *metal3.BMCEventSubscription) bool {
+		return s.Status.SubscriptionID != "" && s.Status.SubscriptionID != first
+	})
+	if subs := fix.Subscriptions(ns, "h"); len(subs) != 1 {
+		t.Errorf("BMC has %d subscriptions after the re-creation, want 1", len(subs))
+	}
+	companiontest.WaitEvent(t, env.Client, ns, "BMCEventSubscription", "s", ReasonLost)
+
+	deleteSub(t, ns, "s")
+	waitSubGone(t, ns, "s")
+	if subs := fix.Subscriptions(ns, "h"); len(subs) != 0 {
+		t.Errorf("BMC still has %v", subs)
+	}
+	noSecretValue(t, ns, "s")
+}
+
+// Problems name the field and clear once fixed: a missing headers Secret, a host that does not
+// exist yet, a BMC that refuses the subscription (retried).
+func TestSubscriptionProblems(t *testing.T) {
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	start(t, ns, fix)
+
+	create(t, newSubscription(ns, "early", "later", false))
+	sub := waitSub(t, ns, "early", "no host said", func(s *metal3.BMCEventSubscription) bool {
+		return strings.HasPrefix(s.Status.Error, `spec.hostName: no BareMetalHost "later"`)
+	})
+	if len(sub.Finalizers) != 0 || sub.Status.SubscriptionID != "" {
+		t.Errorf("subscription without a host: %+v", sub)
+	}
+	companiontest.NewHost(t, env.Client, fix, ns, "later")
+	waitSub(t, ns, "early", "created once the host exists", func(s *metal3.BMCEventSubscription) bool {
+		return s.Status.SubscriptionID != "" && s.Status.Error == ""
+	})
+
+	companiontest.NewHost(t, env.Client, fix, ns, "h")
+	create(t, newSubscription(ns, "s", "h", true))
+	waitSub(t, ns, "s", "the missing Secret named", func(s *metal3.BMCEventSubscription) bool {
+		return s.Status.Error == `spec.httpHeadersRef: Secret "headers" not found in namespace "`+ns+`"`
+	})
+	fix.FailNextFor(ns, "h", fixture.OpCreateSubscription, 1)
+	create(t, builder.DataSecret(ns, "headers", "Authorization", token))
+	waitSub(t, ns, "s", "the BMC's refusal said", func(s *metal3.BMCEventSubscription) bool {
+		return strings.Contains(s.Status.Error, "creating the subscription on the BMC: fixture: injected")
+	})
+	waitSub(t, ns, "s", "created on the retry", func(s *metal3.BMCEventSubscription) bool {
+		return s.Status.SubscriptionID != "" && s.Status.Error == ""
+	})
+	if n := fix.Count(ns, "h", fixture.OpCreateSubscription); n != 2 {
+		t.Errorf("%d creations, want 2 (one refused)", n)
+	}
+	noSecretValue(t, ns, "s")
+}
+
+// A subscription whose host is detached cannot be removed from its BMC: its deletion is not held,
+// and a Warning says the subscription may remain.
+func TestSubscriptionOfADetachedHost(t *testing.T) {
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	start(t, ns, fix)
+	companiontest.NewHost(t, env.Client, fix, ns, "h")
+	create(t, newSubscription(ns, "s", "h", false))
+	waitSub(t, ns, "s", "created", func(s *metal3.BMCEventSubscription) bool { return s.Status.SubscriptionID != "" })
+	for range 10 {
+		cur := &metal3.BareMetalHost{}
+		companiontest.Get(t, env.Client, ns, "h", cur)
+		cur.Annotations = map[string]string{metal3.DetachedAnnotation: ""}
+		if err := env.Client.Update(context.Background(), cur); err == nil {
+			break
+		} else if !apierrors.IsConflict(err) {
+			t.Fatal(err)
+		}
+	}
+	deleteSub(t, ns, "s")
+	waitSubGone(t, ns, "s")
+	companiontest.WaitEvent(t, env.Client, ns, "BMCEventSubscription", "s", ReasonLeft)
+	if subs := fix.Subscriptions(ns, "h"); len(subs) != 1 {
+		t.Errorf("BMC has %v: a detached host's BMC is not reached", subs)
+	}
+}
+
+// A host whose BMC cannot take subscriptions (IPMI) gets a message once, no retries, and the
+// subscription can be deleted.
+func TestSubscriptionOfAnIPMIHost(t *testing.T) {
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	start(t, ns, fix)
+	h := builder.BareMetalHost(ns, "h").WithBMC("ipmi://192.0.2.5", "bmc-h").WithOnline(true).Build()
+	create(t, h)
+	companiontest.Register(t, env.Client, fix, h)
+	create(t, newSubscription(ns, "s", "h", false))
+	waitSub(t, ns, "s", "refused for good", func(s *metal3.BMCEventSubscription) bool {
+		return strings.Contains(s.Status.Error, "IPMI") && s.Status.SubscriptionID == ""
+	})
+	if n := fix.Count(ns, "h", fixture.OpCreateSubscription); n != 0 {
+		t.Errorf("%d creations reached the BMC", n)
+	}
+	companiontest.WaitEvent(t, env.Client, ns, "BMCEventSubscription", "s", "IPMI")
+	deleteSub(t, ns, "s")
+	waitSubGone(t, ns, "s")
+}
+
+// A subscription already on the BMC with the same destination and context (a create whose answer
+// was lost) is taken over instead of doubled; one another BMCEventSubscription records is not.
+func TestSubscriptionTakenOver(t *testing.T) {
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	start(t, ns, fix)
+	companiontest.NewHost(t, env.Client, fix, ns, "h")
+	lost := fix.AddSubscription(ns, "h", provisioner.EventSubscription{Destination: destination, Context: "rack-7"})
+	create(t, newSubscription(ns, "first", "h", false))
+	waitSub(t, ns, "first", "the lost create taken over", func(s *metal3.BMCEventSubscription) bool { return s.Status.SubscriptionID == lost })
+	if n := fix.Count(ns, "h", fixture.OpCreateSubscription); n != 0 {
+		t.Errorf("%d creations: the lost one was doubled", n)
+	}
+	// A second object with the same destination and context gets a subscription of its own.
+	create(t, newSubscription(ns, "second", "h", false))
+	second := waitSub(t, ns, "second", "created", func(s *metal3.BMCEventSubscription) bool { return s.Status.SubscriptionID != "" })
+	if second.Status.SubscriptionID == lost || len(fix.Subscriptions(ns, "h")) != 2 {
+		t.Errorf("second subscription %q, BMC has %v: want one each", second.Status.SubscriptionID, fix.Subscriptions(ns, "h"))
+	}
+}
+
+// Deleting a subscription that never reached the BMC is not held by a host that never registers.
+func TestSubscriptionDeletedBeforeRegistration(t *testing.T) {
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	start(t, ns, fix)
+	companiontest.NewHost(t, env.Client, nil, ns, "h") // never registered
+	create(t, newSubscription(ns, "s", "h", false))
+	waitSub(t, ns, "s", "adopted", func(s *metal3.BMCEventSubscription) bool { return len(s.Finalizers) == 1 })
+	deleteSub(t, ns, "s")
+	waitSubGone(t, ns, "s")
+}

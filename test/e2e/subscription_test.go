@@ -1,0 +1,65 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/test/builder"
+)
+
+// eventSubscription: a BMCEventSubscription on real Ironic and bmcsim, through the Kubernetes API
+// only: created on the BMC with its destination and context (bmcsim's Redfish EventService lists
+// it), deleted from the BMC with the object.
+func (s *suite) eventSubscription(t *testing.T, ns string) { //nolint:thelper // a test body run as a subtest: failures must point into it
+	srv := s.Take(t)
+	img, _ := s.diskImage(ns+"-events", false)
+	s.provisioned(t, ns, "events", srv, func(h *metal3.BareMetalHost) { lean(h); h.Spec.Image = &img })
+	const dest = "https://events.example.com/metal3/"
+	headers := builder.DataSecret(ns, "event-headers", "Authorization", "Bearer e2e-subscription-token")
+	sub := &metal3.BMCEventSubscription{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "events"},
+		Spec: metal3.BMCEventSubscriptionSpec{HostName: "events", Destination: dest, Context: "rack-7",
+			HTTPHeadersRef: &corev1.SecretReference{Name: headers.Name, Namespace: ns}}}
+	if err := s.c.Create(context.Background(), headers); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.c.Create(context.Background(), sub); err != nil {
+		t.Fatalf("creating the BMCEventSubscription: %v", err)
+	}
+	s.waitObject(t, sub, ns, "events", "created on the BMC", func() bool { return sub.Status.SubscriptionID != "" && sub.Status.Error == "" })
+	st := s.server(t, srv.Name)
+	found := false
+	for _, bs := range st.State.Subscriptions {
+		if bs.Destination == dest && bs.Context == "rack-7" {
+			found = true
+		}
+	}
+	if !found || len(st.State.Subscriptions) != 1 {
+		t.Fatalf("bmcsim's subscriptions %+v: want the one subscription with the spec's destination and context", st.State.Subscriptions)
+	}
+	s.waitObjectEvent(t, ns, "BMCEventSubscription", "events", "SubscriptionCreated", sub.Status.SubscriptionID)
+
+	if err := s.c.Delete(context.Background(), sub); err != nil {
+		t.Fatalf("deleting the BMCEventSubscription: %v", err)
+	}
+	deadline := time.Now().Add(stepTimeout)
+	for {
+		err := s.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "events"}, &metal3.BMCEventSubscription{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the deleted BMCEventSubscription is still there (%v)", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if st := s.server(t, srv.Name); len(st.State.Subscriptions) != 0 {
+		t.Errorf("bmcsim still has subscriptions %+v after the deletion", st.State.Subscriptions)
+	}
+}
