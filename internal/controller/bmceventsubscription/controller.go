@@ -137,7 +137,7 @@ func hostChanges() predicate.Funcs {
 			o, okO := e.ObjectOld.(*metal3.BareMetalHost)
 			n, okN := e.ObjectNew.(*metal3.BareMetalHost)
 			return okO && okN && (companion.Registered(o) != companion.Registered(n) ||
-				o.Status.Provisioning.ID != n.Status.Provisioning.ID)
+				o.Status.Provisioning.ID != n.Status.Provisioning.ID || o.Spec.BMC.Address != n.Spec.BMC.Address)
 		},
 	}
 }
@@ -206,9 +206,13 @@ type scope struct {
 
 func (s *scope) run() (ctrl.Result, error) {
 	deleting := !s.sub.DeletionTimestamp.IsZero()
-	if deleting && s.sub.Status.SubscriptionID == "" {
-		// Nothing known on the BMC: nothing to wait for (a paused host, one never registered).
+	if deleting && s.sub.Status.SubscriptionID == "" && (s.host == nil || !companion.Registered(s.host)) {
+		// Nothing known on the BMC and no way to look (a host never registered, paused, gone):
+		// nothing to wait for. A create whose answer was lost may have left one.
 		s.release = true
+		if s.sub.Status.Error != "" {
+			s.events.Warning(ReasonLeft, "Delete", "A create of this subscription failed or was not answered: one may remain on the BMC")
+		}
 		return ctrl.Result{}, nil
 	}
 	switch {
@@ -232,6 +236,14 @@ func (s *scope) run() (ctrl.Result, error) {
 	// The provisioner tells a BMC that cannot take subscriptions (IPMI) by its address.
 	host.BMCAddress = s.host.Spec.BMC.Address
 	if deleting {
+		if s.sub.Status.SubscriptionID == "" {
+			// A create whose answer was lost may have left one: found and deleted like ours.
+			id, err := s.takeOver(host, provisioner.EventSubscription{Destination: s.sub.Spec.Destination, Context: s.sub.Spec.Context})
+			if err != nil {
+				return s.failed(err, "reading the subscriptions of the BMC")
+			}
+			s.sub.Status.SubscriptionID = id
+		}
 		if id := s.sub.Status.SubscriptionID; id != "" {
 			if err := s.r.Provisioner.DeleteEventSubscription(s.ctx, host, id); err != nil {
 				return s.failed(err, "deleting the subscription from the BMC")
@@ -388,6 +400,9 @@ func (s *scope) headers() (map[string]string, error) {
 // write patches the status when it changed, announces it, then lets the subscription go when
 // asked.
 func (s *scope) write() error {
+	if s.release {
+		s.r.failures.Delete(s.sub.UID)
+	}
 	return companion.Finish(s.ctx, s.r.Client, s.p, s.sub, s.events, s.r.Recorder, metal3.BMCEventSubscriptionFinalizer, s.release, &s.r.written)
 }
 

@@ -245,3 +245,19 @@ func TestSubscriptionDeletedBeforeRegistration(t *testing.T) {
 	deleteSub(t, ns, "s")
 	waitSubGone(t, ns, "s")
 }
+
+// Deleting a subscription whose create looked failed removes what that create left on the BMC.
+func TestSubscriptionDeletedAfterALostCreate(t *testing.T) {
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	start(t, ns, fix)
+	companiontest.NewHost(t, env.Client, fix, ns, "h")
+	create(t, newSubscription(ns, "s", "h", true)) // its headers Secret is missing: no create
+	waitSub(t, ns, "s", "waiting for its Secret", func(s *metal3.BMCEventSubscription) bool { return s.Status.Error != "" })
+	fix.AddSubscription(ns, "h", provisioner.EventSubscription{Destination: destination, Context: "rack-7"})
+	deleteSub(t, ns, "s")
+	waitSubGone(t, ns, "s")
+	if subs := fix.Subscriptions(ns, "h"); len(subs) != 0 {
+		t.Errorf("BMC still has %v", subs)
+	}
+}

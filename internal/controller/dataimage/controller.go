@@ -209,14 +209,13 @@ func (s *scope) run() (ctrl.Result, error) {
 		}
 		s.clearMessage("spec.url:")
 	}
-	if deleting && hostWillSync(s.host) {
-		// The host controller detaches it now; looked at again in case the host is held.
-		return ctrl.Result{RequeueAfter: s.r.Config.RetryDelay}, nil
+	if hostWillSync(s.host) && !deleting {
+		return ctrl.Result{}, nil // the host controller acts now
 	}
-	if hostWillSync(s.host) || (!deleting && s.di.Status.AttachedImage == nil) {
-		return ctrl.Result{}, nil // the host controller acts now; or nothing to check
+	if !deleting && s.di.Status.AttachedImage == nil {
+		return ctrl.Result{}, nil // nothing to check
 	}
-	if deleting && agentMayBoot(s.host) {
+	if deleting && agentMayBoot(s.host) && !hostWillSync(s.host) {
 		// The CD may hold the agent Ironic boots (inspection, cleaning, deployment): a detach now
 		// would eject it. The host's next state wakes the DataImage.
 		return ctrl.Result{}, nil
@@ -244,6 +243,10 @@ func (s *scope) run() (ctrl.Result, error) {
 		return ctrl.Result{RequeueAfter: s.resync(deleting)}, nil
 	case !deleting:
 		return ctrl.Result{RequeueAfter: s.r.Config.Resync}, nil
+	case hostWillSync(s.host):
+		// The host controller detaches it at the power on; looked at again, in case the host
+		// stays held off (a failing power on, a servicing error waiting for the user).
+		return ctrl.Result{RequeueAfter: s.r.Config.RetryDelay}, nil
 	case runsOS(s.host) && s.host.Status.PoweredOn:
 		// metal3: detached at the host's next power on; a running OS keeps its CD until then
 		// (the host's power change and its detach wake this DataImage).
@@ -348,8 +351,12 @@ func runsOS(h *metal3.BareMetalHost) bool {
 	return st == metal3.StateProvisioned || st == metal3.StateExternallyProvisioned
 }
 
-// agentMayBoot: a state in which the provisioner may boot its agent from the virtual CD.
+// agentMayBoot: a state in which the provisioner may boot its agent from the virtual CD (a live
+// update too: the host stays provisioned while Ironic's agent runs from it).
 func agentMayBoot(h *metal3.BareMetalHost) bool {
+	if companion.Applying(h) {
+		return true
+	}
 	switch h.Status.Provisioning.State {
 	case metal3.StateAvailable, metal3.StateReady, metal3.StateProvisioned, metal3.StateExternallyProvisioned:
 		return false
@@ -365,7 +372,7 @@ func hostWillSync(h *metal3.BareMetalHost) bool {
 		return false
 	}
 	_, oneShot := h.Annotations[metal3.RebootAnnotationPrefix]
-	if h.Spec.DisablePowerOff {
+	if h.Spec.DisablePowerOff && h.Status.PoweredOn {
 		return oneShot
 	}
 	return !h.Status.PoweredOn && h.Spec.Online && !hasRebootAnnotation(h)

@@ -79,22 +79,20 @@ func decideDataImage(want string, status metal3.DataImageStatus, st provisioner.
 	}
 	// An attach or detach of ours is under way: asked (lastReconciled), no message since.
 	underWay := status.Error != nil && message == "" && status.LastReconciled != nil
-	if strings.HasPrefix(message, attachingPrefix) && !strings.HasPrefix(message, attachingMessage(want, "")) {
+	if strings.HasPrefix(message, attachingPrefix) && !strings.HasPrefix(message, attachingPrefix+quotedURL(want)+":") {
 		// The failures were of another image (the user changed spec.url since): this one is
 		// tried at once, its failures counted anew; the failure the provisioner still reports is
 		// the old image's.
 		count, message, underWay = 0, "", false
 	}
 	plan := dataImagePlan{count: count}
-	if st.Error != "" && underWay {
+	if st.Error != "" && underWay && (recorded == "" || recorded == want) {
 		// Only a failure of our own attempt counts: the provisioner keeps the last one until it
-		// is asked again, whatever asked it.
-		switch {
-		case st.Attached:
+		// is asked again, whatever asked it. One of an image no longer wanted (spec.url changed
+		// while it was attached) is not: the new image is tried at once.
+		if st.Attached {
 			plan.failure = "detaching: " + st.Error
-		case recorded != "":
-			plan.failure = attachingMessage(recorded, st.Error)
-		default:
+		} else {
 			plan.failure = attachingMessage(want, st.Error)
 		}
 	}
@@ -123,7 +121,15 @@ func decideDataImage(want string, status metal3.DataImageStatus, st provisioner.
 const attachingPrefix = "attaching "
 
 func attachingMessage(url, reason string) string {
-	return attachingPrefix + statustext.Redact(url) + ": " + reason
+	return attachingPrefix + quotedURL(url) + ": " + reason
+}
+
+// quotedURL is the image's URL as failure messages name it: credentials removed, cut to 1 KiB,
+// between double quotes, which end every redaction pattern (a credential query value would
+// otherwise swallow the colon after it when the message is cleaned for status) and survive the
+// cleaning unchanged, so that the prefix can be compared with the next spec.url.
+func quotedURL(url string) string {
+	return `"` + statustext.Cap(strings.ReplaceAll(statustext.Redact(url), `"`, "%22"), 1024) + `"`
 }
 
 func lastTry(status metal3.DataImageStatus) time.Time {

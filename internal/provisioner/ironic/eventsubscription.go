@@ -132,7 +132,14 @@ func (p *Provisioner) FindEventSubscriptions(ctx context.Context, host provision
 		err := nodes.GetSubscription(ctx, s.sc, n.UUID, nodes.CallVendorPassthruOpts{Method: methodGetSubscription},
 			nodes.GetSubscriptionOpts{Id: id}).ExtractInto(&got)
 		if err != nil {
-			return nil, p.subscriptionError(ctx, s, n, err, doing, host.BMCCredentials.Password)
+			err = p.subscriptionError(ctx, s, n, err, doing, subscriptionSecrets(host, sub)...)
+			if errors.Is(err, provisioner.ErrUnavailable) || errors.Is(err, provisioner.ErrNeedsRegistration) {
+				return nil, err
+			}
+			// Deleted since the list (another object's deletion), or not readable with this
+			// account: not one to take over, and no reason to hold the create.
+			p.logger(ctx).Info("Skipping an event subscription the BMC did not let us read", "node", n.UUID, "subscription", id, "reason", err.Error())
+			continue
 		}
 		if got.Destination == sub.Destination && got.Context == sub.Context {
 			found = append(found, id)
