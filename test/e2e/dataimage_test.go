@@ -45,7 +45,7 @@ func (s *suite) dataImage(t *testing.T, ns string) { //nolint:thelper // a test 
 	s.waitDataImage(t, ns, "data", "the failed attach reported", di, func() bool {
 		return di.Status.Error != nil && di.Status.Error.Count >= 1 && strings.Contains(di.Status.Error.Message, "404")
 	})
-	if !strings.HasPrefix(di.Status.Error.Message, "attaching "+di.Spec.URL+": ") || di.Status.AttachedImage != nil {
+	if !strings.HasPrefix(di.Status.Error.Message, `attaching "`+di.Spec.URL+`": `) || di.Status.AttachedImage != nil {
 		t.Errorf("DataImage status %+v: want the failed image named and nothing attached", di.Status)
 	}
 	s.waitObjectEvent(t, ns, "DataImage", "data", "DataImageError", "404")
