@@ -39,9 +39,15 @@ func TestDataImageOnAnActiveNode(t *testing.T) {
 	attach := func(url string) time.Time {
 		t.Helper()
 		start := time.Now()
-		if res, err := p.AttachDataImage(ctx, host, url); err != nil || res.Busy || res.Failed() {
-			t.Fatalf("attaching %s: %s, %v; want done (taken by Ironic)", url, describe(res), err)
-		}
+		// Ironic may still hold the node for a moment (its power sync, the adoption's last
+		// step): the attach is then not taken (working), as for the controller, which asks again.
+		poll.Until(t, "Ironic to take the attach of "+url, func() (bool, string) {
+			res, err := p.AttachDataImage(ctx, host, url)
+			if err != nil || res.Failed() {
+				t.Fatalf("attaching %s: %s, %v; want done (taken by Ironic)", url, describe(res), err)
+			}
+			return !res.Busy, describe(res)
+		})
 		if st := dataImage(t, p, host); !st.Busy {
 			t.Fatalf("DataImage right after the attach of %s: %+v; want busy (Ironic's worker holds the node)", url, st)
 		}
