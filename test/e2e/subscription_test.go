@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -36,12 +37,12 @@ func (s *suite) eventSubscription(t *testing.T, ns string) { //nolint:thelper //
 	st := s.server(t, srv.Name)
 	found := false
 	for _, bs := range st.State.Subscriptions {
-		if bs.Destination == dest && bs.Context == "rack-7" {
+		if bs.Destination == dest && bs.Context == "rack-7" && slices.Equal(bs.HeaderNames, []string{"Authorization"}) {
 			found = true
 		}
 	}
 	if !found || len(st.State.Subscriptions) != 1 {
-		t.Fatalf("bmcsim's subscriptions %+v: want the one subscription with the spec's destination and context", st.State.Subscriptions)
+		t.Fatalf("bmcsim's subscriptions %+v: want the one subscription with the spec's destination, context and header", st.State.Subscriptions)
 	}
 	s.waitObjectEvent(t, ns, "BMCEventSubscription", "events", "SubscriptionCreated", sub.Status.SubscriptionID)
 

@@ -2,6 +2,7 @@ package redfish
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/metalforge/metalforge/internal/bmcsim/server"
 )
@@ -59,8 +60,16 @@ func (svc *Service) eventRoutes() {
 			q.error(http.StatusBadRequest, "PropertyMissing", "The property Destination is a required property and must be included in the request.", "Destination")
 			return
 		}
+		var names []string
+		for _, h := range body.HttpHeaders {
+			for name := range h {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names)
 		sub, err := q.srv.AddSubscription(server.Subscription{
 			Destination: body.Destination, Context: body.Context, Protocol: body.Protocol, EventTypes: body.EventTypes,
+			HeaderNames: names,
 		})
 		if err != nil {
 			q.fail(err)

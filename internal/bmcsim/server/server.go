@@ -130,6 +130,9 @@ type Subscription struct {
 	Context     string   `json:"context,omitempty"`
 	Protocol    string   `json:"protocol"`
 	EventTypes  []string `json:"eventTypes,omitempty"`
+	// HeaderNames are the names of the HTTP headers the subscription was given (their values,
+	// tokens, are not kept: Redfish never reads them back, and tests need only see they came).
+	HeaderNames []string `json:"headerNames,omitempty"`
 }
 
 func (st *State) clone() State {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,10 +43,11 @@ func TestEventSubscriptionOnARegisteredNode(t *testing.T) {
 	// Create: an Id, and the BMC holds the subscription as asked.
 	id := createWhenAvailable(t, p, host, sub)
 	got := subs()
-	if len(got) != 1 || got[0].ID != id || got[0].Destination != sub.Destination || got[0].Context != sub.Context || got[0].Protocol != "Redfish" {
-		t.Fatalf("bmcsim's subscriptions after the create of %q: %+v; want one, with that Id, destination, context and protocol Redfish", id, got)
+	if len(got) != 1 || got[0].ID != id || got[0].Destination != sub.Destination || got[0].Context != sub.Context || got[0].Protocol != "Redfish" ||
+		!slices.Equal(got[0].HeaderNames, []string{"X-Auth-Token"}) {
+		t.Fatalf("bmcsim's subscriptions after the create of %q: %+v; want one, with that Id, destination, context, protocol Redfish and the header", id, got)
 	}
-	t.Logf("created subscription %q; bmcsim holds %+v (bmcsim does not store HttpHeaders)", id, got[0])
+	t.Logf("created subscription %q; bmcsim holds %+v (header names only)", id, got[0])
 
 	// What Ironic answers to the reads (logged for docs/ironic-notes.md): get_subscription keeps
 	// only Id, Context, Protocol, Destination and EventTypes, never the headers.
