@@ -6,9 +6,7 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
@@ -85,17 +83,7 @@ func (s *suite) dataImage(t *testing.T, ns string) { //nolint:thelper // a test 
 		t.Errorf("the running host's CD was emptied when its DataImage was deleted: it stays until the next power on")
 	}
 	s.rebootAndWait(t, ns, "data", srv, time.Now())
-	deadline := time.Now().Add(stepTimeout)
-	for {
-		err := s.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "data"}, &metal3.DataImage{})
-		if apierrors.IsNotFound(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the deleted DataImage is still there after the reboot (%v)", err)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	s.waitObjectGone(t, &metal3.DataImage{}, ns, "data", "after the reboot")
 	if st := s.server(t, srv.Name); st.Cd.Inserted || st.State.Booted != "Hdd" {
 		t.Errorf("bmcsim after the reboot: CD %+v, booted %q; want it empty and the disk booted", st.Cd, st.State.Booted)
 	}

@@ -275,6 +275,22 @@ func (s *suite) waitObject(t *testing.T, obj client.Object, ns, name, what strin
 	}
 }
 
+// waitObjectGone polls until the object is gone (a deletion its finalizer held is over).
+func (s *suite) waitObjectGone(t *testing.T, obj client.Object, ns, name, when string) {
+	t.Helper()
+	deadline := time.Now().Add(stepTimeout)
+	for {
+		err := s.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, obj)
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%T %s still there %s (%v)", obj, name, when, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 // waitObjectEvent waits for an Event about an object of a kind with the reason and a message
 // containing text.
 func (s *suite) waitObjectEvent(t *testing.T, ns, kind, name, reason, text string) {

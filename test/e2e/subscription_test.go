@@ -4,12 +4,9 @@ import (
 	"context"
 	"slices"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/test/builder"
@@ -49,17 +46,7 @@ func (s *suite) eventSubscription(t *testing.T, ns string) { //nolint:thelper //
 	if err := s.c.Delete(context.Background(), sub); err != nil {
 		t.Fatalf("deleting the BMCEventSubscription: %v", err)
 	}
-	deadline := time.Now().Add(stepTimeout)
-	for {
-		err := s.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "events"}, &metal3.BMCEventSubscription{})
-		if apierrors.IsNotFound(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the deleted BMCEventSubscription is still there (%v)", err)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	s.waitObjectGone(t, &metal3.BMCEventSubscription{}, ns, "events", "after its deletion")
 	if st := s.server(t, srv.Name); len(st.State.Subscriptions) != 0 {
 		t.Errorf("bmcsim still has subscriptions %+v after the deletion", st.State.Subscriptions)
 	}

@@ -224,7 +224,7 @@ func (s *scope) run() (ctrl.Result, error) {
 			s.setError(ReasonInvalid, fmt.Sprintf("spec.hostName: no BareMetalHost %q in this namespace", s.sub.Spec.HostName))
 		}
 		return ctrl.Result{}, nil
-	case isPaused(s.host):
+	case companion.Paused(s.host):
 		return ctrl.Result{}, nil // its unpausing wakes the subscription
 	case !companion.Registered(s.host):
 		if deleting && s.unreachable() {
@@ -404,9 +404,4 @@ func (s *scope) write() error {
 		s.r.failures.Delete(s.sub.UID)
 	}
 	return companion.Finish(s.ctx, s.r.Client, s.p, s.sub, s.events, s.r.Recorder, metal3.BMCEventSubscriptionFinalizer, s.release, &s.r.written)
-}
-
-func isPaused(h *metal3.BareMetalHost) bool {
-	_, paused := h.Annotations[metal3.PausedAnnotation]
-	return paused
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,9 +41,30 @@ func Registered(h *metal3.BareMetalHost) bool {
 		h.Status.OperationalStatus == metal3.OperationalStatusDetached {
 		return false
 	}
-	_, paused := h.Annotations[metal3.PausedAnnotation]
 	_, detached := h.Annotations[metal3.DetachedAnnotation]
-	return !paused && !detached
+	return !Paused(h) && !detached
+}
+
+// Paused: the paused annotation stops every controller's work on the host (any value; CAPM3
+// writes its name there).
+func Paused(h *metal3.BareMetalHost) bool {
+	_, ok := h.Annotations[metal3.PausedAnnotation]
+	return ok
+}
+
+// IsRebootAnnotation: key is reboot.metal3.io or reboot.metal3.io/<owner>.
+func IsRebootAnnotation(key string) bool {
+	return key == metal3.RebootAnnotationPrefix || strings.HasPrefix(key, metal3.RebootAnnotationPrefix+"/")
+}
+
+// HasRebootAnnotation: any reboot annotation is on the host.
+func HasRebootAnnotation(h *metal3.BareMetalHost) bool {
+	for key := range h.Annotations {
+		if IsRebootAnnotation(key) {
+			return true
+		}
+	}
+	return false
 }
 
 // Applying reports whether the provisioner may be applying firmware changes to the host now:

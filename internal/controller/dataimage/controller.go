@@ -123,7 +123,7 @@ func hostChanges() predicate.Funcs {
 			}
 			return companion.Registered(o) != companion.Registered(n) || o.Status.Provisioning.ID != n.Status.Provisioning.ID ||
 				o.Status.Provisioning.State != n.Status.Provisioning.State || o.Status.PoweredOn != n.Status.PoweredOn ||
-				o.Spec.Online != n.Spec.Online || hasRebootAnnotation(o) != hasRebootAnnotation(n)
+				o.Spec.Online != n.Spec.Online || companion.HasRebootAnnotation(o) != companion.HasRebootAnnotation(n)
 		},
 	}
 }
@@ -190,7 +190,7 @@ func (s *scope) run() (ctrl.Result, error) {
 		return ctrl.Result{}, nil
 	}
 	s.clearMessage("metadata.name:")
-	if _, paused := s.host.Annotations[metal3.PausedAnnotation]; paused {
+	if companion.Paused(s.host) {
 		return ctrl.Result{}, nil // the host's unpausing wakes this DataImage
 	}
 	if err := s.adopt(deleting); err != nil {
@@ -375,14 +375,5 @@ func hostWillSync(h *metal3.BareMetalHost) bool {
 	if h.Spec.DisablePowerOff && h.Status.PoweredOn {
 		return oneShot
 	}
-	return !h.Status.PoweredOn && h.Spec.Online && !hasRebootAnnotation(h)
-}
-
-func hasRebootAnnotation(h *metal3.BareMetalHost) bool {
-	for k := range h.Annotations {
-		if k == metal3.RebootAnnotationPrefix || strings.HasPrefix(k, metal3.RebootAnnotationPrefix+"/") {
-			return true
-		}
-	}
-	return false
+	return !h.Status.PoweredOn && h.Spec.Online && !companion.HasRebootAnnotation(h)
 }

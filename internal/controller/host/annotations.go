@@ -24,12 +24,6 @@ func (s *hostScope) guards() (outcome, bool) {
 	return s.awaitImage(s.state())
 }
 
-// paused: the paused annotation stops reconciliation (any value; CAPM3 writes its name).
-func paused(host *metal3.BareMetalHost) bool {
-	_, ok := host.Annotations[metal3.PausedAnnotation]
-	return ok
-}
-
 // detachedArgs parses the detached annotation. A value that is not a JSON object counts as the
 // defaults, as in metal3 (the webhook accepts it with a warning; clients write their name there).
 func (s *hostScope) detachedArgs() (metal3.DetachedAnnotationArguments, bool) {
@@ -55,21 +49,6 @@ type rebootRequest struct {
 }
 
 func (r rebootRequest) any() bool { return r.oneShot || r.held }
-
-// isRebootAnnotation: key is reboot.metal3.io or reboot.metal3.io/<owner>.
-func isRebootAnnotation(key string) bool {
-	return key == metal3.RebootAnnotationPrefix || strings.HasPrefix(key, metal3.RebootAnnotationPrefix+"/")
-}
-
-// hasRebootAnnotation: any reboot annotation is on the host.
-func hasRebootAnnotation(host *metal3.BareMetalHost) bool {
-	for key := range host.Annotations {
-		if isRebootAnnotation(key) {
-			return true
-		}
-	}
-	return false
-}
 
 // rebootRequests reads reboot.metal3.io and reboot.metal3.io/<suffix>; any hard one wins, the
 // default is soft.

@@ -10,11 +10,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/dataimage"
 	"github.com/metalforge/metalforge/internal/controller/events"
+	"github.com/metalforge/metalforge/internal/controller/patch"
 	"github.com/metalforge/metalforge/internal/provisioner"
 	"github.com/metalforge/metalforge/internal/statustext"
 )
@@ -258,28 +258,13 @@ func (r *Reconciler) writeDataImage(ctx context.Context, w *dataImageWrite) erro
 	if w == nil {
 		return nil
 	}
-	if !dataImageStatusChanged(w.base.Status, w.obj.Status) {
-		w.events.Emit(r.Recorder, w.obj)
-		return nil
-	}
-	if err := r.Client.Status().Patch(ctx, w.obj, client.MergeFrom(w.base)); err != nil {
+	// A merge patch of the status fields that changed (the DataImage controller writes others).
+	if _, err := patch.NewHelper(r.Client, w.base, &r.dataImages).PatchStatus(ctx, w.obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil // deleted meanwhile: nothing to record
 		}
-		return fmt.Errorf("writing data image %s/%s status: %w", w.obj.Namespace, w.obj.Name, err)
+		return err
 	}
-	r.dataImages.Record(w.obj)
 	w.events.Emit(r.Recorder, w.obj)
 	return nil
-}
-
-func dataImageStatusChanged(a, b metal3.DataImageStatus) bool {
-	return !equalPtr(a.AttachedImage, b.AttachedImage) || !equalPtr(a.Error, b.Error) || !a.LastReconciled.Equal(b.LastReconciled)
-}
-
-func equalPtr[T comparable](a, b *T) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
 }

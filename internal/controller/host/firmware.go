@@ -252,7 +252,7 @@ func (r *Reconciler) hostWaitingOnFirmware(ctx context.Context, o client.Object)
 	row := stateOf(host.Status.Provisioning.State)
 	st := host.Status
 	if row.mayPrepare.is() || (row.liveUpdates.is() && (st.OperationalStatus == metal3.OperationalStatusServicing ||
-		st.ErrorType == metal3.ServicingError || hasRebootAnnotation(host))) {
+		st.ErrorType == metal3.ServicingError || companion.HasRebootAnnotation(host))) {
 		return []reconcile.Request{{NamespacedName: key}}
 	}
 	return nil

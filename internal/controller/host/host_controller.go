@@ -26,6 +26,7 @@ import (
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/cacheview"
+	"github.com/metalforge/metalforge/internal/controller/companion"
 	"github.com/metalforge/metalforge/internal/controller/events"
 	"github.com/metalforge/metalforge/internal/controller/patch"
 	"github.com/metalforge/metalforge/internal/provisioner"
@@ -246,11 +247,11 @@ func (r *Reconciler) reconcile(ctx context.Context, host *metal3.BareMetalHost) 
 	log := ctrl.LoggerFrom(ctx).WithValues(logKeyState, host.Status.Provisioning.State)
 	ctx = ctrl.LoggerInto(ctx, log)
 	stale := r.written.Stale(host)
-	if r.Config.Reconciled != nil && (!stale || paused(host)) {
+	if r.Config.Reconciled != nil && (!stale || companion.Paused(host)) {
 		// Reported when this reconcile ends; not for a stale copy, which it does not act on.
 		defer r.Config.Reconciled(client.ObjectKeyFromObject(host), host.ResourceVersion)
 	}
-	if paused(host) {
+	if companion.Paused(host) {
 		log.V(4).Info("Host is paused")
 		return ctrl.Result{}, nil
 	}

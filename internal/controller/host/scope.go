@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/companion"
 	"github.com/metalforge/metalforge/internal/controller/events"
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
@@ -147,7 +148,7 @@ func (s *hostScope) removeAnnotation(key string) {
 // the provisioner's (inspection, deployment) or a deployment ended.
 func (s *hostScope) clearRebootAnnotations() {
 	for key := range s.host.Annotations {
-		if isRebootAnnotation(key) {
+		if companion.IsRebootAnnotation(key) {
 			s.removeAnnotation(key)
 		}
 	}
