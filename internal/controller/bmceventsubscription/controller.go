@@ -28,6 +28,7 @@ import (
 	"github.com/metalforge/metalforge/internal/controller/companion"
 	"github.com/metalforge/metalforge/internal/controller/events"
 	"github.com/metalforge/metalforge/internal/controller/patch"
+	"github.com/metalforge/metalforge/internal/controller/predicates"
 	"github.com/metalforge/metalforge/internal/provisioner"
 	"github.com/metalforge/metalforge/internal/statustext"
 	"github.com/metalforge/metalforge/internal/webhooks"
@@ -116,16 +117,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("bmceventsubscription").
 		For(&metal3.BMCEventSubscription{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, deletionMarked()))).
+			predicate.GenerationChangedPredicate{}, predicates.DeletionMarked()))).
 		Watches(&metal3.BareMetalHost{}, handler.EnqueueRequestsFromMapFunc(r.subscriptionsOf), builder.WithPredicates(hostChanges())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.Concurrency), SkipNameValidation: &r.SkipNameValidation}).
 		Complete(r)
-}
-
-func deletionMarked() predicate.Funcs {
-	return predicate.Funcs{UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
-		return !e.ObjectNew.GetDeletionTimestamp().Equal(e.ObjectOld.GetDeletionTimestamp())
-	}}
 }
 
 // hostChanges passes a host appearing or going, and a change in whether the provisioner can

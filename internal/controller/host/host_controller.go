@@ -29,6 +29,7 @@ import (
 	"github.com/metalforge/metalforge/internal/controller/companion"
 	"github.com/metalforge/metalforge/internal/controller/events"
 	"github.com/metalforge/metalforge/internal/controller/patch"
+	"github.com/metalforge/metalforge/internal/controller/predicates"
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
 
@@ -170,7 +171,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	return b.
 		For(&metal3.BareMetalHost{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
-			predicate.LabelChangedPredicate{}, deletionPredicate(), statusClearedPredicate()))).
+			predicate.LabelChangedPredicate{}, predicates.DeletionMarked(), statusClearedPredicate()))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.hostsUsingSecret), builder.WithPredicates(secretDataChanged())).
 		Watches(&metal3.HostFirmwareSettings{}, handler.EnqueueRequestsFromMapFunc(r.hostWaitingOnFirmware), builder.WithPredicates(firmwareVerdictChanged())).
 		Watches(&metal3.HostFirmwareComponents{}, handler.EnqueueRequestsFromMapFunc(r.hostWaitingOnFirmware), builder.WithPredicates(firmwareVerdictChanged())).
@@ -178,17 +179,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		// A DataImage's spec edit or deletion wakes its host (same name), which may wait on it to
 		// power on; its status writes (ours, its controller's) do not.
 		Watches(&metal3.DataImage{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, deletionPredicate()))).
+			predicate.GenerationChangedPredicate{}, predicates.DeletionMarked()))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.Concurrency), SkipNameValidation: &r.skipNameValidation}).
 		Complete(r)
-}
-
-// deletionPredicate wakes a host when it is marked for deletion. (Finalizer changes do not: ours
-// are our own writes, and a removed one is put back at the next poll.)
-func deletionPredicate() predicate.Funcs {
-	return predicate.Funcs{UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
-		return !e.ObjectNew.GetDeletionTimestamp().Equal(e.ObjectOld.GetDeletionTimestamp())
-	}}
 }
 
 // secretDataChanged passes Secrets that appear, go, or change content; not our own label and

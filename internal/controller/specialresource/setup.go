@@ -29,6 +29,7 @@ import (
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/controller/conditions"
+	"github.com/metalforge/metalforge/internal/controller/predicates"
 	"github.com/metalforge/metalforge/internal/sro/build"
 	"github.com/metalforge/metalforge/internal/sro/image"
 	"github.com/metalforge/metalforge/internal/sro/kernel"
@@ -85,7 +86,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("specialresource").
 		For(&sro.SpecialResource{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
-			predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionPredicate()))).
+			predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicates.DeletionMarked()))).
 		Watches(&sro.SpecialResource{}, handler.EnqueueRequestsFromMapFunc(r.dependants), builder.WithPredicates(readyChanged())).
 		Watches(&corev1.Node{}, nodeHandler{r: r}).
 		WatchesRawSource(recipes).
@@ -98,13 +99,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	return b.WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.Concurrency), SkipNameValidation: &r.skipNameValidation}).
 		Complete(r)
-}
-
-// deletionPredicate wakes a SpecialResource when it is marked for deletion.
-func deletionPredicate() predicate.Funcs {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		return !e.ObjectNew.GetDeletionTimestamp().Equal(e.ObjectOld.GetDeletionTimestamp())
-	}}
 }
 
 // readyChanged passes SpecialResources whose Ready condition changed (for their dependants).

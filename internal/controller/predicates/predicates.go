@@ -1,0 +1,17 @@
+// Package predicates holds the watch filters several controllers use alike.
+package predicates
+
+import (
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+)
+
+// DeletionMarked passes an update that marks the object for deletion (or, with a restore,
+// unmarks it). Or-ed with predicate.GenerationChangedPredicate: a deletion does not change the
+// generation of an object whose finalizer holds it, so that filter alone would miss it until the
+// next poll.
+func DeletionMarked() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+		return !e.ObjectNew.GetDeletionTimestamp().Equal(e.ObjectOld.GetDeletionTimestamp())
+	}}
+}
