@@ -86,18 +86,20 @@ func Open(r io.ReaderAt, size int64) (im *Image, err error) {
 	return im, nil
 }
 
-// OpenFile opens the image in the named file; Close closes the file.
+// OpenFile opens the image in the named file or block device (a CoreOS live ISO written to a
+// disk, which OpenShift's image-customization-controller accepts as its base); Close closes it.
 func OpenFile(name string) (*Image, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("iso: %w", err)
 	}
-	st, err := f.Stat()
+	// The end, not Stat: a block device's Stat size is 0.
+	size, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("iso: %w", err)
+		return nil, fmt.Errorf("iso: %s: %w", name, err)
 	}
-	im, err := Open(f, st.Size())
+	im, err := Open(f, size)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", name, err)

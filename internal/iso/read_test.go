@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -314,4 +315,35 @@ func (c *countingReaderAt) total() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.n
+}
+
+// TestOpenBlockDevice opens an image written to a block device (a loop device here), whose Stat
+// size is 0: the base ISO of the image-customization-controller may be one.
+func TestOpenBlockDevice(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to attach a loop device")
+	}
+	p := filepath.Join(t.TempDir(), "base.iso")
+	files := ironicLike()
+	must(t, WriteFile(p, Options{VolumeID: "ON_A_DISK"}, files))
+	out, err := exec.Command("losetup", "--read-only", "--find", "--show", p).CombinedOutput()
+	if err != nil {
+		t.Skipf("no loop device: %v: %s", err, out)
+	}
+	dev := strings.TrimSpace(string(out))
+	t.Cleanup(func() { _ = exec.Command("losetup", "--detach", dev).Run() })
+	if st, err := os.Stat(dev); err != nil || st.Size() != 0 {
+		t.Fatalf("%s: Stat size %v, %v: the test needs a device that reports 0", dev, st, err)
+	}
+	im, err := OpenFile(dev)
+	must(t, err)
+	defer im.Close()
+	if im.VolumeID() != "ON_A_DISK" {
+		t.Errorf("volume id %q", im.VolumeID())
+	}
+	for _, f := range files {
+		if got, err := im.ReadFile("/" + f.Path); err != nil || !bytes.Equal(got, f.Data) {
+			t.Errorf("%s: %d bytes, %v", f.Path, len(got), err)
+		}
+	}
 }
