@@ -61,8 +61,8 @@ func (g Generator) path() (string, error) {
 }
 
 // Keyfiles returns the keyfiles for s, sorted by name: one per interface, plus an ethernet port
-// profile for each bond port not listed as an interface. An nmcli refusal is a *FieldError naming
-// the interface.
+// profile for each bond port not listed as an interface. An nmcli refusal of the input is a
+// *FieldError naming the interface; nmcli failing to run is a plain error.
 func (g Generator) Keyfiles(ctx context.Context, s *State) ([]Keyfile, error) {
 	nmcli, err := g.path()
 	if err != nil {
@@ -71,14 +71,27 @@ func (g Generator) Keyfiles(ctx context.Context, s *State) ([]Keyfile, error) {
 	var out []Keyfile
 	for _, p := range Profiles(s) {
 		data, err := run(ctx, nmcli, p.Args)
-		if err != nil {
+		var refused refusal
+		if errors.As(err, &refused) {
 			return nil, fieldErr(p.Field, "NetworkManager refused the profile for %s: %v", p.Name, err)
+		} else if err != nil {
+			return nil, fmt.Errorf("nmcli for the profile of %s: %w", p.Name, err)
 		}
 		out = append(out, Keyfile{Name: p.Name + ".nmconnection", Data: data})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
+
+// refusal is nmcli refusing its input (a value out of range, an unknown type): the network
+// data's fault, as opposed to nmcli failing to run, which is the controller's own.
+type refusal string
+
+func (r refusal) Error() string { return string(r) }
+
+// nmcliInputError is nmcli's exit status for "invalid user input, wrong nmcli invocation"
+// (nmcli(1), EXIT STATUS); its message is on stderr.
+const nmcliInputError = 2
 
 func run(ctx context.Context, nmcli string, args []string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, nmcli, append([]string{"--offline", "connection", "add"}, args...)...)
@@ -87,14 +100,21 @@ func run(ctx context.Context, nmcli string, args []string) ([]byte, error) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		return nil, errors.New(strings.TrimPrefix(msg, "Error: "))
+	if err == nil {
+		return out, nil
 	}
-	return out, nil
+	msg := strings.TrimPrefix(strings.TrimSpace(stderr.String()), "Error: ")
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == nmcliInputError && msg != "" {
+		return nil, refusal(msg)
+	}
+	// Killed (memory, a timeout), not started (a process limit, a missing library), or an
+	// internal error: retried like any failure of the controller's own, never blamed on the
+	// network data (which would discard the host's image until the user edits it).
+	if msg != "" {
+		return nil, fmt.Errorf("%w: %s", err, msg)
+	}
+	return nil, err
 }
 
 // Profile is one nmcli offline invocation.

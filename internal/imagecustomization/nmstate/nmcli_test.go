@@ -3,7 +3,9 @@ package nmstate
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -122,5 +124,41 @@ func TestMissingNMCLI(t *testing.T) {
 	_, err = Generator{NMCLI: "/nonexistent/nmcli"}.Keyfiles(context.Background(), s)
 	if !errors.Is(err, ErrNoNMCLI) || !strings.Contains(err.Error(), "apt-get install network-manager") {
 		t.Errorf("error %v", err)
+	}
+}
+
+// An nmcli that refuses its input (exit status 2, a message) makes a *FieldError naming the
+// interface; one that fails to run (killed, an internal error without a message) a plain error,
+// which the image-customization-controller retries instead of blaming the network data.
+func TestNMCLIRefusalOrFailure(t *testing.T) {
+	s, err := Parse([]byte(staticDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, script string
+		field        bool
+		mention      string
+	}{
+		{"refuses a value", "echo \"Error: failed to modify ethernet.mtu: 'x' is out of range.\" >&2; exit 2", true, "out of range"},
+		{"fails without a message", "exit 1", false, "exit status 1"},
+		{"killed", "kill -9 $$", false, "signal: killed"},
+		{"internal error with a message", "echo 'Error: could not create temporary file' >&2; exit 1", false, "temporary file"},
+		{"invocation error without a message", "exit 2", false, "exit status 2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			nmcli := filepath.Join(t.TempDir(), "nmcli")
+			if err := os.WriteFile(nmcli, []byte("#!/bin/sh\n"+c.script+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Generator{NMCLI: nmcli}.Keyfiles(context.Background(), s)
+			var fe *FieldError
+			if err == nil || errors.As(err, &fe) != c.field || !strings.Contains(err.Error(), c.mention) {
+				t.Errorf("error %v (field error: %v), want field error %v mentioning %q", err, errors.As(err, &fe), c.field, c.mention)
+			}
+			if c.field && !strings.HasPrefix(fe.Field, "interfaces[") {
+				t.Errorf("field %q does not name the interface", fe.Field)
+			}
+		})
 	}
 }
