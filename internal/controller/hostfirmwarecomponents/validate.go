@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/metalforge/metalforge/internal/statustext"
+
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 )
 
@@ -76,9 +78,10 @@ func validateURL(raw string) error {
 			return nil
 		}
 	}
-	if err != nil && strings.Contains(raw, "@") {
-		// Unparsable with user information (a password with a space or '#'): a form the status
-		// text cleaner may not recognise, so not repeated in status or events.
+	if strings.Contains(raw, "@") && (err != nil || statustext.Redact(raw) == raw) {
+		// User information the status text cleaner does not recognise (unparsable: a password
+		// with a space or '#'; or no "scheme://" before it: "admin:s3cret@fw.example/bmc.bin"
+		// parses as scheme "admin"): not repeated in status or events.
 		return fmt.Errorf("not an http, https or file URL (not shown: it may hold credentials)")
 	}
 	return fmt.Errorf("%q is not an http, https or file URL", raw)
