@@ -63,29 +63,51 @@ func (s *hostScope) setHardware(hw *metal3.HardwareDetails) {
 func handleMatchProfile(*hostScope) outcome { return advance(metal3.StatePreparing) }
 
 func handlePreparing(s *hostScope) outcome {
-	if fw := s.in.firmware; fw.uncheckedSettings || fw.uncheckedUpdates {
+	run, running := s.preparations.get(s.host.UID)
+	if fw := s.in.firmware; !running && (fw.uncheckedSettings || fw.uncheckedUpdates) {
 		return waitFor(s.cfg.InputRetryDelay, "the firmware changes in spec to be checked by their controller")
 	}
 	if out, wait := s.backingOff(metal3.PreparationError); wait {
 		return out
 	}
-	data := s.prepareData()
 	retried := s.restartOnFailure(metal3.PreparationError)
-	res, err := s.prov.Prepare(s.ctx, s.provHost(), data, retried)
+	if !running || retried {
+		// A retry after a failure takes the spec as it is now: the user may have fixed it.
+		if fw := s.in.firmware; fw.uncheckedSettings || fw.uncheckedUpdates {
+			return waitFor(s.cfg.InputRetryDelay, "the firmware changes in spec to be checked by their controller")
+		}
+		run = s.newPreparation()
+	}
+	res, err := s.prov.Prepare(s.ctx, s.provHost(), run.data, retried)
 	if err != nil {
 		return s.provError(err, "preparing")
 	}
 	s.retryUnderWay(metal3.PreparationError, retried, res)
 	if out, done := s.follow(res, metal3.PreparationError, "the provisioner to apply RAID, root device hints and firmware changes"); !done {
+		if res.Busy {
+			s.preparations.put(s.host.UID, run) // under way: later edits wait for the next one
+		} else {
+			s.preparations.forget(s.host.UID)
+		}
 		return out
 	}
+	s.preparations.forget(s.host.UID)
 	st := &s.host.Status.Provisioning
-	st.RAID = s.host.Spec.RAID.DeepCopy()
-	st.RootDeviceHints = s.host.Spec.RootDeviceHints.DeepCopy()
-	if len(data.FirmwareUpdates) > 0 {
-		s.recordAppliedUpdates()
+	st.RAID, st.RootDeviceHints = run.raid, run.hints
+	switch {
+	case len(run.data.FirmwareUpdates) == 0:
+	case reflect.DeepEqual(run.data.FirmwareUpdates, s.in.firmware.updates):
+		s.recordAppliedUpdates() // spec.updates as read, as metal3 records them
+	default:
+		// The spec changed while the preparation ran: only what it applied is recorded.
+		s.recordServicedUpdates(run.data.FirmwareUpdates)
 	}
 	return advance(metal3.StateAvailable)
+}
+
+// newPreparation is the request of a preparation starting now, and the spec it records.
+func (s *hostScope) newPreparation() preparation {
+	return preparation{data: s.prepareData(), raid: s.host.Spec.RAID.DeepCopy(), hints: s.host.Spec.RootDeviceHints.DeepCopy()}
 }
 
 // prepareData is what changed since the last preparation: RAID and root device hints that differ

@@ -102,6 +102,8 @@ type Reconciler struct {
 	retries retryTimes
 	// finished remembers the live updates the provisioner finished (servicing_memory.go).
 	finished finishedServicings
+	// preparations remembers the request of each running preparation (preparing_memory.go).
+	preparations runningPreparations
 	// dataImages remembers our last write of each host's DataImage status.
 	dataImages patch.Tracker
 	// images remembers our last write of each host's PreprovisioningImage (imageMemory).
@@ -276,7 +278,10 @@ func (r *Reconciler) reconcile(ctx context.Context, host *metal3.BareMetalHost) 
 	p := patch.NewHelper(r.Client, host, &r.written)
 	wall := r.clock()
 	s := &hostScope{ctx: ctx, cfg: &r.Config, prov: r.Provisioner, host: host, regs: &r.regs, retries: &r.retries, finished: &r.finished,
-		now: apiTime(wall), wall: wall}
+		preparations: &r.preparations, now: apiTime(wall), wall: wall}
+	if host.Status.Provisioning.State != metal3.StatePreparing {
+		r.preparations.forget(host.UID)
+	}
 	if err := r.loadInputs(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -395,6 +400,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *hostScope) error {
 	r.retries.forget(host.UID)
 	r.refusals.forget(host.UID)
 	r.finished.forget(host.UID)
+	r.preparations.forget(host.UID)
 	return r.removeFinalizer(ctx, host)
 }
 

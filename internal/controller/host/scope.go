@@ -38,6 +38,8 @@ type hostScope struct {
 	retries *retryTimes
 	// finished: the live updates the provisioner finished, by host.
 	finished *finishedServicings
+	// preparations: the requests of running preparations, by host.
+	preparations *runningPreparations
 	// registered: Register succeeded in this reconcile, no need to ask again.
 	registered bool
 	// needsRegistration: the provisioner said it does not know the host.

@@ -89,3 +89,45 @@ func TestServicingPartialFailureKeepsItsCount(t *testing.T) {
 		t.Fatalf("after the partial failure was read: %s, serviced %d times; want the failure kept for its backoff", describe(h), n)
 	}
 }
+
+// TestPreparingEditedWhileRunning: a firmware update added while the host prepares is not folded
+// into the preparation that runs (the BIOS update it started with would be flashed a second time
+// by a new manual cleaning); the preparation that ran is recorded, and the added update takes
+// the host through preparing once more, alone.
+func TestPreparingEditedWhileRunning(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	// Manual cleaning takes more than a second (see TestPreparingAppliesFirmwareChanges).
+	fix := fixture.New(fixture.Config{Latency: map[fixture.Op]time.Duration{fixture.OpPrepare: 1100 * time.Millisecond}})
+	op := startWithFirmware(t, ns, fix)
+	h := newHost(ns, "h").Build()
+	h.Spec.Image = nil
+	createHost(t, h)
+	waitState(t, ns, "h", metal3.StateAvailable)
+	waitHFC(t, ns, "h", "filled in", func(hfc *metal3.HostFirmwareComponents) bool { return len(hfc.Status.Components) > 0 })
+	prepared := fix.Count(ns, "h", fixture.OpPrepare)
+
+	bios := metal3.FirmwareUpdate{Component: "bios", URL: "http://fw.example/bios-2.20.0.bin"}
+	bmc := metal3.FirmwareUpdate{Component: "bmc", URL: "http://fw.example/bmc.bin?version=8.0"}
+	fix.SetLatency(fixture.OpPrepare, time.Hour)
+	setUpdates(t, ns, "h", bios)
+	poll.Until(t, "the preparation running", func() (bool, string) {
+		n, _ := fix.Node(ns, "h")
+		return n.Busy == fixture.OpPrepare, fmt.Sprintf("busy %q", n.Busy)
+	})
+	setUpdates(t, ns, "h", bios, bmc)
+	op.waitSeen(t, ns, "h", annotate(t, ns, "h", "touch", "1"), 1) // the host asked with both
+	fix.SetLatency(fixture.OpPrepare, 1100*time.Millisecond)
+
+	waitHFC(t, ns, "h", "both updates recorded", func(hfc *metal3.HostFirmwareComponents) bool { return len(hfc.Status.Updates) == 2 })
+	waitState(t, ns, "h", metal3.StateAvailable)
+	if b, m := fix.Flashes(ns, "h", "bios"), fix.Flashes(ns, "h", "bmc"); b != 1 || m != 1 {
+		t.Fatalf("bios flashed %d times, bmc %d times; want once each", b, m)
+	}
+	if v := firmwareVersion(t, fix, ns, "h", "bmc"); v != "8.0" || firmwareVersion(t, fix, ns, "h", "bios") != "2.20.0" {
+		t.Fatalf("bios %s, bmc %s after both preparations", firmwareVersion(t, fix, ns, "h", "bios"), v)
+	}
+	if n := fix.Count(ns, "h", fixture.OpPrepare) - prepared; n != 2 {
+		t.Fatalf("prepared %d times, want 2 (the preparation that ran, then the added update)", n)
+	}
+}

@@ -1,0 +1,56 @@
+package host
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// runningPreparations remembers, per host, the request a preparation started with, so that an
+// edit of the host's firmware objects (or its RAID or root device hints) while the manual
+// cleaning runs does not change the request: the provisioner compares the request with the one
+// it started, and a different one makes it start a second cleaning once the first ends, flashing
+// the firmware of the first again. The preparation that runs is recorded when it ends; what was
+// added meanwhile takes the host through preparing once more (as a change made while it is
+// available does), alone. Servicing keeps its request the same way (servicing.go).
+//
+// Memory only: after an operator restart in the middle of a preparation the host asks with what
+// it reads then, as before. An entry lasts while the host is preparing: any reconcile that sees
+// the host in another state forgets it, so a later preparation never inherits it.
+type runningPreparations struct {
+	m sync.Map // types.UID → preparation
+}
+
+// preparation is what a preparation applies, and what the host records once it is done.
+type preparation struct {
+	data provisioner.PrepareData
+	// raid and hints are the spec's when the preparation started, recorded in status at its end.
+	raid  *metal3.RAIDConfig
+	hints *metal3.RootDeviceHints
+}
+
+func (r *runningPreparations) get(uid types.UID) (preparation, bool) {
+	if r == nil {
+		return preparation{}, false
+	}
+	v, ok := r.m.Load(uid)
+	if !ok {
+		return preparation{}, false
+	}
+	return v.(preparation), true
+}
+
+func (r *runningPreparations) put(uid types.UID, p preparation) {
+	if r != nil {
+		r.m.Store(uid, p)
+	}
+}
+
+func (r *runningPreparations) forget(uid types.UID) {
+	if r != nil {
+		r.m.Delete(uid)
+	}
+}
