@@ -326,7 +326,8 @@ func (s *hostScope) recordAppliedUpdates() {
 	}
 }
 
-// recordServicedUpdates asks the driver to record the updates a live update applied in
+// recordServicedUpdates asks the driver to record the updates a live update (or a preparation
+// whose request was edited while it ran) applied in
 // HostFirmwareComponents' status.updates: those recorded before, each component's replaced by
 // what was applied to it.
 func (s *hostScope) recordServicedUpdates(applied []metal3.FirmwareUpdate) {
