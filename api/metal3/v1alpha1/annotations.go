@@ -122,3 +122,10 @@ const (
 	// checksum field, and a field of our own would be pruned where metal3's CRD is installed.
 	ImageSHA256Annotation = "preprovisioningimage.metalforge.io/sha256sum"
 )
+
+// HTTPHeadersVersionAnnotation is Metalforge's: on a BMCEventSubscription, the resourceVersion of
+// its spec.httpHeadersRef Secret whose headers the subscription on the BMC carries. The
+// BMCEventSubscription controller creates the subscription again when the Secret changes (a
+// rotated token); the status has no field for it, and one of our own would be pruned where
+// metal3's CRD is installed.
+const HTTPHeadersVersionAnnotation = "bmceventsubscription.metalforge.io/http-headers-version"

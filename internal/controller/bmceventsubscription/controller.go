@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -41,6 +42,9 @@ const (
 	ReasonDeleted = "SubscriptionDeleted"
 	ReasonFailed  = "SubscriptionError"
 	ReasonInvalid = "InvalidSubscription"
+	// ReasonHeadersChanged: the headers Secret changed (a rotated token); the subscription is
+	// created again with the new headers (a Redfish subscription's headers cannot be changed).
+	ReasonHeadersChanged = "SubscriptionHeadersChanged"
 	// ReasonLeft: the subscription could not be removed from the BMC (its host is gone from
 	// the provisioner) and may still be there.
 	ReasonLeft = "SubscriptionLeftOnBMC"
@@ -67,8 +71,9 @@ func DefaultConfig() Config {
 // Reconciler is the BMCEventSubscription controller (see the package comment).
 type Reconciler struct {
 	Client client.Client
-	// APIReader reads the headers Secret: the baremetal-operator caches only the Secrets it
-	// labels (cacheview), and a subscription's Secret is the user's.
+	// APIReader reads a headers Secret the cache does not hold yet: the baremetal-operator caches
+	// only the Secrets it labels (cacheview); the controller labels a subscription's Secret on its
+	// first read, so that its changes wake the subscriptions that use it.
 	APIReader   client.Reader
 	Recorder    recorder.EventRecorder
 	Provisioner provisioner.EventSubscriber
@@ -81,17 +86,21 @@ type Reconciler struct {
 	failures sync.Map
 }
 
-// hostNameField indexes subscriptions by spec.hostName.
-const hostNameField = ".metalforge.spec.hostName"
+// hostNameField indexes subscriptions by spec.hostName; headersField by spec.httpHeadersRef.name.
+const (
+	hostNameField = ".metalforge.spec.hostName"
+	headersField  = ".metalforge.spec.httpHeadersRef.name"
+)
 
 // +kubebuilder:rbac:groups=metal3.io,resources=bmceventsubscriptions,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=metal3.io,resources=bmceventsubscriptions/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=metal3.io,resources=bmceventsubscriptions/finalizers,verbs=update
 // +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;patch
 
 // SetupWithManager registers the controller: subscriptions (created, deleted; the spec cannot
-// change) and the hosts they name (appearing, going, registered or not).
+// change), the hosts they name (appearing, going, registered or not) and their headers Secrets
+// (content changed).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -114,11 +123,20 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}); err != nil {
 		return fmt.Errorf("indexing BMCEventSubscriptions by host: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &metal3.BMCEventSubscription{}, headersField, func(o client.Object) []string {
+		if ref := o.(*metal3.BMCEventSubscription).Spec.HTTPHeadersRef; ref != nil {
+			return []string{ref.Name}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing BMCEventSubscriptions by headers Secret: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("bmceventsubscription").
 		For(&metal3.BMCEventSubscription{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicates.DeletionMarked()))).
 		Watches(&metal3.BareMetalHost{}, handler.EnqueueRequestsFromMapFunc(r.subscriptionsOf), builder.WithPredicates(hostChanges())).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.subscriptionsUsing), builder.WithPredicates(predicates.SecretDataChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.Concurrency), SkipNameValidation: &r.SkipNameValidation}).
 		Complete(r)
 }
@@ -138,10 +156,19 @@ func hostChanges() predicate.Funcs {
 }
 
 func (r *Reconciler) subscriptionsOf(ctx context.Context, host client.Object) []reconcile.Request {
+	return r.subscriptionsBy(ctx, host, hostNameField)
+}
+
+func (r *Reconciler) subscriptionsUsing(ctx context.Context, secret client.Object) []reconcile.Request {
+	return r.subscriptionsBy(ctx, secret, headersField)
+}
+
+// subscriptionsBy lists the subscriptions in obj's namespace whose field (an index) names obj.
+func (r *Reconciler) subscriptionsBy(ctx context.Context, obj client.Object, field string) []reconcile.Request {
 	var list metal3.BMCEventSubscriptionList
-	if err := r.Client.List(ctx, &list, client.InNamespace(host.GetNamespace()), client.MatchingFields{hostNameField: host.GetName()},
+	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{field: obj.GetName()},
 		cacheview.ReadOnly); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing the subscriptions of a host", "host", host.GetName())
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the subscriptions of an object", "index", field, "name", obj.GetName())
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))
@@ -197,6 +224,9 @@ type scope struct {
 	p       *patch.Helper
 	events  events.List
 	release bool
+	// headersVersion is the headers Secret's version the subscription on the BMC now carries,
+	// recorded in HTTPHeadersVersionAnnotation after the status.
+	headersVersion string
 }
 
 func (s *scope) run() (ctrl.Result, error) {
@@ -260,16 +290,33 @@ func (s *scope) run() (ctrl.Result, error) {
 			return s.failed(err, "checking the subscription on the BMC")
 		}
 		s.succeeded()
-		if exists {
+		if exists && !s.headersChanged() {
 			s.sub.Status.Error = ""
 			return ctrl.Result{RequeueAfter: companion.Jitter(s.r.Config.Resync)}, nil
+		}
+		if exists {
+			// A Redfish subscription's headers cannot be changed: deleted, then created with
+			// the new ones (below). metal3 kept the old ones: a rotated token ended the events.
+			if err := s.r.Provisioner.DeleteEventSubscription(s.ctx, host, id); err != nil {
+				return s.failed(err, "deleting the subscription to renew its headers")
+			}
+			s.sub.Status.SubscriptionID = ""
+			s.events.Normal(ReasonHeadersChanged, "Create", "The headers Secret changed: subscription "+id+" deleted from the BMC of host "+
+				s.host.Name+", created again with the new headers")
+			return s.create(host)
 		}
 		// A BMC reset to its defaults (or replaced) forgets its subscriptions: metal3 never
 		// noticed, and events stopped for good.
 		s.events.Warning(ReasonLost, "Create", "The BMC of host "+s.host.Name+" no longer has subscription "+id+": creating it again")
 		s.sub.Status.SubscriptionID = ""
 	}
-	headers, err := s.headers()
+	return s.create(host)
+}
+
+// create creates the subscription on the BMC with the headers its Secret holds now, or takes over
+// one an earlier create left there.
+func (s *scope) create(host provisioner.Host) (ctrl.Result, error) {
+	headers, version, err := s.headers()
 	if err != nil {
 		s.setError(ReasonInvalid, err.Error())
 		return ctrl.Result{RequeueAfter: s.r.Config.RetryDelay}, nil
@@ -280,7 +327,7 @@ func (s *scope) run() (ctrl.Result, error) {
 			return s.failed(err, "reading the subscriptions of the BMC")
 		}
 		s.succeeded()
-		s.sub.Status.SubscriptionID, s.sub.Status.Error = id, ""
+		s.sub.Status.SubscriptionID, s.sub.Status.Error, s.headersVersion = id, "", version
 		s.events.Normal(ReasonCreated, "Create", "Subscription "+id+" found on the BMC of host "+s.host.Name+" (an earlier create whose answer was lost) and taken over")
 		return ctrl.Result{RequeueAfter: companion.Jitter(s.r.Config.Resync)}, nil
 	}
@@ -289,7 +336,7 @@ func (s *scope) run() (ctrl.Result, error) {
 		return s.failed(err, "creating the subscription on the BMC")
 	}
 	s.succeeded()
-	s.sub.Status.SubscriptionID, s.sub.Status.Error = id, ""
+	s.sub.Status.SubscriptionID, s.sub.Status.Error, s.headersVersion = id, "", version
 	s.events.Normal(ReasonCreated, "Create", "Subscription "+id+" created on the BMC of host "+s.host.Name)
 	return ctrl.Result{RequeueAfter: companion.Jitter(s.r.Config.Resync)}, nil
 }
@@ -372,24 +419,67 @@ func (s *scope) setError(reason, msg string) {
 }
 
 // headers reads spec.httpHeadersRef: every key of the Secret is a header. The values are never
-// shown (they carry tokens).
-func (s *scope) headers() (map[string]string, error) {
+// shown (they carry tokens). version is the Secret's resourceVersion ("" without a Secret).
+func (s *scope) headers() (headers map[string]string, version string, err error) {
 	ref := s.sub.Spec.HTTPHeadersRef
 	if ref == nil {
-		return nil, nil
+		return nil, "", nil
 	}
-	secret := &corev1.Secret{}
-	key := types.NamespacedName{Namespace: s.sub.Namespace, Name: ref.Name}
-	if err := s.r.APIReader.Get(s.ctx, key, secret); apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("spec.httpHeadersRef: Secret %q not found in namespace %q", ref.Name, s.sub.Namespace)
+	secret, err := s.headersSecret(ref.Name)
+	if apierrors.IsNotFound(err) {
+		return nil, "", fmt.Errorf("spec.httpHeadersRef: Secret %q not found in namespace %q", ref.Name, s.sub.Namespace)
 	} else if err != nil {
-		return nil, fmt.Errorf("spec.httpHeadersRef: reading Secret %q: %w", ref.Name, err)
+		return nil, "", fmt.Errorf("spec.httpHeadersRef: reading Secret %q: %w", ref.Name, err)
 	}
-	headers := make(map[string]string, len(secret.Data))
+	headers = make(map[string]string, len(secret.Data))
 	for k, v := range secret.Data {
 		headers[k] = strings.TrimSpace(string(v))
 	}
-	return headers, nil
+	return headers, secret.ResourceVersion, nil
+}
+
+// headersSecret reads the headers Secret from the cache, or, the first time, from the API server,
+// labelling it for the cache (metal3 labels the Secrets it uses alike): from then on its changes
+// wake the subscriptions that use it. The label's patch answers with the Secret's new version.
+func (s *scope) headersSecret(name string) (*corev1.Secret, error) {
+	secret := &corev1.Secret{}
+	key := types.NamespacedName{Namespace: s.sub.Namespace, Name: name}
+	err := s.r.Client.Get(s.ctx, key, secret)
+	if !apierrors.IsNotFound(err) {
+		return secret, err
+	}
+	if err := s.r.APIReader.Get(s.ctx, key, secret); err != nil {
+		return nil, err
+	}
+	if secret.Labels[metal3.EnvironmentLabel] == metal3.EnvironmentLabelValue {
+		return secret, nil // labelled; the cache has not seen it yet
+	}
+	label := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, metal3.EnvironmentLabel, metal3.EnvironmentLabelValue)
+	if err := s.r.Client.Patch(s.ctx, secret, client.RawPatch(types.MergePatchType, label)); err != nil {
+		return nil, fmt.Errorf("labelling: %w", err)
+	}
+	return secret, nil
+}
+
+// headersChanged: the headers Secret is no longer the version the subscription on the BMC was
+// created with. A subscription without a recorded version (created before the operator recorded
+// it) takes the current one as its own; a Secret that cannot be read leaves the subscription as it
+// is (it works with the headers it has; a re-creation would need the Secret).
+func (s *scope) headersChanged() bool {
+	if s.sub.Spec.HTTPHeadersRef == nil {
+		return false
+	}
+	_, version, err := s.headers()
+	if err != nil {
+		ctrl.LoggerFrom(s.ctx).V(1).Info("Headers Secret not read; the subscription keeps its headers", "error", err.Error())
+		return false
+	}
+	recorded, ok := s.sub.Annotations[metal3.HTTPHeadersVersionAnnotation]
+	if !ok || recorded == "" {
+		s.headersVersion = version
+		return false
+	}
+	return recorded != version
 }
 
 // write patches the status when it changed, announces it, then lets the subscription go when
@@ -398,5 +488,15 @@ func (s *scope) write() error {
 	if s.release {
 		s.r.failures.Delete(s.sub.UID)
 	}
-	return companion.Finish(s.ctx, s.r.Client, s.p, s.sub, s.events, s.r.Recorder, metal3.BMCEventSubscriptionFinalizer, s.release, &s.r.written)
+	if err := companion.Finish(s.ctx, s.r.Client, s.p, s.sub, s.events, s.r.Recorder, metal3.BMCEventSubscriptionFinalizer, s.release, &s.r.written); err != nil {
+		return err
+	}
+	if v := s.headersVersion; v != "" && !s.release && s.sub.Annotations[metal3.HTTPHeadersVersionAnnotation] != v {
+		// After the status: a lost write of it only re-creates the subscription once more.
+		err := s.p.PatchMetadata(s.ctx, s.sub, func() { metav1.SetMetaDataAnnotation(&s.sub.ObjectMeta, metal3.HTTPHeadersVersionAnnotation, v) })
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
 }

@@ -127,6 +127,44 @@ func TestSubscriptionLifecycle(t *testing.T) {
 	noSecretValue(t, ns, "s")
 }
 
+// A changed headers Secret (a rotated token) reaches the BMC: the subscription is deleted and
+// created again with the new headers (Redfish cannot change them), once; the Secret is labelled
+// for the operator's cache on its first read, and its version is recorded on the subscription.
+func TestSubscriptionHeadersRotated(t *testing.T) {
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	start(t, ns, fix)
+	companiontest.NewHost(t, env.Client, fix, ns, "h")
+	create(t, builder.DataSecret(ns, "headers", "Authorization", token), newSubscription(ns, "s", "h", true))
+
+	secret := &corev1.Secret{}
+	sub := waitSub(t, ns, "s", "created, the Secret's version recorded", func(s *metal3.BMCEventSubscription) bool {
+		companiontest.Get(t, env.Client, ns, "headers", secret)
+		return s.Status.SubscriptionID != "" && s.Annotations[metal3.HTTPHeadersVersionAnnotation] == secret.ResourceVersion
+	})
+	if secret.Labels[metal3.EnvironmentLabel] != metal3.EnvironmentLabelValue {
+		t.Errorf("headers Secret labels %v, want the cache label", secret.Labels)
+	}
+	first := sub.Status.SubscriptionID
+
+	const rotated = "Bearer s3cret-rotated"
+	secret = &corev1.Secret{}
+	companiontest.Update(t, env.Client, ns, "headers", secret, func() { secret.Data["Authorization"] = []byte(rotated) })
+	sub = waitSub(t, ns, "s", "created again with the new headers", func(s *metal3.BMCEventSubscription) bool {
+		return s.Status.SubscriptionID != "" && s.Status.SubscriptionID != first &&
+			s.Annotations[metal3.HTTPHeadersVersionAnnotation] == secret.ResourceVersion
+	})
+	subs := fix.Subscriptions(ns, "h")
+	if len(subs) != 1 || subs[sub.Status.SubscriptionID].HTTPHeaders["Authorization"] != rotated {
+		t.Errorf("on the BMC: %v; want only the new subscription, with the rotated token", subs)
+	}
+	companiontest.WaitEvent(t, env.Client, ns, "BMCEventSubscription", "s", ReasonHeadersChanged)
+	if n := fix.Count(ns, "h", fixture.OpCreateSubscription); n != 2 {
+		t.Errorf("%d creations, want 2 (the first, the renewal)", n)
+	}
+	noSecretValue(t, ns, "s")
+}
+
 // Problems name the field and clear once fixed: a missing headers Secret, a host that does not
 // exist yet, a BMC that refuses the subscription (retried).
 func TestSubscriptionProblems(t *testing.T) {

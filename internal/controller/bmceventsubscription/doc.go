@@ -6,7 +6,8 @@
 //
 // What it does beyond metal3's controller: it checks every Resync that the BMC still has the
 // subscription and creates it again when a BMC reset lost it (metal3 created it once: events then
-// stopped for good, silently); it is woken by the named host's changes (metal3's watch enqueued the
+// stopped for good, silently); a changed headers Secret (a rotated token) re-creates it with the
+// new headers (metal3 kept the old ones); it is woken by the named host's changes (metal3's watch enqueued the
 // host's own name, so a subscription waiting for its host was retried every 10 minutes); its
 // errors name the field (a missing headers Secret, a host that does not exist) and never show the
 // headers' values; a subscription whose host is detached or being deleted is let go with a Warning

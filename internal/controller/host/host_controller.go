@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"time"
 
@@ -174,7 +173,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		For(&metal3.BareMetalHost{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
 			predicate.LabelChangedPredicate{}, predicates.DeletionMarked(), statusClearedPredicate()))).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.hostsUsingSecret), builder.WithPredicates(secretDataChanged())).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.hostsUsingSecret), builder.WithPredicates(predicates.SecretDataChanged())).
 		Watches(&metal3.HostFirmwareSettings{}, handler.EnqueueRequestsFromMapFunc(r.hostWaitingOnFirmware), builder.WithPredicates(firmwareVerdictChanged())).
 		Watches(&metal3.HostFirmwareComponents{}, handler.EnqueueRequestsFromMapFunc(r.hostWaitingOnFirmware), builder.WithPredicates(firmwareVerdictChanged())).
 		Watches(&metal3.HostUpdatePolicy{}, handler.EnqueueRequestsFromMapFunc(hostOfPolicy), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -184,17 +183,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 			predicate.GenerationChangedPredicate{}, predicates.DeletionMarked()))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.Concurrency), SkipNameValidation: &r.skipNameValidation}).
 		Complete(r)
-}
-
-// secretDataChanged passes Secrets that appear, go, or change content; not our own label and
-// finalizer changes.
-func secretDataChanged() predicate.Funcs {
-	return predicate.Funcs{UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
-		o, okO := e.ObjectOld.(*corev1.Secret)
-		n, okN := e.ObjectNew.(*corev1.Secret)
-		return !okO || !okN || !reflect.DeepEqual(o.Data, n.Data) || !reflect.DeepEqual(o.StringData, n.StringData) ||
-			!n.DeletionTimestamp.Equal(o.DeletionTimestamp)
-	}}
 }
 
 // statusClearedPredicate wakes a host whose status was replaced by someone else (a restore).

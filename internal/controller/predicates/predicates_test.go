@@ -38,3 +38,26 @@ func TestDeletionMarked(t *testing.T) {
 		t.Error("creations and deletions must pass")
 	}
 }
+
+func TestSecretDataChanged(t *testing.T) {
+	secret := func(data map[string][]byte, labels map[string]string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Data: data}
+	}
+	v1 := map[string][]byte{"password": []byte("a")}
+	v2 := map[string][]byte{"password": []byte("b")}
+	cases := []struct {
+		name     string
+		old, new *corev1.Secret
+		want     bool
+	}{
+		{"value changed", secret(v1, nil), secret(v2, nil), true},
+		{"key added", secret(v1, nil), secret(map[string][]byte{"password": []byte("a"), "user": []byte("u")}, nil), true},
+		{"labelled by an operator", secret(v1, nil), secret(v1, map[string]string{"environment.metal3.io": "baremetal"}), false},
+	}
+	p := SecretDataChanged()
+	for _, c := range cases {
+		if got := p.Update(ctrlevent.UpdateEvent{ObjectOld: c.old, ObjectNew: c.new}); got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
+		}
+	}
+}
