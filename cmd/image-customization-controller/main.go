@@ -2,8 +2,9 @@
 // PreprovisioningImage and serves it over HTTP. It reads the configuration of OpenShift's
 // image-customization-controller (environment DEPLOY_ISO, DEPLOY_INITRD, DEPLOY_KERNEL,
 // IRONIC_BASE_URL, IRONIC_AGENT_IMAGE, IRONIC_RAMDISK_SSH_KEY, IP_OPTIONS, ADDITIONAL_NTP_SERVERS,
-// CA_BUNDLE, IRONIC_ROOTFS_URL; flags -images-bind-addr and -images-publish-addr), so a cluster
-// can run either. Out of a cluster it connects with KUBECONFIG. Flags and wiring only: the
+// CA_BUNDLE, IRONIC_ROOTFS_URL, HTTP_PROXY, HTTPS_PROXY, NO_PROXY, IRONIC_AGENT_PULL_SECRET or
+// the file /run/secrets/pull-secret; flags -images-bind-addr and -images-publish-addr), so a
+// cluster can run either. Out of a cluster it connects with KUBECONFIG. Flags and wiring only: the
 // behaviour lives in internal/controller/imagecustomization and internal/imagecustomization.
 package main
 
@@ -83,8 +84,13 @@ func main() {
 	}
 }
 
-// agentConfig reads the agent settings from the environment.
-func agentConfig(log logr.Logger) (ignition.AgentConfig, error) {
+// pullSecretFile is where OpenShift's cluster-baremetal-operator mounts the agent's pull secret
+// (base64 of the cluster's .dockerconfigjson), read when IRONIC_AGENT_PULL_SECRET is not set.
+const pullSecretFile = "/run/secrets/pull-secret"
+
+// agentConfig reads the agent settings from the environment (the pull secret, without
+// IRONIC_AGENT_PULL_SECRET, from secretFile).
+func agentConfig(log logr.Logger, secretFile string) (ignition.AgentConfig, error) {
 	var c ignition.AgentConfig
 	var err error
 	if c.IronicURLs, err = ignition.ParseIronicURLs(os.Getenv("IRONIC_BASE_URL")); err != nil {
@@ -100,8 +106,54 @@ func agentConfig(log logr.Logger) (ignition.AgentConfig, error) {
 			c.NTPServers = append(c.NTPServers, s)
 		}
 	}
-	c.CABundle, err = caBundle(log)
-	return c, err
+	// The proxy the controller fetches overrides through (Go's spelling and precedence) is the one
+	// the hosts pull the agent image through.
+	c.HTTPProxy = getenvAny("HTTP_PROXY", "http_proxy")
+	c.HTTPSProxy = getenvAny("HTTPS_PROXY", "https_proxy")
+	c.NoProxy = getenvAny("NO_PROXY", "no_proxy")
+	if c.PullSecret, err = pullSecret(log, secretFile); err != nil {
+		return c, err
+	}
+	if c.CABundle, err = caBundle(log); err != nil {
+		return c, err
+	}
+	return c, c.Check()
+}
+
+// getenvAny is the first of the variables that is set and not empty.
+func getenvAny(names ...string) string {
+	for _, n := range names {
+		if v := os.Getenv(n); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// pullSecret reads the credentials podman pulls the agent image with: IRONIC_AGENT_PULL_SECRET,
+// else the file OpenShift's operator mounts (none there: no secret, for a registry that needs
+// none). An unreadable or malformed secret stops the controller at start: every host would fail
+// to pull its agent while its image showed Ready. Only where the secret came from is logged.
+func pullSecret(log logr.Logger, file string) (ignition.PullSecret, error) {
+	from, raw := "IRONIC_AGENT_PULL_SECRET", os.Getenv("IRONIC_AGENT_PULL_SECRET")
+	if raw == "" {
+		data, err := os.ReadFile(file)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the pull secret %s: %w", file, err)
+		}
+		from, raw = file, string(data)
+	}
+	secret, err := ignition.ParsePullSecret(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", from, err)
+	}
+	if secret != nil {
+		log.Info("Hosts pull the agent image with the pull secret", "from", from)
+	}
+	return secret, nil
 }
 
 // caBundle reads the PEM bundle CA_BUNDLE names: the live system trusts it, and Ignition overrides
@@ -129,7 +181,7 @@ func run(ctx context.Context, o options) error {
 	if o.publishAddr == "" {
 		return errors.New("-images-publish-addr is required")
 	}
-	agent, err := agentConfig(log)
+	agent, err := agentConfig(log, pullSecretFile)
 	if err != nil {
 		return err
 	}

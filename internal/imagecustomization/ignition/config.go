@@ -1,7 +1,9 @@
 package ignition
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +11,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"unicode"
 
 	v32 "github.com/coreos/ignition/v2/config/v3_2"
 	"github.com/coreos/ignition/v2/config/v3_2/types"
@@ -26,6 +29,8 @@ const (
 	ChronyConfigPath = "/etc/chrony.conf"
 	ClientIDPath     = "/etc/NetworkManager/conf.d/clientid.conf"
 	AgentUnit        = "ironic-agent.service"
+	// AuthFilePath is the pull secret podman pulls the agent image with (OpenShift's path).
+	AuthFilePath = "/etc/authfile.json"
 )
 
 // defaultIronicPort is added to an IRONIC_BASE_URL entry without a port (Ironic's API port).
@@ -33,7 +38,11 @@ const defaultIronicPort = "6385"
 
 // AgentConfig is what every host's agent image shares: the image-customization-controller's
 // environment (IRONIC_BASE_URL, IRONIC_AGENT_IMAGE, IRONIC_RAMDISK_SSH_KEY, IP_OPTIONS,
-// ADDITIONAL_NTP_SERVERS and the content of CA_BUNDLE).
+// ADDITIONAL_NTP_SERVERS, the content of CA_BUNDLE, HTTP_PROXY, HTTPS_PROXY, NO_PROXY and
+// IRONIC_AGENT_PULL_SECRET).
+//
+// The fields added after the first release are omitted from JSON when empty: the builder digests
+// the configuration as JSON, and a controller upgraded without them must keep its images' URLs.
 type AgentConfig struct {
 	// IronicURLs are the Ironic API endpoints the agent tries (api_url), with the port.
 	IronicURLs []string
@@ -48,6 +57,58 @@ type AgentConfig struct {
 	NTPServers []string
 	// CABundle (PEM) is trusted by the live system.
 	CABundle []byte
+	// HTTPProxy, HTTPSProxy and NoProxy are the cluster's proxy: podman pulls the agent image
+	// through it and hands it to the agent's container. Without them a host behind a proxy never
+	// gets its agent, so never reaches Ironic.
+	HTTPProxy  string `json:",omitempty"`
+	HTTPSProxy string `json:",omitempty"`
+	NoProxy    string `json:",omitempty"`
+	// PullSecret authenticates podman's pull of AgentImage (a registry that asks for credentials).
+	PullSecret PullSecret `json:",omitempty"`
+}
+
+// PullSecret is a registry credentials file: a container auth config's JSON ({"auths": …}). It
+// never prints (fmt and loggers see "<redacted>"), and its JSON is its digest, which is all the
+// builder's configuration digest needs: a new secret still rebuilds every image.
+type PullSecret []byte
+
+const redacted = "<redacted>"
+
+// String redacts the secret.
+func (PullSecret) String() string { return redacted }
+
+// GoString redacts the secret for %#v.
+func (PullSecret) GoString() string { return redacted }
+
+// Format redacts the secret for every verb (%x or %d on a byte slice would print it otherwise).
+func (PullSecret) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(redacted)) }
+
+// MarshalJSON is the secret's SHA-256.
+func (s PullSecret) MarshalJSON() ([]byte, error) {
+	sum := sha256.Sum256(s)
+	return json.Marshal("sha256:" + hex.EncodeToString(sum[:]))
+}
+
+// ParsePullSecret reads IRONIC_AGENT_PULL_SECRET as OpenShift's cluster-baremetal-operator
+// writes it (base64 of the cluster's .dockerconfigjson), or that JSON itself; surrounding space
+// is ignored and "" is no secret. Errors never quote the value.
+func ParsePullSecret(s string) (PullSecret, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	data := []byte(s)
+	if !strings.HasPrefix(s, "{") {
+		var err error
+		if data, err = base64.StdEncoding.DecodeString(s); err != nil {
+			return nil, errors.New("the pull secret is neither base64 nor JSON")
+		}
+	}
+	var auth map[string]json.RawMessage
+	if json.Unmarshal(data, &auth) != nil || auth == nil {
+		return nil, errors.New("the pull secret is not a container auth config (a JSON object, as .dockerconfigjson)")
+	}
+	return data, nil
 }
 
 // ParseIronicURLs reads IRONIC_BASE_URL: comma-separated http(s) URLs; Ironic's port is added to
@@ -85,11 +146,8 @@ type Host struct {
 // Build returns the host's Ignition config (spec 3.2.0, JSON). The same input gives the same
 // bytes, and the result is checked with Ignition's own validation.
 func Build(cfg AgentConfig, host Host) ([]byte, error) {
-	if len(cfg.IronicURLs) == 0 {
-		return nil, errors.New("no Ironic URL")
-	}
-	if cfg.AgentImage == "" {
-		return nil, errors.New("no agent image")
+	if err := cfg.Check(); err != nil {
+		return nil, err
 	}
 	c := types.Config{Ignition: types.Ignition{Version: SpecVersion}}
 	files := []types.File{
@@ -103,6 +161,10 @@ func Build(cfg AgentConfig, host Host) ([]byte, error) {
 	}
 	if len(cfg.CABundle) > 0 {
 		files = append(files, file(CABundlePath, 0o644, string(cfg.CABundle)))
+	}
+	if len(cfg.PullSecret) > 0 {
+		// Root's podman reads it; nobody else on the live system needs the credentials.
+		files = append(files, file(AuthFilePath, 0o600, string(cfg.PullSecret)))
 	}
 	if len(cfg.NTPServers) > 0 {
 		var b strings.Builder
@@ -130,6 +192,29 @@ func Build(cfg AgentConfig, host Host) ([]byte, error) {
 	return out, nil
 }
 
+// Check reports a configuration no image can be built with. It quotes no proxy value: a proxy
+// URL may carry credentials.
+func (cfg AgentConfig) Check() error {
+	if len(cfg.IronicURLs) == 0 {
+		return errors.New("no Ironic URL")
+	}
+	if cfg.AgentImage == "" {
+		return errors.New("no agent image")
+	}
+	for _, v := range proxyVars(cfg) {
+		if strings.ContainsFunc(v.value, unicode.IsControl) {
+			return fmt.Errorf("%s holds a control character, which the agent's systemd unit cannot carry", v.name)
+		}
+	}
+	return nil
+}
+
+type envVar struct{ name, value string }
+
+func proxyVars(cfg AgentConfig) []envVar {
+	return []envVar{{"HTTP_PROXY", cfg.HTTPProxy}, {"HTTPS_PROXY", cfg.HTTPSProxy}, {"NO_PROXY", cfg.NoProxy}}
+}
+
 // agentConf is ironic-python-agent's configuration file. Without network data the agent brings
 // up VLAN interfaces it learns of by LLDP; with it, the network is what the data says.
 func agentConf(cfg AgentConfig, host Host) string {
@@ -141,7 +226,8 @@ func agentConf(cfg AgentConfig, host Host) string {
 }
 
 // agentUnit runs the agent container on the live system. IPA_COREOS_COPY_NETWORK makes the agent
-// copy the live system's NetworkManager profiles into the installed one.
+// copy the live system's NetworkManager profiles into the installed one. Without a proxy or a
+// pull secret the unit is byte for byte what it was before they were supported.
 func agentUnit(cfg AgentConfig, host Host) string {
 	env := []string{
 		"IPA_COREOS_IP_OPTIONS=" + cfg.IPOptions,
@@ -158,22 +244,47 @@ func agentUnit(cfg AgentConfig, host Host) string {
 		fmt.Fprintf(&run, " --env %q", e)
 	}
 	run.WriteString(" " + cfg.AgentImage)
+	pull := "/bin/podman pull"
+	if len(cfg.PullSecret) > 0 {
+		// Only the pull needs it: the run finds the image pulled.
+		pull += " --authfile " + AuthFilePath
+	}
 	return fmt.Sprintf(`[Unit]
 Description=Ironic agent
 After=network-online.target
 Wants=network-online.target
 
 [Service]
-Type=simple
+%sType=simple
 TimeoutStartSec=0
 Restart=on-failure
 RestartSec=5
-ExecStartPre=/bin/podman pull %s
+ExecStartPre=%s %s
 ExecStart=%s
 
 [Install]
 WantedBy=multi-user.target
-`, cfg.AgentImage, run.String())
+`, proxyEnvironment(cfg), pull, cfg.AgentImage, run.String())
+}
+
+// proxyEnvironment is the service's Environment= lines for the proxy variables that are set.
+// systemd gives them to every command of the service: podman pulls the agent image through the
+// proxy, and podman run passes them on to the agent's container (its --http-proxy, on by
+// default), so the agent's own downloads go the same way (OpenShift's unit does the same).
+func proxyEnvironment(cfg AgentConfig) string {
+	var b strings.Builder
+	for _, v := range proxyVars(cfg) {
+		if v.value != "" {
+			fmt.Fprintf(&b, "Environment=%s\n", systemdQuote(v.name+"="+v.value))
+		}
+	}
+	return b.String()
+}
+
+// systemdQuote makes s one double-quoted word of a unit file: systemd unescapes backslashes and
+// quotes in it and expands % specifiers (a percent-encoded proxy password has % in it).
+func systemdQuote(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "%", "%%").Replace(s) + `"`
 }
 
 func file(path string, mode int, content string) types.File {

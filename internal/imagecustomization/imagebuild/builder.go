@@ -14,7 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -109,7 +111,11 @@ func (b *Builder) prepare(arch string, set *baseimage.Set) error {
 		}
 	}
 	if b.cfg.RootfsURL != "" {
-		b.rootfsURL[arch] = b.cfg.RootfsURL
+		u, err := archRootfsURL(b.cfg.RootfsURL, arch, b.cfg.Catalog.HostArch)
+		if err != nil {
+			return err
+		}
+		b.rootfsURL[arch] = u
 	}
 	if set.Kernel != nil {
 		b.validIDs[set.Kernel.Path] = set.Kernel.ID()
@@ -146,6 +152,25 @@ func (b *Builder) prepare(arch string, set *baseimage.Set) error {
 	b.isos[arch] = tmpl
 	b.validIDs[tmpl.Path] = tmpl.ID()
 	return nil
+}
+
+// archRootfsURL is IRONIC_ROOTFS_URL for arch. The variable names the host architecture's root
+// filesystem; another architecture's sits beside it with the architecture before the extension
+// (ironic-python-agent_aarch64.rootfs), as OpenShift's machine OS images lay them out in Ironic's
+// image directory and OpenShift's controller asks for them. The host's must never stand in: a
+// live initramfs refuses a root filesystem that is not its own.
+func archRootfsURL(hostURL, arch, hostArch string) (string, error) {
+	if arch == hostArch {
+		return hostURL, nil
+	}
+	u, err := url.Parse(hostURL)
+	if err != nil {
+		return "", fmt.Errorf("IRONIC_ROOTFS_URL is not a URL: %w", err)
+	}
+	ext := path.Ext(u.Path)
+	u.Path = strings.TrimSuffix(u.Path, ext) + "_" + arch + ext
+	u.RawPath = ""
+	return u.String(), nil
 }
 
 // minimalTemplate writes (once per base and URL) the minimal ISO every host's ISO is made of.
