@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/test/builder"
@@ -14,7 +15,7 @@ import (
 
 // eventSubscription: a BMCEventSubscription on real Ironic and bmcsim, through the Kubernetes API
 // only: created on the BMC with its destination and context (bmcsim's Redfish EventService lists
-// it), deleted from the BMC with the object.
+// it), created again when its headers Secret changes, deleted from the BMC with the object.
 func (s *suite) eventSubscription(t *testing.T, ns string) { //nolint:thelper // a test body run as a subtest: failures must point into it
 	srv := s.Take(t)
 	img, _ := s.diskImage(ns+"-events", false)
@@ -42,6 +43,25 @@ func (s *suite) eventSubscription(t *testing.T, ns string) { //nolint:thelper //
 		t.Fatalf("bmcsim's subscriptions %+v: want the one subscription with the spec's destination, context and header", st.State.Subscriptions)
 	}
 	s.waitObjectEvent(t, ns, "BMCEventSubscription", "events", "SubscriptionCreated", sub.Status.SubscriptionID)
+
+	// A rotated token and a header added: the subscription on the BMC is replaced by one with the
+	// Secret's new headers.
+	first := sub.Status.SubscriptionID
+	if err := s.c.Get(context.Background(), client.ObjectKeyFromObject(headers), headers); err != nil {
+		t.Fatal(err)
+	}
+	headers.Data = map[string][]byte{"Authorization": []byte("Bearer e2e-rotated-token"), "X-Tenant": []byte("e2e")}
+	if err := s.c.Update(context.Background(), headers); err != nil {
+		t.Fatalf("rotating the headers Secret: %v", err)
+	}
+	s.waitObject(t, sub, ns, "events", "created again with the new headers", func() bool {
+		return sub.Status.SubscriptionID != "" && sub.Status.SubscriptionID != first && sub.Status.Error == ""
+	})
+	if st := s.server(t, srv.Name); len(st.State.Subscriptions) != 1 ||
+		!slices.Equal(st.State.Subscriptions[0].HeaderNames, []string{"Authorization", "X-Tenant"}) {
+		t.Fatalf("bmcsim's subscriptions %+v after the rotation: want one, with the Secret's two headers", st.State.Subscriptions)
+	}
+	s.waitObjectEvent(t, ns, "BMCEventSubscription", "events", "SubscriptionHeadersChanged", first)
 
 	if err := s.c.Delete(context.Background(), sub); err != nil {
 		t.Fatalf("deleting the BMCEventSubscription: %v", err)
