@@ -41,7 +41,12 @@ type Config struct {
 	Insecure bool
 	// KernelParams (IRONIC_KERNEL_PARAMS) are added to the agent's kernel command line.
 	KernelParams string
-	FastTrack    bool // IRONIC_FAST_TRACK, default true
+	// KernelIPFromAddresses (IRONIC_KERNEL_IP_FROM_ADDRESSES, default false) adds the agent's ip=
+	// option for the families of the addresses it is given (Ironic's and ExternalIP). The
+	// cluster-baremetal-operator asks for it when Ironic's address is the node's (status.hostIP),
+	// which only the running pod knows.
+	KernelIPFromAddresses bool
+	FastTrack             bool // IRONIC_FAST_TRACK, default true
 
 	// SharedDir is the volume shared with the HTTP server (SHARED_DIR, default /shared).
 	SharedDir string
@@ -115,8 +120,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.VMediaTLSPort, err = port(getenv, "VMEDIA_TLS_PORT", 0); err != nil {
 		errs = append(errs, err)
 	}
-	for name, dst := range map[string]*bool{"IRONIC_INSECURE": &c.Insecure, "IRONIC_FAST_TRACK": &c.FastTrack, "LISTEN_ALL_INTERFACES": &c.ListenAll} {
-		def := name != "IRONIC_INSECURE"
+	for name, dst := range map[string]*bool{"IRONIC_INSECURE": &c.Insecure, "IRONIC_FAST_TRACK": &c.FastTrack, "LISTEN_ALL_INTERFACES": &c.ListenAll,
+		"IRONIC_KERNEL_IP_FROM_ADDRESSES": &c.KernelIPFromAddresses} {
+		def := name == "IRONIC_FAST_TRACK" || name == "LISTEN_ALL_INTERFACES"
 		v := getenv(name)
 		if v == "" {
 			*dst = def

@@ -11,8 +11,8 @@ import (
 // DnsmasqConf is the DHCP and TFTP configuration of a Managed provisioning network: leases from
 // DHCP_RANGE on the provisioning interface, iPXE chain-loaded over TFTP (the UEFI or the BIOS
 // loader, FillTFTPRoot puts them in the TFTP root) and then pointed at
-// Ironic's boot script over HTTP, the gateway (or none), and Ironic's address as DNS server when
-// DNS_IP is "provisioning". No DNS service of its own (port=0).
+// Ironic's boot script over HTTP, the gateway (or none; on IPv6 never a default route), and
+// Ironic's address as DNS server when DNS_IP is "provisioning". No DNS service of its own (port=0).
 func DnsmasqConf(c Config, ip netip.Addr, iface string) (string, error) {
 	parts := strings.Split(c.DHCPRange, ",")
 	if len(parts) < 2 {
@@ -69,7 +69,12 @@ func DnsmasqConf(c Config, ip netip.Addr, iface string) (string, error) {
 			bits = 64
 		}
 		w("dhcp-range=%s,%s,%d", start, end, bits)
+		// Router advertisements carry the prefix; router lifetime 0 (and the default interval)
+		// keeps the provisioning network from being anyone's default route, as dhcp-option=3
+		// does for IPv4 and metal3's ironic-image does. Without it dnsmasq announces itself as
+		// default router for three intervals (1800 s).
 		w("enable-ra")
+		w("ra-param=%s,0,0", iface)
 		w("dhcp-match=set:ipxe6,option6:user-class,iPXE")
 		// DHCPv6 network boot is UEFI only: no BIOS loader.
 		w("dhcp-option=tag:!ipxe6,option6:bootfile-url,tftp://%s/%s", urlHost(ip), EFILoader)

@@ -107,6 +107,9 @@ func IronicConf(c Config, ip netip.Addr, tls bool) string {
 	}
 	section("deploy", deploy...)
 	kernel := strings.TrimSpace("nofb vga=normal " + c.KernelParams)
+	if c.KernelIPFromAddresses {
+		kernel += " " + agentIPOptions(ip, c.ExternalIP)
+	}
 	if c.Insecure {
 		kernel += " ipa-insecure=1"
 	}
@@ -121,4 +124,27 @@ func IronicConf(c Config, ip netip.Addr, tls bool) string {
 	section("dhcp", "dhcp_provider", "none")
 	section("oslo_concurrency", "lock_path", filepath.Join(c.DataDir, "lock"))
 	return b.String()
+}
+
+// agentIPOptions is the agent's ip= kernel option for the families of the addresses it reaches
+// Ironic on: DHCPv4, DHCPv6, or both ("dhcp,dhcp6": dracut and NetworkManager's initrd generator
+// try both, either is enough). An IPv6-only host asked for DHCPv4 alone never gets an address.
+func agentIPOptions(addrs ...netip.Addr) string {
+	var v4, v6 bool
+	for _, a := range addrs {
+		switch {
+		case !a.IsValid():
+		case a.Unmap().Is4():
+			v4 = true
+		default:
+			v6 = true
+		}
+	}
+	switch {
+	case v4 && v6:
+		return "ip=dhcp,dhcp6"
+	case v6:
+		return "ip=dhcp6"
+	}
+	return "ip=dhcp"
 }

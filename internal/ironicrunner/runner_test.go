@@ -23,7 +23,7 @@ func TestFromEnv(t *testing.T) {
 	}{
 		"defaults": {env: map[string]string{}, check: func(t *testing.T, c Config) {
 			t.Helper()
-			if c.APIPort != 6385 || c.HTTPPort != 6180 || c.VMediaTLSPort != 0 || !c.FastTrack || !c.ListenAll || c.Insecure ||
+			if c.APIPort != 6385 || c.HTTPPort != 6180 || c.VMediaTLSPort != 0 || !c.FastTrack || !c.ListenAll || c.Insecure || c.KernelIPFromAddresses ||
 				c.SharedDir != "/shared" || c.DataDir != "/var/lib/ironic" || c.ConfDir != "/etc/ironic" {
 				t.Errorf("defaults %+v", c)
 			}
@@ -34,9 +34,11 @@ func TestFromEnv(t *testing.T) {
 				t.Errorf("%+v", c)
 			}
 		}},
-		"plain IPv6": {env: map[string]string{"PROVISIONING_IP": "fd00::3", "IRONIC_EXTERNAL_IP": "10.0.0.5", "IRONIC_INSECURE": "true", "VMEDIA_TLS_PORT": "6183"}, check: func(t *testing.T, c Config) {
+		"plain IPv6": {env: map[string]string{"PROVISIONING_IP": "fd00::3", "IRONIC_EXTERNAL_IP": "10.0.0.5", "IRONIC_INSECURE": "true", "VMEDIA_TLS_PORT": "6183",
+			"IRONIC_KERNEL_IP_FROM_ADDRESSES": "true"}, check: func(t *testing.T, c Config) {
 			t.Helper()
-			if c.ProvisioningIP != netip.MustParseAddr("fd00::3") || c.Prefix != 0 || c.ExternalIP.String() != "10.0.0.5" || !c.Insecure || c.VMediaTLSPort != 6183 {
+			if c.ProvisioningIP != netip.MustParseAddr("fd00::3") || c.Prefix != 0 || c.ExternalIP.String() != "10.0.0.5" || !c.Insecure || c.VMediaTLSPort != 6183 ||
+				!c.KernelIPFromAddresses {
 				t.Errorf("%+v", c)
 			}
 		}},
@@ -144,6 +146,34 @@ func TestIronicConf(t *testing.T) {
 			want: []string{"host_ip = fd00:1101::3", "http_url = http://[fd00:1101::3]:6180", "external_callback_url = https://[fd00::5]:6385",
 				"external_http_url = http://[fd00::5]:6180", "kernel_append_params = nofb vga=normal ip=dhcp6"},
 		},
+		// The cluster-baremetal-operator asks for ip= from the addresses when Ironic's is the
+		// node's (status.hostIP), which only the running pod knows: an IPv6 node gets DHCPv6.
+		"the agent's ip= from Ironic's IPv6 address": {
+			c: func(c Config) Config {
+				c.KernelParams, c.KernelIPFromAddresses = "rd.net.timeout.carrier=30", true
+				return c
+			},
+			ip:    netip.MustParseAddr("fd00::10"),
+			want:  []string{"kernel_append_params = nofb vga=normal rd.net.timeout.carrier=30 ip=dhcp6"},
+			avoid: []string{"ip=dhcp "},
+		},
+		"the agent's ip= from Ironic's IPv4 address": {
+			c: func(c Config) Config { c.KernelIPFromAddresses = true; return c }, ip: v4,
+			want: []string{"kernel_append_params = nofb vga=normal ip=dhcp"},
+		},
+		"the agent's ip= from an IPv4 Ironic and an IPv6 external address": {
+			c: func(c Config) Config {
+				c.ExternalIP, c.KernelIPFromAddresses = netip.MustParseAddr("fd00::5"), true
+				return c
+			},
+			ip:   v4,
+			want: []string{"kernel_append_params = nofb vga=normal ip=dhcp,dhcp6"},
+		},
+		"no ip= unless asked": {
+			c: func(c Config) Config { c.KernelParams = "console=ttyS0"; return c }, ip: netip.MustParseAddr("fd00::10"),
+			want:  []string{"kernel_append_params = nofb vga=normal console=ttyS0"},
+			avoid: []string{"ip=dhcp"},
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			conf := IronicConf(tc.c(base), tc.ip, tc.tls)
@@ -187,6 +217,14 @@ func TestDnsmasqConf(t *testing.T) {
 	}
 	if !strings.Contains(conf, "dhcp-range=fd00:1101::a,fd00:1101::ffff,64\n") || !strings.Contains(conf, "http://[fd00:1101::3]:6180/boot.ipxe") {
 		t.Errorf("IPv6:\n%s", conf)
+	}
+	// Router advertisements announce the prefix but not a default route through the provisioning
+	// network (router lifetime 0), as the IPv4 side hands out no gateway (dhcp-option=3); without
+	// ra-param dnsmasq advertises itself as default router for 1800 s.
+	for _, w := range []string{"enable-ra", "ra-param=eth1,0,0"} {
+		if !strings.Contains(conf, w+"\n") {
+			t.Errorf("IPv6 lacks %q:\n%s", w, conf)
+		}
 	}
 	if _, err := DnsmasqConf(Config{DHCPRange: "172.22.0.10"}, netip.MustParseAddr("172.22.0.3"), "eth1"); err == nil {
 		t.Error("a one-address range was accepted")

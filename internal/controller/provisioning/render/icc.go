@@ -82,19 +82,25 @@ func CheckICC(in Input) error {
 }
 
 // IronicAddresses are where hosts reach Ironic, as its own configuration says (the Ironic
-// runner's IRONIC_EXTERNAL_IP and PROVISIONING_IP): the external IPs; else the host's address
-// when virtual media goes over the external network; else the provisioning IP; else the address
-// of the node the metal3 pod runs on (IronicHostIPs). Nil while that is not known yet.
+// runner's IRONIC_EXTERNAL_IP and PROVISIONING_IP): the external IPs; else the address of the
+// node the metal3 pod runs on (IronicHostIPs) when virtual media goes over the external network or
+// there is no provisioning network (a provisioningIP left in the spec of a Disabled one is
+// ignored); else the provisioning IP. Nil while the node's address is not known yet.
 func (in *Input) IronicAddresses() []string {
 	switch {
 	case len(in.Spec.ExternalIPs) > 0:
 		return in.Spec.ExternalIPs
-	case in.Spec.VirtualMediaViaExternalNetwork && !in.networkDisabled():
+	case in.ironicOnNode():
 		return in.IronicHostIPs
-	case in.Spec.ProvisioningIP != "":
-		return []string{in.Spec.ProvisioningIP}
 	}
-	return in.IronicHostIPs
+	return []string{in.provisioningIP()}
+}
+
+// ironicOnNode reports whether hosts reach Ironic at the address of the node the metal3 pod runs
+// on (status.hostIP in the pod, IronicHostIPs here): no external IPs, and virtual media over the
+// external network or no provisioning IP (none is used without a provisioning network).
+func (in *Input) ironicOnNode() bool {
+	return len(in.Spec.ExternalIPs) == 0 && (in.Spec.VirtualMediaViaExternalNetwork || in.provisioningIP() == "")
 }
 
 // ironicBaseURL is IRONIC_BASE_URL: Ironic's API at each of its addresses ("" when none is known).
@@ -230,7 +236,7 @@ func (in *Input) baseImages() corev1.Container {
 
 // iccContainer runs the controller with the flags and environment cmd/image-customization-controller
 // reads. The agent's Ignition gets Ironic's URL, the CA of Ironic's certificate, the agent image,
-// the NTP servers and the ip= options of the provisioning network's family.
+// the NTP servers and the ip= options of the families hosts reach Ironic over (ipOptions).
 func (in *Input) iccContainer() corev1.Container {
 	args := []string{
 		"-images-bind-addr=:" + strconv.Itoa(ICCPort),

@@ -104,15 +104,15 @@ func controlPlaneTolerations() []corev1.Toleration {
 }
 
 // addressEnv tells a runner mode where the provisioning network is: the IP (with its prefix on a
-// provisioning network, so the static IP can be set; the host's IP when there is no network and
-// none is given), the interface, and the MACs that identify it.
+// provisioning network, so the static IP can be set; the host's IP when there is no network, or
+// no IP nor interface is given), the interface, and the MACs that identify it.
 func (in *Input) addressEnv() []corev1.EnvVar {
 	var env []corev1.EnvVar
 	switch {
-	case !in.networkDisabled() && in.provisioningIPWithPrefix() != "":
+	case in.provisioningIPWithPrefix() != "":
 		env = append(env, envVar("PROVISIONING_IP", in.provisioningIPWithPrefix()))
-	case in.Spec.ProvisioningIP != "":
-		env = append(env, envVar("PROVISIONING_IP", in.Spec.ProvisioningIP))
+	case in.provisioningIP() != "":
+		env = append(env, envVar("PROVISIONING_IP", in.provisioningIP()))
 	case in.Spec.ProvisioningInterface == "" || in.networkDisabled():
 		env = append(env, fieldEnv("PROVISIONING_IP", "status.hostIP"))
 	}
@@ -155,8 +155,8 @@ func certEnv() []corev1.EnvVar {
 // noProxy are Ironic's own addresses, which must never go through the cluster proxy.
 func (in *Input) noProxy() []string {
 	out := []string{StateService + "." + in.Namespace + ".svc", StateService + "." + in.Namespace + ".svc.cluster.local"}
-	if in.Spec.ProvisioningIP != "" {
-		out = append(out, in.Spec.ProvisioningIP)
+	if in.provisioningIP() != "" {
+		out = append(out, in.provisioningIP())
 	}
 	return append(out, in.Spec.ExternalIPs...)
 }
@@ -179,9 +179,9 @@ func (in *Input) ironicContainer() corev1.Container {
 		// the CA into that image (the image-customization-controller's images carry it, and
 		// tell the agent not to verify either, as OpenShift's do).
 		envVar("IRONIC_INSECURE", "true"),
-		envVar("IRONIC_KERNEL_PARAMS", "rd.net.timeout.carrier=30 "+in.ipOptions()),
-		envVar("IRONIC_FAST_TRACK", "true"),
 	)
+	env = append(env, in.kernelParamsEnv()...)
+	env = append(env, envVar("IRONIC_FAST_TRACK", "true"))
 	env = append(env, in.proxyEnv(in.noProxy()...)...)
 	return corev1.Container{
 		Name:    "metal3-ironic",
@@ -200,6 +200,17 @@ func (in *Input) ironicContainer() corev1.Container {
 		},
 		Resources: requests("50m", "500Mi"),
 	}
+}
+
+// kernelParamsEnv is the agent's kernel parameters, with the ip= option of the families hosts
+// reach Ironic over; when those depend on the node's address, the runner adds it
+// (metal3IPOptions).
+func (in *Input) kernelParamsEnv() []corev1.EnvVar {
+	const params = "rd.net.timeout.carrier=30"
+	if options, ok := in.metal3IPOptions(); ok {
+		return []corev1.EnvVar{envVar("IRONIC_KERNEL_PARAMS", params+" "+options)}
+	}
+	return []corev1.EnvVar{envVar("IRONIC_KERNEL_PARAMS", params), envVar("IRONIC_KERNEL_IP_FROM_ADDRESSES", "true")}
 }
 
 func (in *Input) httpdContainer() corev1.Container {
@@ -227,9 +238,14 @@ func (in *Input) httpdContainer() corev1.Container {
 }
 
 // machineOSImages copies the agent's kernel and initramfs into the shared image directory, where
-// Ironic builds each host's boot image from them (OpenShift's machine-os-images contract).
+// Ironic builds each host's boot image from them (OpenShift's machine-os-images contract). It gets
+// IP_OPTIONS as OpenShift's does, unless they depend on the node's address (metal3IPOptions):
+// copy-metal applies them only to the live ISO, which --pxe does not copy.
 func (in *Input) machineOSImages() corev1.Container {
-	env := []corev1.EnvVar{envVar("IP_OPTIONS", in.ipOptions())}
+	var env []corev1.EnvVar
+	if options, ok := in.metal3IPOptions(); ok {
+		env = append(env, envVar("IP_OPTIONS", options))
+	}
 	return corev1.Container{
 		Name:         "metal3-machine-os-images",
 		Image:        in.Images.MachineOSImages,
@@ -250,7 +266,7 @@ func (in *Input) staticIPSet() []corev1.Container {
 	return []corev1.Container{in.runnerNetContainer("metal3-static-ip-set", []string{"static-ip", "set"}, nil, "NET_ADMIN")}
 }
 
-func (in *Input) staticIP() bool { return !in.networkDisabled() && in.Spec.ProvisioningIP != "" }
+func (in *Input) staticIP() bool { return in.provisioningIP() != "" }
 
 // networkContainers keep the static IP in place, and run the DHCP server of a Managed network.
 func (in *Input) networkContainers() []corev1.Container {

@@ -120,10 +120,13 @@ func TestMetal3PerMode(t *testing.T) {
 			containers: []string{"init:metal3-machine-os-images", "metal3-ironic", "metal3-httpd"},
 			ironicEnv:  map[string]string{"PROVISIONING_IP": "<status.hostIP>", "PROVISIONING_INTERFACE": ""},
 		},
+		// An IP and an interface left over from a provisioning network are ignored: no container
+		// of a Disabled stack puts that IP on an interface, so Ironic would wait for it for ever
+		// (TestDisabledIgnoresProvisioningIP).
 		"disabled with an IP and an interface": {
 			spec:       metal3.ProvisioningSpec{ProvisioningNetwork: "Disabled", ProvisioningIP: "192.168.111.5", ProvisioningNetworkCIDR: "192.168.111.0/24", ProvisioningInterface: "eth0"},
 			containers: []string{"init:metal3-machine-os-images", "metal3-ironic", "metal3-httpd"},
-			ironicEnv:  map[string]string{"PROVISIONING_IP": "192.168.111.5", "PROVISIONING_INTERFACE": ""},
+			ironicEnv:  map[string]string{"PROVISIONING_IP": "<status.hostIP>", "PROVISIONING_INTERFACE": ""},
 		},
 		"disabled, external IPs, no vmedia TLS": {
 			spec:       metal3.ProvisioningSpec{ProvisioningNetwork: "Disabled", ExternalIPs: []string{"10.0.0.5", "fd00::5"}, DisableVirtualMediaTLS: true},
@@ -325,5 +328,144 @@ func TestRenderIsStable(t *testing.T) {
 	yb, _ := yaml.Marshal(b.Objects)
 	if string(ya) != string(yb) {
 		t.Error("two renders of the same input differ")
+	}
+}
+
+// TestIPOptions: the agent's ip= option (Ironic's kernel parameters, the machine OS images' ISO,
+// the image-customization-controller's images) asks for the families of the addresses hosts reach
+// Ironic on: the provisioning network's, the external IPs', and, where hosts are sent to the node
+// the metal3 pod runs on, the node's. An IPv6-only host asked for DHCPv4 alone never reaches
+// Ironic.
+func TestIPOptions(t *testing.T) {
+	disabled := metal3.ProvisioningSpec{ProvisioningNetwork: metal3.ProvisioningNetworkDisabled}
+	managed6 := managed
+	managed6.ProvisioningIP, managed6.ProvisioningNetworkCIDR, managed6.ProvisioningDHCPRange = "fd00:1101::3", "fd00:1101::/64", "fd00:1101::a,fd00:1101::ffff"
+	with := func(s metal3.ProvisioningSpec, f func(*metal3.ProvisioningSpec)) metal3.ProvisioningSpec {
+		f(&s)
+		return s
+	}
+	for name, tc := range map[string]struct {
+		spec    metal3.ProvisioningSpec
+		hostIPs []string
+		// want is IP_OPTIONS everywhere it is given, and the ip= of IRONIC_KERNEL_PARAMS; "" for
+		// the metal3 pod: the runner decides from the node's address (which only the pod knows).
+		icc, metal3 string
+	}{
+		"IPv4 provisioning network":                  {spec: managed, hostIPs: []string{"fd00::10"}, icc: "ip=dhcp", metal3: "ip=dhcp"},
+		"IPv6 provisioning network":                  {spec: managed6, hostIPs: []string{"192.168.111.10"}, icc: "ip=dhcp6", metal3: "ip=dhcp6"},
+		"disabled, the node's IPv4 address":          {spec: disabled, hostIPs: []string{"192.168.111.10"}, icc: "ip=dhcp"},
+		"disabled, the node's IPv6 address":          {spec: disabled, hostIPs: []string{"fd00::10"}, icc: "ip=dhcp6"},
+		"disabled, a dual-stack node":                {spec: disabled, hostIPs: []string{"192.168.111.10", "fd00::10"}, icc: "ip=dhcp,dhcp6"},
+		"disabled, the node's address not known yet": {spec: disabled, icc: "ip=dhcp"},
+		"disabled, IPv6 external IPs": {spec: with(disabled, func(s *metal3.ProvisioningSpec) { s.ExternalIPs = []string{"fd00::5"} }),
+			hostIPs: []string{"192.168.111.10"}, icc: "ip=dhcp6", metal3: "ip=dhcp6"},
+		"disabled, dual-stack external IPs": {spec: with(disabled, func(s *metal3.ProvisioningSpec) { s.ExternalIPs = []string{"10.0.0.5", "fd00::5"} }),
+			hostIPs: []string{"fd00::10"}, icc: "ip=dhcp,dhcp6", metal3: "ip=dhcp,dhcp6"},
+		"disabled, a provisioning network left over": {spec: with(disabled, func(s *metal3.ProvisioningSpec) {
+			s.ProvisioningIP, s.ProvisioningNetworkCIDR = "172.22.0.3", "172.22.0.0/24"
+		}), hostIPs: []string{"fd00::10"}, icc: "ip=dhcp6"},
+		"IPv4 provisioning network, IPv6 external IPs": {spec: with(managed, func(s *metal3.ProvisioningSpec) { s.ExternalIPs = []string{"fd00::5"} }),
+			icc: "ip=dhcp,dhcp6", metal3: "ip=dhcp,dhcp6"},
+		"IPv4 provisioning network, virtual media over an IPv6 external network": {
+			spec:    with(managed, func(s *metal3.ProvisioningSpec) { s.VirtualMediaViaExternalNetwork = true }),
+			hostIPs: []string{"fd00::10"}, icc: "ip=dhcp,dhcp6"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := input(tc.spec)
+			in.Images, in.IronicHostIPs = iccImages, tc.hostIPs
+			s := Render(in)
+			d, _, _ := iccObjects(s)
+			for _, c := range []string{"machine-image-customization-controller", "machine-os-images"} {
+				if got := env(container(t, d, c))["IP_OPTIONS"]; got != tc.icc {
+					t.Errorf("image-customization-controller %s: IP_OPTIONS=%q, want %q", c, got, tc.icc)
+				}
+			}
+			ironic := env(container(t, s.Metal3, "metal3-ironic"))
+			images, hasOptions := env(container(t, s.Metal3, "metal3-machine-os-images"))["IP_OPTIONS"]
+			if tc.metal3 == "" {
+				// The runner adds ip= for the address it resolved (status.hostIP); copy-metal --pxe
+				// reads no IP_OPTIONS (only the ISO it copies with --all gets them).
+				if ironic["IRONIC_KERNEL_PARAMS"] != "rd.net.timeout.carrier=30" || ironic["IRONIC_KERNEL_IP_FROM_ADDRESSES"] != "true" || hasOptions {
+					t.Errorf("metal3: IRONIC_KERNEL_PARAMS=%q IRONIC_KERNEL_IP_FROM_ADDRESSES=%q, machine OS images IP_OPTIONS=%q (set %v): want the runner to decide",
+						ironic["IRONIC_KERNEL_PARAMS"], ironic["IRONIC_KERNEL_IP_FROM_ADDRESSES"], images, hasOptions)
+				}
+				return
+			}
+			if want := "rd.net.timeout.carrier=30 " + tc.metal3; ironic["IRONIC_KERNEL_PARAMS"] != want || images != tc.metal3 {
+				t.Errorf("metal3: IRONIC_KERNEL_PARAMS=%q, machine OS images IP_OPTIONS=%q; want %q and %q", ironic["IRONIC_KERNEL_PARAMS"], images, want, tc.metal3)
+			}
+			if _, ok := ironic["IRONIC_KERNEL_IP_FROM_ADDRESSES"]; ok {
+				t.Error("metal3: the runner is asked to decide ip= although the spec says it")
+			}
+		})
+	}
+}
+
+// TestMetal3IgnoresNodeAddress: the metal3 pod's template never depends on the node's address
+// (IronicHostIPs, read from the pod's own endpoints). If it did, the address would change the
+// template once the pod runs, and the Recreate rollout, which leaves no endpoint, would change it
+// back, without end.
+func TestMetal3IgnoresNodeAddress(t *testing.T) {
+	for name, spec := range map[string]metal3.ProvisioningSpec{
+		"managed":                managed,
+		"disabled":               {ProvisioningNetwork: metal3.ProvisioningNetworkDisabled},
+		"disabled, external IPs": {ProvisioningNetwork: metal3.ProvisioningNetworkDisabled, ExternalIPs: []string{"fd00::5"}},
+		"virtual media over the external network": func() metal3.ProvisioningSpec { s := managed; s.VirtualMediaViaExternalNetwork = true; return s }(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			var first string
+			for _, hostIPs := range [][]string{nil, {"192.168.111.10"}, {"fd00::10"}, {"192.168.111.10", "fd00::10"}} {
+				in := input(spec)
+				in.Images, in.IronicHostIPs = iccImages, hostIPs
+				y, err := yaml.Marshal(Render(in).Metal3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if first == "" {
+					first = string(y)
+				} else if string(y) != first {
+					t.Fatalf("the metal3 Deployment with the node's addresses %v differs from the one without", hostIPs)
+				}
+			}
+		})
+	}
+}
+
+// TestDisabledIgnoresProvisioningIP: a provisioningIP left from a Managed or Unmanaged network
+// (switched to Disabled) is no address anywhere: no container of a Disabled stack puts it on an
+// interface, so Ironic would wait for it for ever and hosts would be sent to it. Ironic's address
+// is the node's, as OpenShift's operator does (OCPBUGS-29660).
+func TestDisabledIgnoresProvisioningIP(t *testing.T) {
+	spec := metal3.ProvisioningSpec{ProvisioningNetwork: metal3.ProvisioningNetworkDisabled, ProvisioningIP: "172.22.0.3",
+		ProvisioningNetworkCIDR: "172.22.0.0/24", ProvisioningInterface: "eth1"}
+	in := input(spec)
+	in.Images, in.IronicHostIPs = iccImages, []string{"192.168.111.10"}
+	in.Proxy = &Proxy{HTTPSProxy: "http://proxy:3128"}
+	s := Render(in)
+	for _, c := range append(s.Metal3.Spec.Template.Spec.InitContainers, s.Metal3.Spec.Template.Spec.Containers...) {
+		e := env(&c)
+		if v, ok := e["PROVISIONING_IP"]; ok && v != "<status.hostIP>" {
+			t.Errorf("%s: PROVISIONING_IP=%s, want the node's (status.hostIP)", c.Name, v)
+		}
+		if strings.Contains(e["NO_PROXY"], "172.22.0.3") {
+			t.Errorf("%s: NO_PROXY=%s names the left-over IP", c.Name, e["NO_PROXY"])
+		}
+	}
+	if e := env(container(t, s.Metal3, "metal3-ironic")); e["PROVISIONING_IP"] != "<status.hostIP>" {
+		t.Errorf("Ironic's PROVISIONING_IP=%q, want the node's", e["PROVISIONING_IP"])
+	}
+	d, _, sec := iccObjects(s)
+	if e := env(container(t, d, "machine-image-customization-controller")); e["IRONIC_BASE_URL"] != "https://192.168.111.10:6385" || strings.Contains(e["NO_PROXY"], "172.22.0.3") {
+		t.Errorf("image-customization-controller IRONIC_BASE_URL=%q NO_PROXY=%q: want the node's address only", e["IRONIC_BASE_URL"], e["NO_PROXY"])
+	}
+	if got := string(sec.Data["IRONIC_BASE_URL"]); got != "https://192.168.111.10:6385" {
+		t.Errorf("config Secret IRONIC_BASE_URL=%q", got)
+	}
+	if e := env(container(t, s.BMO, "metal3-baremetal-operator")); strings.Contains(e["NO_PROXY"], "172.22.0.3") {
+		t.Errorf("baremetal-operator NO_PROXY=%q names the left-over IP", e["NO_PROXY"])
+	}
+	// It stays a name in Ironic's certificate, which sends no host anywhere (IronicSANs).
+	if sans := IronicSANs(in); !slices.Contains(sans, "172.22.0.3") {
+		t.Errorf("Ironic's certificate names %v: a switch to Disabled reissues it", sans)
 	}
 }

@@ -22,6 +22,8 @@ func buildStateService(in *Input, s *Stack) {
 
 // IronicSANs are the names Ironic's certificate must carry: the Service's names, the
 // provisioning IP and the external IPs (what the baremetal-operator, the agents and the BMCs use).
+// A provisioningIP a Disabled stack ignores stays a name: a name sends no host anywhere, and the
+// certificate then survives a switch to Disabled and back.
 func IronicSANs(in Input) []string {
 	sans := []string{StateService + "." + in.Namespace + ".svc", StateService + "." + in.Namespace + ".svc.cluster.local"}
 	if in.Spec.ProvisioningIP != "" {

@@ -70,32 +70,85 @@ func (in *Input) mode() metal3.ProvisioningNetwork { return webhooks.Provisionin
 
 func (in *Input) networkDisabled() bool { return in.mode() == metal3.ProvisioningNetworkDisabled }
 
+// provisioningIP is Ironic's address on the provisioning network: none without one (Disabled),
+// whatever the spec still says. A provisioningIP left from a Managed or Unmanaged network is put
+// on no interface of a Disabled stack (it has no static-IP containers): Ironic would wait for it
+// for ever, and hosts would be sent to it. OpenShift's operator ignores it too (OCPBUGS-29660).
+func (in *Input) provisioningIP() string {
+	if in.networkDisabled() {
+		return ""
+	}
+	return in.Spec.ProvisioningIP
+}
+
 // provisioningIPWithPrefix is "ip/prefix" of the provisioning network ("" when there is none).
 func (in *Input) provisioningIPWithPrefix() string {
 	p, err := netip.ParsePrefix(in.Spec.ProvisioningNetworkCIDR)
-	if err != nil || in.Spec.ProvisioningIP == "" {
+	if err != nil || in.provisioningIP() == "" {
 		return ""
 	}
-	return netip.PrefixFrom(netip.MustParseAddr(in.Spec.ProvisioningIP), p.Bits()).String()
+	return netip.PrefixFrom(netip.MustParseAddr(in.provisioningIP()), p.Bits()).String()
 }
 
-// ipv6 reports whether the provisioning network is IPv6 (IPv4 when unknown).
-func (in *Input) ipv6() bool {
-	if p, err := netip.ParsePrefix(in.Spec.ProvisioningNetworkCIDR); err == nil {
-		return p.Addr().Is6()
+// ipFamilies are the IP families hosts reach Ironic over.
+type ipFamilies struct{ v4, v6 bool }
+
+func (f *ipFamilies) add(addrs ...string) {
+	for _, s := range addrs {
+		if a, err := netip.ParseAddr(s); err == nil {
+			f.v4 = f.v4 || a.Unmap().Is4()
+			f.v6 = f.v6 || !a.Unmap().Is4()
+		}
 	}
-	if a, err := netip.ParseAddr(in.Spec.ProvisioningIP); err == nil {
-		return a.Is6()
-	}
-	return false
 }
 
-// ipOptions is the agent's kernel ip= option for the provisioning network's family.
-func (in *Input) ipOptions() string {
-	if in.ipv6() {
+// ipOptions is the agent's kernel ip= option for the families: DHCPv4, DHCPv6, or both
+// ("dhcp,dhcp6": dracut and NetworkManager's initrd generator try both, either is enough); IPv4
+// when none is known. An IPv6-only host asked for DHCPv4 alone never reaches Ironic.
+func (f ipFamilies) ipOptions() string {
+	switch {
+	case f.v4 && f.v6:
+		return "ip=dhcp,dhcp6"
+	case f.v6:
 		return "ip=dhcp6"
 	}
 	return "ip=dhcp"
+}
+
+// networkFamilies is the provisioning network's family (none when Disabled): hosts booted over it
+// reach Ironic there.
+func (in *Input) networkFamilies() ipFamilies {
+	var f ipFamilies
+	if in.networkDisabled() {
+		return f
+	}
+	if p, err := netip.ParsePrefix(in.Spec.ProvisioningNetworkCIDR); err == nil {
+		f.add(p.Addr().String())
+	} else {
+		f.add(in.provisioningIP())
+	}
+	return f
+}
+
+// ipOptions is the agent's kernel ip= option for the families of the addresses hosts reach Ironic
+// on: the provisioning network's, and those of the addresses they are given as Ironic's URL
+// (IronicAddresses: the external IPs, the provisioning IP, or the node's). OpenShift's operator
+// takes the cluster network's families instead, which this renderer is not given.
+func (in *Input) ipOptions() string {
+	f := in.networkFamilies()
+	f.add(in.IronicAddresses()...)
+	return f.ipOptions()
+}
+
+// metal3IPOptions is ipOptions for the metal3 pod, ok false when it depends on the node's address
+// (ironicOnNode). The renderer knows that address only from the metal3 pod's own endpoints: a
+// template that followed them would change once the pod runs, and back when its Recreate rollout
+// leaves no endpoint, without end. The Ironic runner, which resolves the address, decides then.
+func (in *Input) metal3IPOptions() (options string, ok bool) {
+	if in.ironicOnNode() {
+		return "", false
+	}
+	return in.ipOptions(), true
 }
 
 // labels of a component's objects.

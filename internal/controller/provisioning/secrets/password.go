@@ -68,8 +68,12 @@ var ErrCredentialsUnusable = errors.New("unusable Ironic credentials")
 // makes the operator generate a new one). A missing htpasswd, or one that does not match the
 // password, is recomputed: data then holds the repaired content and changed is true. The error
 // never shows the password.
+//
+// The htpasswd is that of the password without surrounding white space: the baremetal-operator
+// trims the files it reads the credentials from, so a Secret made from a file ending in a newline
+// must not give Ironic the hash of the newline too (every call would get 401).
 func RepairIronicCredentials(data map[string][]byte) (repaired map[string][]byte, changed bool, err error) {
-	user, pass := strings.TrimSpace(string(data[KeyUsername])), string(data[KeyPassword])
+	user, pass := strings.TrimSpace(string(data[KeyUsername])), strings.TrimSpace(string(data[KeyPassword]))
 	switch {
 	case user == "":
 		return nil, false, fmt.Errorf("%w: Secret %s has no %s", ErrCredentialsUnusable, IronicCredentials, KeyUsername)

@@ -80,6 +80,41 @@ func TestRepairIronicCredentials(t *testing.T) {
 	}
 }
 
+// TestRepairIronicCredentialsTrimsPassword: a password Secret made from a file ends in a newline;
+// the baremetal-operator sends the password without it (it trims the file it mounts), so the
+// htpasswd must be that of the trimmed password, or Ironic answers every call with 401. The
+// password in the Secret stays as it is.
+func TestRepairIronicCredentialsTrimsPassword(t *testing.T) {
+	raw, err := htpasswd(IronicUsername, "pw\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]map[string][]byte{
+		"no htpasswd":                      {KeyUsername: []byte(IronicUsername + "\n"), KeyPassword: []byte("pw\n")},
+		"the htpasswd of the raw password": {KeyUsername: []byte(IronicUsername), KeyPassword: []byte("pw\n"), KeyHtpasswd: raw},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, changed, err := RepairIronicCredentials(data)
+			if err != nil || !changed {
+				t.Fatalf("changed %v, err %v; want a new htpasswd", changed, err)
+			}
+			user, hash, _ := strings.Cut(string(out[KeyHtpasswd]), ":")
+			if user != IronicUsername || bcrypt.CompareHashAndPassword([]byte(hash), []byte("pw")) != nil {
+				t.Errorf("htpasswd %q does not verify %s with the trimmed password", out[KeyHtpasswd], IronicUsername)
+			}
+			if string(out[KeyPassword]) != "pw\n" {
+				t.Errorf("the password changed to %q", out[KeyPassword])
+			}
+			if _, again, err := RepairIronicCredentials(out); again || err != nil {
+				t.Errorf("the repaired Secret is repaired again (%v, %v)", again, err)
+			}
+		})
+	}
+	if _, _, err := RepairIronicCredentials(map[string][]byte{KeyUsername: []byte(IronicUsername), KeyPassword: []byte(" \n")}); !errors.Is(err, ErrCredentialsUnusable) {
+		t.Errorf("a blank password: err %v, want ErrCredentialsUnusable", err)
+	}
+}
+
 var sans = []string{"metal3-state.ns.svc", "metal3-state.ns.svc.cluster.local", "172.22.0.3"}
 
 func issued(t *testing.T, now time.Time, names []string) map[string][]byte {
