@@ -438,7 +438,7 @@ func TestDeletedSchemaComesBack(t *testing.T) {
 		t.Fatalf("schemas %v, want %s", old, name)
 	}
 	// Past the grace period of its creation (testConfig's SchemaGrace).
-	time.Sleep(time.Second)
+	time.Sleep(testConfig().SchemaGrace + 500*time.Millisecond)
 	if err := env.Client.Delete(context.Background(), &old[0]); err != nil {
 		t.Fatal(err)
 	}

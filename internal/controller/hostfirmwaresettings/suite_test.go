@@ -50,9 +50,12 @@ func (o *operator) checks(key types.NamespacedName) []bool {
 	return append([]bool(nil), o.checked[key]...)
 }
 
-// testConfig re-reads often, so that resyncs happen within a test.
+// testConfig re-reads often, so that resyncs happen within a test. The schema grace covers the
+// moment between a schema's creation and the status write that names it even on a loaded
+// machine: at 300 ms, a test beside a fault campaign saw the cleaner delete a schema about to be
+// named (created again, so two creates where the test counts one).
 func testConfig() Config {
-	return Config{Resync: 200 * time.Millisecond, ChangeResync: 100 * time.Millisecond, SchemaGrace: 300 * time.Millisecond, Concurrency: 4}
+	return Config{Resync: 200 * time.Millisecond, ChangeResync: 100 * time.Millisecond, SchemaGrace: 2 * time.Second, Concurrency: 4}
 }
 
 func startOperator(t *testing.T, restCfg *rest.Config, ns string, fix provisioner.FirmwareReader, tune ...func(*Config)) *operator {
