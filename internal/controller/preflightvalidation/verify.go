@@ -5,10 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/image"
 	"github.com/metalforge/metalforge/internal/sro/kernel"
@@ -116,14 +112,16 @@ func (v *verifier) verify(sr *sro.SpecialResource) (check, error) {
 		return fail(sro.VerificationFalse, "no kernelMappings entry matches the kernel and spec.driverContainer.image is empty")
 	}
 	c.image = img
-	var secret *corev1.Secret
-	if name := sr.Spec.DriverContainer.PullSecret; name != "" {
-		secret = &corev1.Secret{}
-		if err := v.r.APIReader.Get(v.ctx, client.ObjectKey{Namespace: ns, Name: name}, secret); apierrors.IsNotFound(err) {
-			return fail(sro.VerificationError, fmt.Sprintf("pull Secret %s/%s not found", ns, name))
-		} else if err != nil {
-			return c, fmt.Errorf("reading pull Secret %s/%s: %w", ns, name, err)
-		}
+	secret, problem, err := pullorbuild.PullSecret(v.ctx, v.r.APIReader, ns, sr.Spec.DriverContainer.PullSecret)
+	if err != nil {
+		return c, err
+	}
+	if problem != "" {
+		// Missing, or not a docker config: the user's to fix, in the SpecialResource controller's
+		// words. Handed to the registry client, a malformed Secret failed the lookup as a registry
+		// that cannot be asked (Unknown, pending for ever). Not final: pull Secrets are not
+		// watched, and the next look, RetryDelay later, finds a corrected one.
+		return fail(sro.VerificationError, problem)
 	}
 	res, err := pullorbuild.Check(v.ctx, v.r.Registry, v.r.Builder, pullorbuild.Input{SR: first, Namespace: ns, Kernel: k, Image: img, PullSecret: secret})
 	if err != nil {

@@ -2,6 +2,7 @@ package preflightvalidation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -10,10 +11,13 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/build"
+	"github.com/metalforge/metalforge/internal/sro/image"
 )
 
 // registryOf is a registry holding the listed images (a pure unit test's stand-in).
@@ -77,7 +81,7 @@ func TestVerifyDependencies(t *testing.T) {
 		{name: "missing dependency without recipe", srs: []sro.SpecialResource{unitSR("a", true, imageOf("base"))},
 			status: sro.VerificationUnknown, reason: "waiting for dependencies: base (does not exist; create it, or give dependsOn a recipe)"},
 		{name: "missing dependency with recipe", srs: []sro.SpecialResource{unitSR("a", true, sro.SpecialResourceDependency{Name: "base",
-			Recipe: &sro.SpecialResourceRecipe{Name: "driver-container"}})},
+			Recipe: &sro.SpecialResourceRecipe{ConfigMap: &sro.RecipeConfigMap{Namespace: "recipes", Name: "base"}}})},
 			status: sro.VerificationUnknown, reason: "base (does not exist yet; the SpecialResource controller creates it from dependsOn's recipe)"},
 		{name: "dependency being deleted", srs: []sro.SpecialResource{unitSR("a", true, imageOf("gone")), deleting},
 			status: sro.VerificationUnknown, reason: "gone (being deleted)"},
@@ -205,5 +209,82 @@ func TestRefusedCredentials(t *testing.T) {
 	}
 	if !retry([]*check{c}) {
 		t.Fatal("not looked at again by time")
+	}
+}
+
+// secretsOf is an API reader holding the listed Secrets (a pure unit test's stand-in).
+type secretsOf []corev1.Secret
+
+func (s secretsOf) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	for i := range s {
+		if s[i].Namespace == key.Namespace && s[i].Name == key.Name {
+			s[i].DeepCopyInto(obj.(*corev1.Secret))
+			return nil
+		}
+	}
+	return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+}
+
+func (secretsOf) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("not listed here")
+}
+
+// keychainRegistry asks for nothing, but reads the pull Secret's credentials first, as the real
+// registry client does (image.Remote): a Secret that is not a docker config fails there.
+type keychainRegistry struct{}
+
+func (keychainRegistry) Exists(_ context.Context, _ string, secret *corev1.Secret) (bool, error) {
+	if _, err := image.Keychain(secret); err != nil {
+		return false, err
+	}
+	return false, nil
+}
+
+// TestPullSecretProblems: a pull Secret that is missing or not a docker config is an Error naming
+// spec.driverContainer.pullSecret, in the SpecialResource controller's words (the same function
+// reads it for both), never Unknown "the registry could not be asked" (pending for ever); not
+// final, so it is looked at again after RetryDelay (Secrets are not watched); nothing is built.
+// Never the Secret's content.
+func TestPullSecretProblems(t *testing.T) {
+	secret := func(name string, data map[string][]byte) corev1.Secret {
+		return corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "a-ns", Name: name}, Data: data}
+	}
+	for _, tc := range []struct {
+		name    string
+		secrets secretsOf
+		status  sro.VerificationStatus
+		reason  string
+	}{
+		{name: "missing", status: sro.VerificationError, reason: "spec.driverContainer.pullSecret: Secret a-ns/pull not found"},
+		{name: "neither key", secrets: secretsOf{secret("pull", map[string][]byte{"token": []byte("s3cret")})},
+			status: sro.VerificationError, reason: "spec.driverContainer.pullSecret: pull Secret a-ns/pull has neither .dockerconfigjson nor .dockercfg"},
+		{name: "not JSON", secrets: secretsOf{secret("pull", map[string][]byte{corev1.DockerConfigJsonKey: []byte("{s3cret")})},
+			status: sro.VerificationError, reason: "spec.driverContainer.pullSecret: pull Secret a-ns/pull: not a valid docker config"},
+		{name: "a docker config", secrets: secretsOf{secret("pull", map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{}}`)})},
+			status: sro.VerificationFalse, reason: "building"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sr := unitSR("a", true)
+			sr.Spec.DriverContainer.PullSecret = "pull"
+			srs := []sro.SpecialResource{sr}
+			r := &Reconciler{Registry: keychainRegistry{}, Builder: noBuilds{}, APIReader: tc.secrets}
+			pv := &sro.PreflightValidation{Spec: sro.PreflightValidationSpec{KernelVersion: unitKernel}}
+			c, err := newVerifier(context.Background(), r, pv, srs, "4.15.0").check(&srs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.status != tc.status || c.final || !strings.HasPrefix(c.reason, tc.reason) {
+				t.Fatalf("a: %s (final %v) %q, want %s (not final) %q…", c.status, c.final, c.reason, tc.status, tc.reason)
+			}
+			if strings.Contains(c.reason, "s3cret") {
+				t.Fatalf("the Secret's content reached the reason: %q", c.reason)
+			}
+			if tc.status == sro.VerificationError && c.start != nil {
+				t.Fatalf("a build was asked for: %+v", c.start)
+			}
+			if !retry([]*check{c}) {
+				t.Fatal("not looked at again by time")
+			}
+		})
 	}
 }

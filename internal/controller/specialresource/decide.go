@@ -18,7 +18,7 @@ func (r *Reconciler) planPhase(s *scope) (outcome, bool, error) {
 
 // planInput gathers what the phases read for plan (and holdPlan).
 func (r *Reconciler) planInput(s *scope) planInput {
-	in := planInput{srName: s.sr.Name, states: s.in.rendered, affine: s.in.affine, observed: s.in.observed, stale: s.in.stale, logs: s.in.logs,
+	in := planInput{srName: s.sr.Name, states: s.in.rendered, affine: s.in.affine, unserved: s.in.unserved, observed: s.in.observed, stale: s.in.stale, logs: s.in.logs,
 		kernels: map[string]kernelGroup{}, present: map[string]bool{}, failed: map[string]bool{}, owned: s.in.owned, nodes: s.in.allNodes,
 		selected: map[string]string{}, driverPods: s.in.driverPods, heldDrivers: s.in.heldDrivers}
 	for _, g := range s.in.kernels {
@@ -46,17 +46,26 @@ func (r *Reconciler) skipInFlightLabels(s *scope) {
 	}
 }
 
-// decide turns the images and the plan into the reconcile's outcome: Errored when the pull
-// Secret keeps a kernel's image from being looked up, or a kernel has no image and cannot get one
-// (its build failed, or there is nothing to build from) — the other kernels are still served, so
-// an Errored SpecialResource whose other kernels wait for what wakes nobody (pod logs, say) looks
-// again as soon as a Progressing one would —, Progressing while a build runs or a state waits,
-// Ready when every state is ready for every kernel.
+// decide turns the images and the plan into the reconcile's outcome: Errored when an object's
+// turn came while the cluster does not serve its kind, the pull Secret keeps a kernel's image
+// from being looked up, or a kernel has no image and cannot get one (its build failed, or there
+// is nothing to build from) — the other kernels are still served, so an Errored SpecialResource
+// whose other kernels wait for what wakes nobody (pod logs, say) looks again as soon as a
+// Progressing one would —, Progressing while the registry cannot be asked or does not show a
+// built image yet (looked at again after RetryDelay), a state waits or a build runs, Ready when
+// every state is ready for every kernel.
 func decide(sr *sro.SpecialResource, in inputs, p *planResult, cfg *Config) outcome {
-	var failed, missing, building, unknown []string
+	var failed, unseen, missing, building, unknown []string
 	for _, k := range slices.Sorted(maps.Keys(in.images)) {
 		switch in.images[k].state {
 		case sro.ImageBuildFailed:
+			if in.images[k].unconfirmed {
+				// The build succeeded; the registry does not show the image yet (a mirror
+				// catching up, say). Not a failure to report: nothing wakes the controller when
+				// the image appears (the build is done), so it looks again after RetryDelay.
+				unseen = append(unseen, k)
+				continue
+			}
 			failed = append(failed, k)
 		case sro.ImageMissing:
 			missing = append(missing, k)
@@ -78,7 +87,20 @@ func decide(sr *sro.SpecialResource, in inputs, p *planResult, cfg *Config) outc
 	if (p.poll && p.waiting != "") || p.labelsBehind {
 		erroredAfter = cfg.WaitPoll
 	}
+	if len(unseen) > 0 {
+		// Another kernel's failure is reported, but the unseen image is still looked for.
+		after, erroredAfter = min(after, cfg.RetryDelay), min(erroredAfter, cfg.RetryDelay)
+	}
 	switch {
+	case p.unservedKind != "":
+		// Every state before the object is ready and still the cluster does not serve its kind,
+		// which no CRD of the recipe up to its state defines: a typo, or a CRD someone else must
+		// install. Looked at again every RetryDelay (the cluster's kinds are not watched).
+		source := ""
+		if in.recipe != nil {
+			source = in.recipe.Source + ": "
+		}
+		return errored(sro.ReasonRecipeFailure, message.Sanitize(source+p.unservedKind), min(erroredAfter, cfg.RetryDelay))
 	case in.imageProblem != "":
 		// The user's to fix; looked at again every RetryDelay (Secrets are not watched: an invalid
 		// image reference, which only a watched change mends, is looked at as often, cheaply), or
@@ -92,6 +114,8 @@ func decide(sr *sro.SpecialResource, in inputs, p *planResult, cfg *Config) outc
 	switch {
 	case len(unknown) > 0:
 		return progressing(sro.ReasonWaitingForImage, fmt.Sprintf("kernel %s: %s", message.List(unknown), in.images[unknown[0]].message), "", min(after, cfg.RetryDelay))
+	case len(unseen) > 0:
+		return progressing(sro.ReasonWaitingForImage, fmt.Sprintf("kernel %s: %s", message.List(unseen), in.images[unseen[0]].message), "", after)
 	case p.waiting != "":
 		return progressing(sro.ReasonHandlingState, "state "+p.waitingState+": "+p.waiting, p.waitingState, after)
 	case len(building) > 0:

@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/image"
@@ -131,25 +129,12 @@ func (r *Reconciler) images(s *scope) (outcome, bool, error) {
 	return outcome{}, false, nil
 }
 
-// pullSecret reads the pull Secret (directly: the operator caches only its own Secrets). problem
-// says, naming the field, why it cannot be used: it does not exist, or is not a docker config
-// (the user's input, to be fixed by the user: not a registry to wait for; the message names the
-// Secret, never its content).
+// pullSecret reads the pull Secret (pullorbuild.PullSecret, which the preflight check uses too).
+// problem says, naming the field, why it cannot be used: it does not exist, or is not a docker
+// config (the user's input, to be fixed by the user: not a registry to wait for; the message names
+// the Secret, never its content).
 func (r *Reconciler) pullSecret(s *scope) (secret *corev1.Secret, problem string, err error) {
-	name := s.sr.Spec.DriverContainer.PullSecret
-	if name == "" {
-		return nil, "", nil
-	}
-	secret = &corev1.Secret{}
-	if err := r.APIReader.Get(s.ctx, client.ObjectKey{Namespace: s.in.namespace, Name: name}, secret); apierrors.IsNotFound(err) {
-		return nil, fmt.Sprintf("%s: Secret %s/%s not found", pullorbuild.PullSecretField, s.in.namespace, name), nil
-	} else if err != nil {
-		return nil, "", fmt.Errorf("reading pull Secret %s/%s: %w", s.in.namespace, name, err)
-	}
-	if _, err := image.Keychain(secret); err != nil {
-		return nil, message.Sanitize(pullorbuild.PullSecretField + ": " + err.Error()), nil
-	}
-	return secret, "", nil
+	return pullorbuild.PullSecret(s.ctx, r.APIReader, s.in.namespace, s.sr.Spec.DriverContainer.PullSecret)
 }
 
 // imageState asks the registry for the image and, when it is missing, follows or starts its
@@ -171,13 +156,19 @@ func (r *Reconciler) imageState(s *scope, in pullorbuild.Input) (ki kernelImage,
 		// Announced and counted by write, once the builder started it: it may refuse it.
 		s.fx.startBuilds = append(s.fx.startBuilds, *res.Start)
 	}
-	if res.State == sro.ImageBuildFailed {
-		if prev := kernelStatus(s.sr, k); prev == nil || prev.ImageState != sro.ImageBuildFailed {
-			s.fx.buildsFailed++
-		}
+	if newBuildFailure(res, kernelStatus(s.sr, k)) {
+		s.fx.buildsFailed++
 	}
 	return kernelImage{image: img, state: res.State, message: message.Sanitize(res.Message), build: pullorbuild.BuildName(in),
 		unconfirmed: res.Unconfirmed}, "", nil
+}
+
+// newBuildFailure says whether res is a build failure to count (sro_builds_total{result="failed"}):
+// once, when the kernel's status (prev) did not say so already. A build that succeeded and whose
+// image the registry does not show yet (Unconfirmed) is not one: it is looked at again, and the
+// image may well appear (a mirror catching up).
+func newBuildFailure(res pullorbuild.Result, prev *sro.KernelStatus) bool {
+	return res.State == sro.ImageBuildFailed && !res.Unconfirmed && (prev == nil || prev.ImageState != sro.ImageBuildFailed)
 }
 
 // kernelStatus is the status entry of kernel k, or nil.

@@ -40,6 +40,9 @@ func (r *Reconciler) observeObjects(s *scope) (outcome, bool, error) {
 	for _, st := range s.in.rendered {
 		for _, o := range st.Objects {
 			key := keyOf(o.Obj)
+			if _, unserved := s.in.unserved[key]; unserved {
+				continue // nothing of a kind the cluster does not serve can exist
+			}
 			obs, err := r.get(s.ctx, key)
 			if err != nil {
 				return outcome{}, false, err
@@ -281,13 +284,19 @@ func (r *Reconciler) reader(gvk schema.GroupVersionKind) client.Reader {
 	return r.APIReader
 }
 
-// list lists objects of a kind (from the cache or the API server, as get), as unstructured.
+// list lists objects of a kind (from the cache or the API server, as get), as unstructured. A
+// list the API server answers NotFound is of a kind it no longer serves (a recipe's CRD deleted,
+// by the SpecialResource's own removal or pruning, say): nothing of it is left. The REST mapper
+// keeps a kind it once found, so that is the only way to tell; an error would stop the deletion
+// (or every reconcile) for ever.
 func (r *Reconciler) list(ctx context.Context, gvk schema.GroupVersionKind, opts ...client.ListOption) ([]*unstructured.Unstructured, error) {
 	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
 	reader := r.reader(gvk)
 	if typed, err := r.Client.Scheme().New(listGVK); err == nil {
 		if list, ok := typed.(client.ObjectList); ok {
-			if err := reader.List(ctx, list, opts...); err != nil {
+			if err := reader.List(ctx, list, opts...); apierrors.IsNotFound(err) {
+				return nil, nil
+			} else if err != nil {
 				return nil, r.readError("listing", gvk, "", err)
 			}
 			objs, err := meta.ExtractList(list)
@@ -307,7 +316,9 @@ func (r *Reconciler) list(ctx context.Context, gvk schema.GroupVersionKind, opts
 	}
 	ul := &unstructured.UnstructuredList{}
 	ul.SetGroupVersionKind(listGVK)
-	if err := reader.List(ctx, ul, opts...); err != nil {
+	if err := reader.List(ctx, ul, opts...); apierrors.IsNotFound(err) {
+		return nil, nil
+	} else if err != nil {
 		return nil, r.readError("listing", gvk, "", err)
 	}
 	out := make([]*unstructured.Unstructured, 0, len(ul.Items))

@@ -227,8 +227,8 @@ func (r *Reconciler) dependencies(s *scope) (outcome, bool, error) {
 				continue
 			}
 			if created != nil {
-				s.fx.createDeps = append(s.fx.createDeps, created)
-				s.fx.events.Normal(reasonDependencyCreated, "CreateDependency", "Created SpecialResource "+d.Name+", which "+s.sr.Name+" depends on")
+				// Announced by write, once the API server took it: it may refuse it.
+				s.fx.createDeps = append(s.fx.createDeps, dependencyToCreate{sr: created, field: fmt.Sprintf("spec.dependsOn[%d].recipe", i)})
 			}
 			waiting = append(waiting, d.Name+" ("+why+")")
 			continue

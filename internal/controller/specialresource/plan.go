@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/recipe"
@@ -19,6 +20,9 @@ type planInput struct {
 	// (no kernel has its image yet). A state with kernel-affine objects rendered is affine
 	// whatever it says.
 	affine []bool
+	// unserved are the rendered objects whose kind the cluster did not serve (inputs.unserved),
+	// with why: never applied; see object.
+	unserved map[objKey]string
 	// observed are the existing copies of rendered objects; stale marks those older than our
 	// last write of them.
 	observed map[objKey]*unstructured.Unstructured
@@ -78,6 +82,13 @@ type planResult struct {
 	// labelsBehind: a driver DaemonSet counts another number of available pods than the cache
 	// shows (driverPodsBehind), so nodes' state labels wait for the cache.
 	labelsBehind bool
+	// unservedKind names ("state S: Kind ns/name: why") the first object whose turn came while
+	// the cluster does not serve its kind and no CustomResourceDefinition of its state or an
+	// earlier one defines it: the recipe's problem (RecipeFailure), not something to wait for.
+	unservedKind string
+	// crdKinds are the kinds defined by the CRDs of the states walked so far, each to its CRD's
+	// name.
+	crdKinds map[schema.GroupVersionKind]string
 }
 
 // plan walks the states in order. Each kernel is a pipeline of its own: a state's
@@ -94,7 +105,8 @@ type planResult struct {
 // reconcile goes through every state up to the first wait.
 func plan(in planInput) *planResult {
 	res := &planResult{readyStates: map[string]int{}, servedStates: map[string]int{}, perKernel: map[string]string{},
-		nodeLabels: map[string]map[string]*string{}, driverDaemonSets: map[string]*unstructured.Unstructured{}, driverState: map[string]int{}}
+		nodeLabels: map[string]map[string]*string{}, driverDaemonSets: map[string]*unstructured.Unstructured{}, driverState: map[string]int{},
+		crdKinds: map[schema.GroupVersionKind]string{}}
 	kernels := slices.Sorted(maps.Keys(in.present))
 	for k := range in.kernels {
 		if !in.present[k] {
@@ -115,6 +127,7 @@ func plan(in planInput) *planResult {
 	}
 	everyKernel, sharedSoFar := true, true
 	for i, st := range in.states {
+		res.addCRDKinds(st)
 		gate := everyKernel && sharedSoFar
 		sharedReady := true
 		for _, o := range st.Objects {
@@ -258,6 +271,22 @@ func (res *planResult) object(in planInput, o recipe.Object, g *kernelGroup, may
 	obs := in.observed[key]
 	what := o.Obj.GetKind() + " " + objName(key)
 	changed := obs != nil && obs.GetAnnotations()[sro.HashAnnotation] != o.Obj.GetAnnotations()[sro.HashAnnotation]
+	if why, unserved := in.unserved[key]; unserved {
+		crd, defined := res.crdKinds[key.gvk]
+		switch {
+		case !may:
+			return false, what + " waits for the earlier states on every kernel"
+		case defined:
+			// Applied (or being established) by this state or an earlier one: the API server
+			// serves the kind a moment after the CRD is established, which no watch reports.
+			res.poll = true
+			return false, what + ": waits until the cluster serves its kind (CustomResourceDefinition " + crd + ")"
+		}
+		if res.unservedKind == "" {
+			res.unservedKind = "state " + o.State + ": " + what + ": " + why
+		}
+		return false, what + ": " + why
+	}
 	switch {
 	case (obs == nil || changed) && !may:
 		return false, what + " waits for the earlier states on every kernel"
@@ -298,6 +327,28 @@ func (res *planResult) object(in planInput, o recipe.Object, g *kernelGroup, may
 		}
 	}
 	return true, ""
+}
+
+// crdGVK is the kind of a CustomResourceDefinition.
+var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
+
+// addCRDKinds adds to crdKinds the kinds the state's CRDs define, one per served version.
+func (res *planResult) addCRDKinds(st recipe.RenderedState) {
+	for _, o := range st.Objects {
+		if o.Obj.GroupVersionKind() != crdGVK {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(o.Obj.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(o.Obj.Object, "spec", "names", "kind")
+		versions, _, _ := unstructured.NestedSlice(o.Obj.Object, "spec", "versions")
+		for _, v := range versions {
+			m, _ := v.(map[string]any)
+			name, _ := m["name"].(string)
+			if served, _ := m["served"].(bool); served && name != "" && kind != "" {
+				res.crdKinds[schema.GroupVersionKind{Group: group, Version: name, Kind: kind}] = o.Obj.GetName()
+			}
+		}
+	}
 }
 
 // wait records what the first state that is not ready waits for (and per kernel).

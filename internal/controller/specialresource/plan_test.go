@@ -12,6 +12,7 @@ import (
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/naming"
+	"github.com/metalforge/metalforge/internal/sro/pullorbuild"
 	"github.com/metalforge/metalforge/internal/sro/recipe"
 )
 
@@ -365,6 +366,18 @@ func TestDecide(t *testing.T) {
 		"the pull Secret, another kernel's labels behind the cache: looked at again at the poll": {images: img(sro.ImageExists, sro.ImageUnknown),
 			problem: "spec.driverContainer.pullSecret: Secret ns/pull not found", plan: planResult{labelsBehind: true},
 			cond: sro.ConditionErrored, reason: sro.ReasonInvalidSpec, message: "Secret ns/pull not found", after: time.Second},
+		"a kind the cluster does not serve and no CRD of the recipe defines, once its turn came: RecipeFailure, looked at again soon": {
+			images: img(sro.ImageExists, sro.ImageBuildFailed), problem: "spec.driverContainer.pullSecret: Secret ns/pull not found",
+			plan: planResult{waiting: "Widget w: the cluster does not serve kind Widget in x.io/v1", unservedKind: "state 1000-w.yaml: Widget w: the cluster does not serve kind Widget in x.io/v1"},
+			cond: sro.ConditionErrored, reason: sro.ReasonRecipeFailure, message: "state 1000-w.yaml: Widget w: the cluster does not serve kind Widget in x.io/v1", after: 10 * time.Second},
+		// The build succeeded, the registry does not show the image yet (a mirror catching up):
+		// not a failed build (no Errored, so no BuildFailed Warning), asked again soon.
+		"a succeeded build whose image the registry does not show yet: waits, looked at again soon": {
+			images: map[string]kernelImage{"A": {state: sro.ImageBuildFailed, unconfirmed: true, message: "Job b succeeded, but the registry does not show r/x:A yet"}},
+			cond:   sro.ConditionProgressing, reason: sro.ReasonWaitingForImage, message: "kernel A: Job b succeeded, but the registry does not show r/x:A yet", after: 10 * time.Second},
+		"an unconfirmed build beside a failed one: Errored for the failed one, looked at again soon": {
+			images: map[string]kernelImage{"A": {state: sro.ImageBuildFailed, unconfirmed: true, message: "Job a succeeded"}, "B": {state: sro.ImageBuildFailed, message: "exit 2"}},
+			cond:   sro.ConditionErrored, reason: sro.ReasonBuildFailed, message: "failed for kernel B: exit 2", after: 10 * time.Second},
 		"missing image": {images: img(sro.ImageMissing, sro.ImageBuilding),
 			cond: sro.ConditionErrored, reason: sro.ReasonImageMissing, message: "kernel A: msg Missing", after: time.Hour},
 		"registry unknown retries": {images: img(sro.ImageUnknown), plan: planResult{waiting: "x"},
@@ -418,5 +431,131 @@ func TestPlanInputFailedKernels(t *testing.T) {
 	}
 	if len(in.present) != len(s.in.images) || len(in.kernels) != 1 {
 		t.Fatalf("present %v, rendered %v", in.present, slices.Collect(maps.Keys(in.kernels)))
+	}
+}
+
+// crdObj is a rendered CustomResourceDefinition of kind Widget in group, serving version.
+func crdObj(state, group, version string, wait bool) recipe.Object {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"group": group, "names": map[string]any{"kind": "Widget", "plural": "widgets"},
+		"versions": []any{map[string]any{"name": version, "served": true, "storage": true}},
+	}}}
+	u.SetGroupVersionKind(crdGVK)
+	u.SetName("widgets." + group)
+	u.SetAnnotations(map[string]string{sro.HashAnnotation: "h1"})
+	return recipe.Object{State: state, Wait: wait, Obj: u}
+}
+
+// established is the existing copy of a CRD the API server established.
+func established(o recipe.Object) *unstructured.Unstructured {
+	u := o.Obj.DeepCopy()
+	_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"type": "Established", "status": "True"}}, "status", "conditions")
+	return u
+}
+
+// widget is a rendered Widget (group/version), not decorated: the cluster does not serve its kind.
+func widget(state, groupVersion string) recipe.Object {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(groupVersion)
+	u.SetKind("Widget")
+	u.SetName("w")
+	return recipe.Object{State: state, Obj: u}
+}
+
+// TestPlanUnservedKind: an object whose kind the cluster does not serve (not resolved at render)
+// is never applied. It waits for its turn like any object; then, when a CRD of its state or an
+// earlier one defines its kind, for the kind to be served (polling: no watch reports it); when
+// none does, it is the recipe's problem (unservedKind, RecipeFailure).
+func TestPlanUnservedKind(t *testing.T) {
+	crd := crdObj("0000-crd.yaml", "x.io", "v1", true)
+	w := widget("1000-widget.yaml", "x.io/v1")
+	unserved := func(objs ...recipe.Object) map[objKey]string {
+		m := map[objKey]string{}
+		for _, o := range objs {
+			m[keyOf(o.Obj)] = "the cluster does not serve kind Widget in " + o.Obj.GetAPIVersion()
+		}
+		return m
+	}
+	tests := map[string]struct {
+		in           planInput
+		apply        []string
+		readyStates  map[string]int
+		waiting      string
+		poll         bool
+		unservedKind string
+	}{
+		"the CRD's state first; the object waits for its turn": {
+			in:    planInput{states: states(crd, w), unserved: unserved(w)},
+			apply: []string{"widgets.x.io"}, readyStates: map[string]int{}, waiting: "CustomResourceDefinition widgets.x.io created",
+		},
+		"the CRD established, its kind not served yet: waits, polling": {
+			in:          planInput{states: states(crd, w), unserved: unserved(w), observed: observe(established(crd))},
+			readyStates: map[string]int{"": 1}, waiting: "Widget w: waits until the cluster serves its kind (CustomResourceDefinition widgets.x.io)", poll: true,
+		},
+		"a CRD of the same state, not waited for: the object waits for its kind": {
+			in:    planInput{states: states(crdObj("1000-widget.yaml", "x.io", "v1", false), w), unserved: unserved(w)},
+			apply: []string{"widgets.x.io"}, readyStates: map[string]int{}, waiting: "waits until the cluster serves its kind", poll: true,
+		},
+		"no CRD of the recipe defines the kind: the recipe's problem": {
+			in:          planInput{states: states(rbac, w), unserved: unserved(w), observed: observe(observed(rbac, "", 0))},
+			readyStates: map[string]int{"": 1}, waiting: "Widget w: the cluster does not serve kind Widget in x.io/v1",
+			unservedKind: "state 1000-widget.yaml: Widget w: the cluster does not serve kind Widget in x.io/v1",
+		},
+		"a CRD of a later state does not count (its state waits for the object's)": {
+			in:          planInput{states: states(widget("0000-widget.yaml", "x.io/v1"), crdObj("1000-crd.yaml", "x.io", "v1", true)), unserved: unserved(widget("0000-widget.yaml", "x.io/v1"))},
+			readyStates: map[string]int{}, waiting: "does not serve kind Widget",
+			unservedKind: "state 0000-widget.yaml: Widget w: the cluster does not serve kind Widget in x.io/v1",
+		},
+		"a CRD serving another version does not count": {
+			in:          planInput{states: states(crd, widget("1000-widget.yaml", "x.io/v1beta1")), unserved: unserved(widget("1000-widget.yaml", "x.io/v1beta1")), observed: observe(established(crd))},
+			readyStates: map[string]int{"": 1}, waiting: "does not serve kind Widget in x.io/v1beta1", poll: true, // the CRD's readiness: no watch
+			unservedKind: "state 1000-widget.yaml: Widget w: the cluster does not serve kind Widget in x.io/v1beta1",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			res := plan(tc.in)
+			if got := names(res.apply); !slices.Equal(got, tc.apply) {
+				t.Errorf("apply %v, want %v", got, tc.apply)
+			}
+			if !maps.Equal(res.readyStates, tc.readyStates) {
+				t.Errorf("ready states %v, want %v", res.readyStates, tc.readyStates)
+			}
+			if !strings.Contains(res.waiting, tc.waiting) {
+				t.Errorf("waiting %q, want %q", res.waiting, tc.waiting)
+			}
+			if res.poll != tc.poll {
+				t.Errorf("poll %v, want %v", res.poll, tc.poll)
+			}
+			if res.unservedKind != tc.unservedKind {
+				t.Errorf("unserved kind %q, want %q", res.unservedKind, tc.unservedKind)
+			}
+		})
+	}
+}
+
+// TestNewBuildFailure: a failed build is counted (sro_builds_total{result="failed"}) once, when
+// the kernel's status did not say so already; a build that succeeded and whose image the registry
+// does not show yet is not a failure.
+func TestNewBuildFailure(t *testing.T) {
+	failed := pullorbuild.Result{State: sro.ImageBuildFailed, Message: "exit 2"}
+	unconfirmed := pullorbuild.Result{State: sro.ImageBuildFailed, Message: "Job b succeeded", Unconfirmed: true}
+	tests := map[string]struct {
+		res   pullorbuild.Result
+		prev  *sro.KernelStatus
+		count bool
+	}{
+		"failed, first seen":                  {res: failed, count: true},
+		"failed, the kernel was building":     {res: failed, prev: &sro.KernelStatus{ImageState: sro.ImageBuilding}, count: true},
+		"failed, already reported":            {res: failed, prev: &sro.KernelStatus{ImageState: sro.ImageBuildFailed}},
+		"succeeded, registry not showing yet": {res: unconfirmed, prev: &sro.KernelStatus{ImageState: sro.ImageBuilding}},
+		"building":                            {res: pullorbuild.Result{State: sro.ImageBuilding}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := newBuildFailure(tc.res, tc.prev); got != tc.count {
+				t.Fatalf("counted %v, want %v", got, tc.count)
+			}
+		})
 	}
 }

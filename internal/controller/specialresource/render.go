@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
@@ -15,7 +16,8 @@ import (
 )
 
 // render renders the recipe (two passes): the manifests that are not kernel-affine once, the
-// kernel-affine ones for each kernel whose image exists; then decorates every object.
+// kernel-affine ones for each kernel whose image exists; then decorates every object of a kind
+// the cluster serves (the others are s.in.unserved: see the loop).
 func (r *Reconciler) render(s *scope) (outcome, bool, error) {
 	base := r.values(s, nil)
 	first, err := recipe.FirstPass(s.sr, base)
@@ -43,16 +45,38 @@ func (r *Reconciler) render(s *scope) (outcome, bool, error) {
 	if len(perKernel) == 0 && len(s.in.kernels) > 0 {
 		s.in.affine = affineWithoutImages(s.in.recipe, base, s.in.kernels[0].kernel)
 	}
+	s.in.unserved = map[objKey]string{}
 	for i := range states {
 		for j := range states[i].Objects {
 			o := &states[i].Objects[j]
-			if err := r.decorate(s, o); err != nil {
+			namespaced, err := r.Client.IsObjectNamespaced(o.Obj)
+			if err != nil {
+				// The kind may be a CustomResourceDefinition's that an earlier state (or this one)
+				// installs: the cluster serves it only once that state is applied. Failing the
+				// recipe here kept that state from ever being applied; the plan decides instead
+				// (an object waits for its turn, then for a CRD of the recipe that defines its
+				// kind, and only then is an unknown kind the recipe's problem). The mapper looks
+				// the kind up again at every reconcile: a miss is not remembered.
+				s.in.unserved[keyOf(o.Obj)] = unservedWhy(o.Obj, err)
+				continue
+			}
+			if err := r.decorate(s, o, namespaced); err != nil {
 				return errored(sro.ReasonRecipeFailure, message.Sanitize(fmt.Sprintf("%s: state %s: %s %s: %v", s.in.recipe.Source, o.State, o.Obj.GetKind(), o.Obj.GetName(), err)), r.Config.Resync), true, nil
 			}
 		}
 	}
 	s.in.rendered = states
 	return outcome{}, false, nil
+}
+
+// unservedWhy says why an object's kind could not be resolved: the cluster does not serve it, or
+// its API group's discovery failed (an aggregated API down, say).
+func unservedWhy(u *unstructured.Unstructured, err error) string {
+	gvk := u.GroupVersionKind()
+	if meta.IsNoMatchError(err) {
+		return fmt.Sprintf("the cluster does not serve kind %s in %s", gvk.Kind, gvk.GroupVersion())
+	}
+	return message.Sanitize(fmt.Sprintf("looking kind %s in %s up: %v", gvk.Kind, gvk.GroupVersion(), err))
 }
 
 // affineWithoutImages says which states of the recipe have kernel-affine manifests when no
@@ -72,12 +96,8 @@ func affineWithoutImages(rec *recipe.Recipe, base recipe.Values, k string) []boo
 // decorate makes a rendered object ours: the namespace for namespaced kinds without one, the
 // owner label (also on pod templates, so that the operator's cache sees the pods), the
 // SpecialResource as controlling owner, and the hash of the result.
-func (r *Reconciler) decorate(s *scope, o *recipe.Object) error {
+func (r *Reconciler) decorate(s *scope, o *recipe.Object, namespaced bool) error {
 	u := o.Obj
-	namespaced, err := r.Client.IsObjectNamespaced(u)
-	if err != nil {
-		return fmt.Errorf("unknown kind: %w", err)
-	}
 	if namespaced && u.GetNamespace() == "" {
 		u.SetNamespace(s.in.namespace)
 	}

@@ -57,8 +57,13 @@ type inputs struct {
 	firstPass map[string]*sro.SpecialResource
 	// clusterVersion is the OpenShift (or Kubernetes) version.
 	clusterVersion string
-	// rendered are the recipe's states, decorated (owner, labels, namespace, hash).
+	// rendered are the recipe's states, decorated (owner, labels, namespace, hash), but for the
+	// objects of unserved.
 	rendered []recipe.RenderedState
+	// unserved are the rendered objects whose kind the cluster did not serve at render time (a
+	// CRD an earlier state installs, not applied or established yet), with why: not decorated,
+	// they are neither read nor applied in this reconcile (plan decides what they wait for).
+	unserved map[objKey]string
 	// affine[i]: the recipe's state i has kernel-affine manifests (set only when no kernel was
 	// rendered; otherwise the rendered states say it).
 	affine []bool
@@ -110,7 +115,8 @@ type kernelImage struct {
 	// Unknown, but waiting will not change it, unlike a registry that cannot be reached.
 	blocked bool
 	// unconfirmed: the build succeeded but the registry does not show the image (pullorbuild's
-	// Unconfirmed): BuildFailed, but perhaps only a registry that has not caught up yet.
+	// Unconfirmed): BuildFailed, but perhaps only a registry that has not caught up yet, so
+	// neither reported nor counted as a failed build, and looked at again (decide).
 	unconfirmed bool
 }
 
@@ -141,7 +147,7 @@ func keyOf(u *unstructured.Unstructured) objKey {
 // effects are what the phases decided that needs writing; the driver writes them in order.
 type effects struct {
 	createNamespace *corev1.Namespace
-	createDeps      []*sro.SpecialResource
+	createDeps      []dependencyToCreate
 	startBuilds     []build.Request
 	// refusedBuilds are the kernels whose build the builder refused (write), with why: their
 	// image is Missing, not Building.
@@ -153,6 +159,13 @@ type effects struct {
 	events        events.List
 	buildsStarted int
 	buildsFailed  int
+}
+
+// dependencyToCreate is a missing dependency to create, and the dependsOn field its spec comes
+// from (for the message when the API server refuses it).
+type dependencyToCreate struct {
+	sr    *sro.SpecialResource
+	field string
 }
 
 // outcome is how a reconcile ends: the condition that is True, its reason and message, the

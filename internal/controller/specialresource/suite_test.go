@@ -58,6 +58,32 @@ type harness struct {
 	reconciler *Reconciler
 	// builder is the reconciler's build backend, counting the builds it was asked to start.
 	builder *countingBuilder
+	// client is the reconciler's client, counting the SpecialResources it was asked to create.
+	client *countingClient
+}
+
+// countingClient counts, per name, the SpecialResources the controller asked to create (refused
+// ones too): a test that asserts something did not happen waits for the controller to ask again.
+type countingClient struct {
+	client.Client
+	mu      sync.Mutex
+	creates map[string]int
+}
+
+func (c *countingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if sr, ok := obj.(*sro.SpecialResource); ok {
+		c.mu.Lock()
+		c.creates[sr.Name]++
+		c.mu.Unlock()
+	}
+	return c.Client.Create(ctx, obj, opts...)
+}
+
+// dependencyCreates is how many times the controller asked to create SpecialResource name.
+func (h *harness) dependencyCreates(name string) int {
+	h.client.mu.Lock()
+	defer h.client.mu.Unlock()
+	return h.client.creates[name]
 }
 
 // countingBuilder counts, per namespace, the builds the controller asked to start (refused ones
@@ -126,7 +152,8 @@ func start(t *testing.T, opts ...func(*options)) *harness {
 		},
 		ClusterVersion: func(context.Context) (string, error) { return "4.14.3", nil },
 	}
-	r.Client = mgr.GetClient()
+	h.client = &countingClient{Client: mgr.GetClient(), creates: map[string]int{}}
+	r.Client = h.client
 	if o.readerUser != "" {
 		cfg := rest.CopyConfig(env.Config)
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: o.readerUser}

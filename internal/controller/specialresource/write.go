@@ -56,8 +56,20 @@ func (r *Reconciler) write(ctx context.Context, s *scope) error {
 		}
 	}
 	for _, dep := range s.fx.createDeps {
-		if err := r.Client.Create(ctx, dep); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating dependency SpecialResource %s: %w", dep.Name, err)
+		err := r.Client.Create(ctx, dep.sr)
+		switch {
+		case err == nil:
+			// Only now: a refused Create is asked for again, and would be announced each time.
+			s.fx.events.Normal(reasonDependencyCreated, "CreateDependency", "Created SpecialResource "+dep.sr.Name+", which "+s.sr.Name+" depends on")
+		case apierrors.IsAlreadyExists(err):
+			// Created meanwhile by someone else: not ours to announce.
+		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err):
+			// The API server or the webhook refuses the spec the recipe gives the dependency (its
+			// specialresource.yaml): the user's to fix, reported naming the field and looked at again
+			// after RetryDelay (and when the ConfigMap changes), not an internal error retried at once.
+			return &applyError{action: "creating", obj: "dependency SpecialResource " + dep.sr.Name + " (" + dep.field + ")", err: err, permanent: true}
+		default:
+			return fmt.Errorf("creating dependency SpecialResource %s: %w", dep.sr.Name, err)
 		}
 	}
 	refused, err := r.startBuilds(ctx, s)

@@ -16,10 +16,13 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/build"
 	"github.com/metalforge/metalforge/internal/sro/image"
+	"github.com/metalforge/metalforge/internal/sro/message"
 )
 
 // registryTimeout bounds one registry lookup.
@@ -45,9 +48,10 @@ type Result struct {
 	Start *build.Request
 	// Delete names a finished build that is no longer needed ("" : none).
 	Delete string
-	// Unconfirmed: the build says it pushed the image but the registry does not show it. Reported
-	// as a failed build (the user may have to act), but it may be a registry or mirror that has
-	// not caught up yet: callers should not take it for a failure that lasts.
+	// Unconfirmed: the build says it pushed the image but the registry does not show it. State
+	// BuildFailed (the user may have to act if it lasts), but it may be a registry or mirror that
+	// has not caught up yet: callers should not take it for a failure that lasts, and should look
+	// again (the SpecialResource controller waits, and looks again after its RetryDelay).
 	Unconfirmed bool
 	// Refused is the registry's answer when it refused the pull Secret's credentials, or
 	// anonymous access when there is none (HTTP 401 or 403); the state is then Unknown and the
@@ -106,8 +110,8 @@ func Check(ctx context.Context, reg image.Registry, b build.Builder, in Input) (
 	case st.Phase == build.Failed:
 		return Result{State: sro.ImageBuildFailed, Message: st.Message + " (change an input, or delete the " + b.Kind() + ", to build again)"}, nil
 	}
-	// The build says it pushed, the registry says it has nothing.
-	return Result{State: sro.ImageBuildFailed, Message: b.Kind() + " " + name + " succeeded but the registry has no " + in.Image, Unconfirmed: true}, nil
+	// The build says it pushed, the registry says it has nothing (yet: a mirror may catch up).
+	return Result{State: sro.ImageBuildFailed, Message: b.Kind() + " " + name + " succeeded, but the registry does not show " + in.Image + " yet", Unconfirmed: true}, nil
 }
 
 // validReference checks that the image rendered for the kernel is a reference with a tag or
@@ -127,6 +131,29 @@ func validReference(in Input) error {
 
 // PullSecretField is the spec field of the pull Secret, named by the messages about it.
 const PullSecretField = "spec.driverContainer.pullSecret"
+
+// PullSecret reads the pull Secret name in namespace (nil, "" when name is empty) with reader (the
+// API server: the operator caches only its own Secrets). problem says, naming PullSecretField and
+// the Secret (never its content), why it cannot be used: it does not exist, or it is not a docker
+// config (neither .dockerconfigjson nor .dockercfg, or not valid JSON). That is the user's input
+// to fix, not a registry to wait for: handed to the registry client, such a Secret fails every
+// lookup as a registry that cannot be asked. The SpecialResource controller and the preflight
+// check both read it here, so that they say the same.
+func PullSecret(ctx context.Context, reader client.Reader, namespace, name string) (secret *corev1.Secret, problem string, err error) {
+	if name == "" {
+		return nil, "", nil
+	}
+	secret = &corev1.Secret{}
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret); apierrors.IsNotFound(err) {
+		return nil, fmt.Sprintf("%s: Secret %s/%s not found", PullSecretField, namespace, name), nil
+	} else if err != nil {
+		return nil, "", fmt.Errorf("reading pull Secret %s/%s: %w", namespace, name, err)
+	}
+	if _, err := image.Keychain(secret); err != nil {
+		return nil, message.Sanitize(PullSecretField + ": " + err.Error()), nil
+	}
+	return secret, "", nil
+}
 
 // RefusedCredentials: the registry answered 401 Unauthorized or 403 Forbidden.
 func RefusedCredentials(err error) bool {

@@ -64,7 +64,7 @@ func TestCheck(t *testing.T) {
 		"missing: build it":                   {sr: withSource, state: sro.ImageBuilding, start: true},
 		"building":                            {sr: withSource, b: builder{found: true, st: build.Status{Phase: build.Running}}, state: sro.ImageBuilding},
 		"build failed":                        {sr: withSource, b: builder{found: true, st: build.Status{Phase: build.Failed, Message: "exit 2"}}, state: sro.ImageBuildFailed, message: "exit 2"},
-		"build succeeded, registry empty":     {sr: withSource, b: builder{found: true, st: build.Status{Phase: build.Succeeded}}, state: sro.ImageBuildFailed, message: "succeeded but the registry has no"},
+		"build succeeded, registry empty":     {sr: withSource, b: builder{found: true, st: build.Status{Phase: build.Succeeded}}, state: sro.ImageBuildFailed, message: "succeeded, but the registry does not show r/kmod:k yet"},
 		"registry refuses: no body, no token": {sr: withSource, reg: registry{err: unauthorized}, state: sro.ImageUnknown, message: "HTTP 401 Unauthorized (UNAUTHORIZED)"},
 		"registry unreachable":                {sr: withSource, reg: registry{err: errors.New("dial tcp 10.0.0.1:5000: connect: connection refused")}, state: sro.ImageUnknown, message: "connection refused"},
 	}

@@ -142,10 +142,43 @@ func dependsOn(sr *sro.SpecialResource, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child("name"), d.Name, "dependency cycle: "+sr.Name+" → "+sr.Name))
 		}
 		if d.Recipe != nil {
-			errs = append(errs, recipeRef(*d.Recipe, p.Child("recipe"))...)
+			refErrs := recipeRef(*d.Recipe, p.Child("recipe"))
+			if len(refErrs) == 0 {
+				refErrs = dependencyRecipe(d, p.Child("recipe"))
+			}
+			errs = append(errs, refErrs...)
 		}
 	}
 	return errs
+}
+
+// dependencyRecipe refuses a dependsOn recipe a dependency cannot be created from. The controller
+// creates a missing dependency with nothing but that recipe (a recipe ConfigMap's
+// specialresource.yaml gives it a whole spec; a built-in recipe has none): the built-in
+// driver-container recipe needs an image and modules, so the webhook would refuse the dependency,
+// and the SpecialResource would be stuck retrying its creation. The check is the one the
+// dependency's own spec gets, so a built-in recipe that needs nothing but its name passes.
+func dependencyRecipe(d sro.SpecialResourceDependency, path *field.Path) field.ErrorList {
+	if d.Recipe.ConfigMap != nil {
+		return nil
+	}
+	created := &sro.SpecialResource{Spec: sro.SpecialResourceSpec{Recipe: *d.Recipe}}
+	needs := driverContainer(created, field.NewPath("spec", "driverContainer"))
+	if len(needs) == 0 {
+		return nil
+	}
+	fields := make([]string, 0, len(needs))
+	for _, e := range needs {
+		fields = append(fields, e.Field)
+	}
+	name := created.RecipeOrDefault().Name
+	if d.Recipe.Name == "" {
+		name += " (the default)"
+	}
+	return field.ErrorList{field.Invalid(path, d.Recipe.Name, fmt.Sprintf(
+		"a dependency is created with nothing but its recipe, and the built-in recipe %s needs %s: create SpecialResource %s yourself, "+
+			"or give this dependency a recipe ConfigMap (its specialresource.yaml is the spec the dependency is created with)",
+		name, strings.Join(fields, ", "), d.Name))}
 }
 
 // templates renders every template string of the spec with sample values (first pass), then

@@ -96,6 +96,18 @@ func TestSpec(t *testing.T) {
 		"dependency recipe": {mutate: func(sr *sro.SpecialResource) {
 			sr.Spec.DependsOn = []sro.SpecialResourceDependency{{Name: "a", Recipe: &sro.SpecialResourceRecipe{Name: "nope"}}}
 		}, field: "spec.dependsOn[0].recipe.name", msg: "supported values"},
+		// A dependency is created with nothing but its recipe: the built-in recipe, which needs an
+		// image and modules, would be refused by the webhook on every retry.
+		"dependency recipe driver-container": {mutate: func(sr *sro.SpecialResource) {
+			sr.Spec.DependsOn = []sro.SpecialResourceDependency{{Name: "a", Recipe: &sro.SpecialResourceRecipe{Name: sro.DriverContainerRecipe}}}
+		}, field: "spec.dependsOn[0].recipe",
+			msg: `"driver-container": a dependency is created with nothing but its recipe, and the built-in recipe driver-container needs spec.driverContainer.image, spec.driverContainer.modules: create SpecialResource a yourself, or give this dependency a recipe ConfigMap`},
+		"dependency recipe empty (the default, driver-container)": {mutate: func(sr *sro.SpecialResource) {
+			sr.Spec.DependsOn = []sro.SpecialResourceDependency{{Name: "x"}, {Name: "a", Recipe: &sro.SpecialResourceRecipe{}}}
+		}, field: "spec.dependsOn[1].recipe", msg: "the built-in recipe driver-container (the default) needs spec.driverContainer.image"},
+		"dependency recipe ConfigMap: fine": {mutate: func(sr *sro.SpecialResource) {
+			sr.Spec.DependsOn = []sro.SpecialResourceDependency{{Name: "a", Recipe: &sro.SpecialResourceRecipe{ConfigMap: &sro.RecipeConfigMap{Name: "r", Namespace: "n"}}}}
+		}},
 		"configuration template": {mutate: func(sr *sro.SpecialResource) {
 			sr.Spec.Configuration = []sro.SpecialResourceConfiguration{{Name: "c", Value: []string{"ok", "{{ .Nope }}"}}}
 		}, field: "spec.configuration[0].value[1]", msg: "can't evaluate field Nope"},
