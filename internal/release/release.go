@@ -32,6 +32,7 @@ import (
 	"github.com/metalforge/metalforge/internal/controller/provisioning"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/clusteroperator"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/render"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/secrets"
 )
 
 // Namespace is the stack's namespace (the machine-api-operator's).
@@ -220,7 +221,8 @@ func serviceAccount() *corev1.ServiceAccount {
 }
 
 // rbacObjects grant the operator's permissions and the baremetal-operator's to the service
-// account every pod of the stack runs as.
+// account every pod of the stack runs as, and the operator's read of the cluster's pull secret in
+// the cluster's configuration namespace.
 func rbacObjects(bmoRole []byte) ([]any, error) {
 	var bmo rbacv1.ClusterRole
 	if err := yaml.Unmarshal(bmoRole, &bmo); err != nil {
@@ -236,6 +238,9 @@ func rbacObjects(bmoRole []byte) ([]any, error) {
 			RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name}},
 		&rbacv1.Role{TypeMeta: withKind("Role"), ObjectMeta: meta(name, Namespace), Rules: provisioning.NamespaceRules()},
 		&rbacv1.RoleBinding{TypeMeta: withKind("RoleBinding"), ObjectMeta: meta(name, Namespace), Subjects: subject,
+			RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name}},
+		&rbacv1.Role{TypeMeta: withKind("Role"), ObjectMeta: meta(name, secrets.ClusterPullSecretNamespace), Rules: provisioning.ConfigNamespaceRules()},
+		&rbacv1.RoleBinding{TypeMeta: withKind("RoleBinding"), ObjectMeta: meta(name, secrets.ClusterPullSecretNamespace), Subjects: subject,
 			RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name}},
 	}, nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/metalforge/metalforge/internal/controller/provisioning/clusteroperator"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/render"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/secrets"
 	"github.com/metalforge/metalforge/internal/test/testenv"
 )
 
@@ -75,7 +76,8 @@ func objects(t *testing.T, data []byte) []map[string]any {
 }
 
 // TestManifestsForThePayload: run level 31 file names, and every object in the baremetal
-// capability; the ClusterOperator names its related objects; the operator's Deployment runs as the
+// capability (a Role and binding in the stack's namespace and one in the cluster's configuration
+// namespace); the ClusterOperator names its related objects; the operator's Deployment runs as the
 // service account the RBAC grants, with the images file mounted where it reads it.
 func TestManifestsForThePayload(t *testing.T) {
 	files, err := ReadDir(filepath.Join(repo(t), "manifests"))
@@ -99,7 +101,7 @@ func TestManifestsForThePayload(t *testing.T) {
 		}
 	}
 	for kind, n := range map[string]int{"CustomResourceDefinition": 10, "Deployment": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
-		"Role": 1, "RoleBinding": 1, "Service": 1, "ConfigMap": 1, "ClusterOperator": 1} {
+		"Role": 2, "RoleBinding": 2, "Service": 1, "ConfigMap": 1, "ClusterOperator": 1} {
 		if kinds[kind] != n {
 			t.Errorf("%d %s, want %d", kinds[kind], kind, n)
 		}
@@ -114,8 +116,9 @@ func TestManifestsForThePayload(t *testing.T) {
 
 // TestKubectlApplyStrict: the manifests apply to a fresh API server with kubectl's strict
 // validation (an unknown or duplicated field fails), in file-name order as the cluster version
-// operator applies them, once the machine-api-operator's namespace and OpenShift's own CRDs exist;
-// a second apply changes nothing.
+// operator applies them, once the machine-api-operator's namespace, the cluster's configuration
+// namespace (openshift-config, which OpenShift creates long before run level 31) and OpenShift's
+// own CRDs exist; a second apply changes nothing.
 func TestKubectlApplyStrict(t *testing.T) {
 	kubectl, err := testenv.Tool("kubectl")
 	if err != nil {
@@ -131,8 +134,10 @@ func TestKubectlApplyStrict(t *testing.T) {
 	}
 	defer func() { _ = env.Stop() }()
 	ctx := context.Background()
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil {
-		t.Fatal(err)
+	for _, ns := range []string{Namespace, secrets.ClusterPullSecretNamespace} {
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	dir := filepath.Join(repo(t), "manifests")
 	files, err := ReadDir(dir)
@@ -226,22 +231,7 @@ func TestRoleGrantsThePrivilegedSCC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var role, binding map[string]any
-	for _, o := range objects(t, files[Prefix+"05_rbac.yaml"]) {
-		switch o["kind"] {
-		case "Role":
-			role = o
-		case "RoleBinding":
-			binding = o
-		}
-	}
-	if role == nil || binding == nil || role["metadata"].(map[string]any)["namespace"] != Namespace {
-		t.Fatalf("no Role and RoleBinding in %s", Namespace)
-	}
-	subjects, _ := binding["subjects"].([]any)
-	if len(subjects) != 1 || subjects[0].(map[string]any)["name"] != render.ServiceAccount {
-		t.Errorf("the Role is bound to %v, want the stack's service account %s", subjects, render.ServiceAccount)
-	}
+	role := boundRole(t, files, Namespace)
 	granted := false
 	for _, r := range role["rules"].([]any) {
 		rule := r.(map[string]any)
@@ -253,4 +243,49 @@ func TestRoleGrantsThePrivilegedSCC(t *testing.T) {
 	if !granted {
 		t.Errorf("the Role does not grant use of the privileged SCC: %v", role["rules"])
 	}
+}
+
+// TestRoleReadsOnlyTheClusterPullSecret: in the cluster's configuration namespace the operator may
+// read the cluster's pull secret, by name, and nothing else (the namespace holds other secrets of
+// the cluster's): it caches that one Secret with a metadata.name field selector, which the API
+// server authorizes by name for list and watch too.
+func TestRoleReadsOnlyTheClusterPullSecret(t *testing.T) {
+	files, err := ReadDir(filepath.Join(repo(t), "manifests"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := boundRole(t, files, secrets.ClusterPullSecretNamespace)
+	want := []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"secrets"},
+		"resourceNames": []any{secrets.ClusterPullSecretName}, "verbs": []any{"get", "list", "watch"}}}
+	if !reflect.DeepEqual(role["rules"], want) {
+		t.Errorf("the Role in %s grants %v, want %v", secrets.ClusterPullSecretNamespace, role["rules"], want)
+	}
+}
+
+// boundRole is the operator's Role in namespace of the RBAC manifest; it fails the test unless a
+// RoleBinding there binds it to the stack's service account.
+func boundRole(t *testing.T, files map[string][]byte, namespace string) map[string]any {
+	t.Helper()
+	var role, binding map[string]any
+	for _, o := range objects(t, files[Prefix+"05_rbac.yaml"]) {
+		if o["metadata"].(map[string]any)["namespace"] != namespace {
+			continue
+		}
+		switch o["kind"] {
+		case "Role":
+			role = o
+		case "RoleBinding":
+			binding = o
+		}
+	}
+	if role == nil || binding == nil {
+		t.Fatalf("no Role and RoleBinding in %s", namespace)
+	}
+	subjects, _ := binding["subjects"].([]any)
+	ref, _ := binding["roleRef"].(map[string]any)
+	if len(subjects) != 1 || subjects[0].(map[string]any)["name"] != render.ServiceAccount ||
+		subjects[0].(map[string]any)["namespace"] != Namespace || ref["name"] != role["metadata"].(map[string]any)["name"] {
+		t.Errorf("the Role in %s is bound to %v (%v), want the stack's service account %s/%s", namespace, subjects, ref, Namespace, render.ServiceAccount)
+	}
+	return role
 }

@@ -177,8 +177,12 @@ func startCluster(t *testing.T) *testenv.Env {
 	t.Cleanup(func() { _ = env.Stop() })
 	ctx := context.Background()
 	c := env.Client
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
+	// The stack's namespace (the machine-api-operator's) and the cluster's configuration namespace,
+	// where the manifests grant the operator its read of the cluster's pull secret.
+	for _, name := range []string{ns, secrets.ClusterPullSecretNamespace} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	infra := &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: platform.InfrastructureName}}
 	if err := c.Create(ctx, infra); err != nil {

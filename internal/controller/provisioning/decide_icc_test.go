@@ -150,6 +150,84 @@ func TestDecideICC(t *testing.T) {
 			progress: "",
 			writes:   []string{"Secret/" + secrets.CBOWebhookCert, "*v1.ValidatingWebhookConfiguration/" + render.CBOWebhookConfig},
 		},
+		"a new stack with the cluster's pull secret: the copy is written before the controller that mounts it": {
+			world: func(*testing.T) *observed { return withPullSecret(iccWorld(disabled, "192.168.111.10"), testAuth) },
+			state: clusteroperator.ReasonSyncing,
+			writes: []string{"Secret/" + secrets.CBOWebhookCert, "Secret/" + secrets.IronicCredentials, "Secret/" + secrets.IronicTLS,
+				"Secret/" + secrets.BMOWebhookCert, "Secret/" + secrets.PullSecret, "*v1.ValidatingWebhookConfiguration/" + render.CBOWebhookConfig,
+				"*v1.Deployment/metal3", "*v1.Service/metal3-state", "*v1.Deployment/metal3-baremetal-operator", "*v1.Service/baremetal-operator-webhook-service",
+				"*v1.Service/" + render.ICCService, "*v1.Secret/" + render.ICCConfigSecret, "*v1.Deployment/" + render.ICCDeployment},
+		},
+		"the cluster's pull secret unchanged: nothing is written": {
+			world: func(t *testing.T) *observed {
+				t.Helper()
+				o := withPullSecret(iccWorld(disabled, "192.168.111.10"), testAuth)
+				settle(t, o)
+				if o.secrets[secrets.PullSecret] == nil {
+					t.Fatal("the stack settled without the copy of the pull secret")
+				}
+				return o
+			},
+			state: clusteroperator.ReasonDeployComplete,
+		},
+		"a pull secret for a running stack: copied, and the controller restarted to read it": {
+			world: func(t *testing.T) *observed {
+				t.Helper()
+				o := iccWorld(disabled, "192.168.111.10")
+				settle(t, o)
+				return withPullSecret(o, testAuth)
+			},
+			state:  clusteroperator.ReasonSyncing,
+			writes: []string{"Secret/" + secrets.PullSecret, "*v1.Deployment/" + render.ICCDeployment},
+		},
+		"the cluster's pull secret rotated: the copy and the controller follow": {
+			world: func(t *testing.T) *observed {
+				t.Helper()
+				o := withPullSecret(iccWorld(disabled, "192.168.111.10"), testAuth)
+				settle(t, o)
+				return withPullSecret(o, testAuthRotated)
+			},
+			state:  clusteroperator.ReasonSyncing,
+			writes: []string{"Secret/" + secrets.PullSecret, "*v1.Deployment/" + render.ICCDeployment},
+		},
+		"the cluster's pull secret removed: the copy goes, the controller runs without": {
+			world: func(t *testing.T) *observed {
+				t.Helper()
+				o := withPullSecret(iccWorld(disabled, "192.168.111.10"), testAuth)
+				settle(t, o)
+				o.clusterPullSecret = nil
+				return o
+			},
+			state:   clusteroperator.ReasonSyncing,
+			writes:  []string{"*v1.Deployment/" + render.ICCDeployment},
+			deletes: []string{secrets.PullSecret},
+		},
+		"the images file drops the controller: the copy of the pull secret goes too": {
+			world: func(t *testing.T) *observed {
+				t.Helper()
+				o := withPullSecret(iccWorld(disabled, "192.168.111.10"), testAuth)
+				settle(t, o)
+				o.images, _ = render.ParseImages("test", []byte(testImages))
+				return o
+			},
+			state:   clusteroperator.ReasonSyncing,
+			writes:  []string{"*v1.Deployment/metal3-baremetal-operator"},
+			deletes: []string{secrets.PullSecret, render.ICCDeployment, render.ICCService, render.ICCConfigSecret},
+		},
+		"deleting: the copy of the pull secret with the rest": {
+			world: func(t *testing.T) *observed {
+				t.Helper()
+				o := withPullSecret(iccWorld(disabled, "192.168.111.10"), testAuth)
+				settle(t, o)
+				now := metav1.Now()
+				o.prov.DeletionTimestamp = &now
+				return o
+			},
+			state: clusteroperator.ReasonResourceNotFound,
+			deletes: []string{render.BMOWebhookConfig, render.BMODeployment, render.ICCDeployment, render.Metal3Deployment,
+				render.BMOWebhookService, render.ICCService, render.StateService,
+				secrets.IronicCredentials, secrets.IronicTLS, secrets.BMOWebhookCert, render.ICCConfigSecret, secrets.PullSecret},
+		},
 		"deleting: the controller's objects with the rest": {
 			world: func(t *testing.T) *observed {
 				t.Helper()
@@ -186,6 +264,18 @@ func TestDecideICC(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Cluster pull secrets (auth files) for the tests.
+const (
+	testAuth        = `{"auths":{"registry.example.com:5000":{"auth":"dXNlcjpzM2NyZXQtdG9rZW4="}}}`
+	testAuthRotated = `{"auths":{"registry.example.com:5000":{"auth":"dXNlcjpyb3RhdGVkLXRva2Vu"}}}`
+)
+
+// withPullSecret gives the cluster a pull secret with the auth file.
+func withPullSecret(o *observed, auth string) *observed {
+	o.clusterPullSecret = map[string][]byte{secrets.KeyDockerConfigJSON: []byte(auth)}
+	return o
 }
 
 // metal3Replaced is a metal3 Deployment between its pods: the old one gone with its endpoint, the

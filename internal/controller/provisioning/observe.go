@@ -45,6 +45,8 @@ type observed struct {
 	images    render.Images
 	imagesErr error
 	proxy     *render.Proxy
+	// clusterPullSecret is the data of the cluster's pull secret (nil when there is none).
+	clusterPullSecret map[string][]byte
 
 	// What exists, by name (absent: not there).
 	secrets     map[string]*corev1.Secret
@@ -62,7 +64,7 @@ type observed struct {
 
 // stackSecrets are the Secrets of the stack (deleted with it); the operator's own webhook
 // certificate is the platform's and stays.
-var stackSecrets = []string{secrets.IronicCredentials, secrets.IronicTLS, secrets.BMOWebhookCert, render.ICCConfigSecret}
+var stackSecrets = []string{secrets.IronicCredentials, secrets.IronicTLS, secrets.BMOWebhookCert, render.ICCConfigSecret, secrets.PullSecret}
 
 // The stack's Deployments and Services, by name (what observe reads and deletion removes).
 var (
@@ -105,6 +107,9 @@ func (r *Reconciler) observe(ctx context.Context, now time.Time) (*observed, err
 	if err := r.observeProxy(ctx, o); err != nil {
 		return nil, err
 	}
+	if err := r.observeClusterPullSecret(ctx, o); err != nil {
+		return nil, err
+	}
 	if err := r.observeDeployed(ctx, o); err != nil {
 		return nil, err
 	}
@@ -131,6 +136,19 @@ func (r *Reconciler) observeProxy(ctx context.Context, o *observed) error {
 	if st.HTTPProxy != "" || st.HTTPSProxy != "" {
 		o.proxy = &render.Proxy{HTTPProxy: st.HTTPProxy, HTTPSProxy: st.HTTPSProxy, NoProxy: st.NoProxy}
 	}
+	return nil
+}
+
+// observeClusterPullSecret reads the cluster's pull secret from the cache, which holds that one
+// Secret of its namespace (CacheOptions). None is no error: a cluster whose registry needs no
+// credentials has none. Only its data is kept, and nothing here prints it.
+func (r *Reconciler) observeClusterPullSecret(ctx context.Context, o *observed) error {
+	s := &corev1.Secret{}
+	key := types.NamespacedName{Namespace: secrets.ClusterPullSecretNamespace, Name: secrets.ClusterPullSecretName}
+	if err := getOptional(ctx, r.Client, key, s); err != nil {
+		return err
+	}
+	o.clusterPullSecret = s.Data
 	return nil
 }
 

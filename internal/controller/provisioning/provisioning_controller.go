@@ -25,6 +25,7 @@ import (
 	"github.com/metalforge/metalforge/internal/controller/provisioning/clusteroperator"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/platform"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/render"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/secrets"
 )
 
 // Config tunes the controller.
@@ -94,6 +95,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == name })
 	}
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.Config.Namespace })
+	// The cluster's pull secret: a new or rotated one is copied for the
+	// image-customization-controller at once, not at the next resync.
+	clusterPullSecret := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetNamespace() == secrets.ClusterPullSecretNamespace && o.GetName() == secrets.ClusterPullSecretName
+	})
 	images := newImagesWatcher(r.Config.ImagesPath, r.Config.ImagesPoll)
 	if err := mgr.Add(images); err != nil {
 		return fmt.Errorf("adding the images file watcher: %w", err)
@@ -103,7 +109,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&metal3.Provisioning{}, builder.WithPredicates(named(metal3.ProvisioningSingletonName))).
 		Watches(&appsv1.Deployment{}, toSingleton, builder.WithPredicates(inNamespace)).
 		Watches(&corev1.Service{}, toSingleton, builder.WithPredicates(inNamespace)).
-		Watches(&corev1.Secret{}, toSingleton, builder.WithPredicates(inNamespace)).
+		Watches(&corev1.Secret{}, toSingleton, builder.WithPredicates(predicate.Or(inNamespace, clusterPullSecret))).
 		// A container that restarts changes only its pod (crashLoop).
 		Watches(&corev1.Pod{}, toSingleton, builder.WithPredicates(inNamespace)).
 		Watches(&discoveryv1.EndpointSlice{}, toSingleton, builder.WithPredicates(inNamespace, predicate.NewPredicateFuncs(func(o client.Object) bool {

@@ -1,6 +1,10 @@
 package provisioning
 
-import rbacv1 "k8s.io/api/rbac/v1"
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/metalforge/metalforge/internal/controller/provisioning/secrets"
+)
 
 // The operator's permissions. They are written here rather than as kubebuilder markers, which
 // would merge them into the baremetal-operator's role in config/rbac; the release manifests
@@ -41,5 +45,17 @@ func NamespaceRules() []rbacv1.PolicyRule {
 		// one it needs is enough.
 		{APIGroups: []string{"security.openshift.io"}, Resources: []string{"securitycontextconstraints"},
 			ResourceNames: []string{PrivilegedSCC}, Verbs: []string{"use"}},
+	}
+}
+
+// ConfigNamespaceRules are its permissions in the cluster's configuration namespace
+// (openshift-config): reading the cluster's pull secret, by name, for the
+// image-customization-controller. The namespace holds other secrets of the cluster's (identity
+// providers' among them), so nothing else; the operator caches that one Secret with a
+// metadata.name field selector, which the API server authorizes by name for list and watch too.
+func ConfigNamespaceRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{secrets.ClusterPullSecretName},
+			Verbs: []string{"get", "list", "watch"}},
 	}
 }

@@ -15,7 +15,8 @@ import (
 const secretComponent = "secrets"
 
 // planSecrets decides the stack's Secrets (the Ironic credentials, Ironic's certificate, the
-// baremetal-operator's webhook certificate) and returns the render input built from them.
+// baremetal-operator's webhook certificate, the copy of the cluster's pull secret) and returns the
+// render input built from them.
 func (p *plan) planSecrets(o *observed) (render.Input, error) {
 	in := render.Input{Namespace: o.namespace, Spec: o.prov.Spec, Images: o.images, Platform: o.features, Proxy: o.proxy,
 		IronicHostIPs: ironicHostIPs(o)}
@@ -46,7 +47,30 @@ func (p *plan) planSecrets(o *observed) (render.Input, error) {
 	in.IronicCAFingerprint = secrets.Fingerprint(tls[secrets.KeyCA])
 	webhook := p.planTLS(o, secrets.BMOWebhookCert, "metal3-baremetal-operator-webhook", render.ServiceSANs(o.namespace, render.BMOWebhookService))
 	in.BMOWebhookCABundle = webhook[secrets.KeyCA]
+	p.planPullSecret(o, &in)
 	return in, nil
+}
+
+// planPullSecret copies the cluster's pull secret into the stack's namespace for the
+// image-customization-controller, the one component that uses it, and gives the render input its
+// digest. Without a pull secret, or without the controller, there is no copy (one left is
+// removed) and the controller runs without credentials: a cluster whose registry needs none.
+func (p *plan) planPullSecret(o *observed, in *render.Input) {
+	existing := o.secrets[secrets.PullSecret]
+	data := secrets.PullSecretData(o.clusterPullSecret)
+	if data == nil || !in.ICCDeployed() {
+		if existing != nil && ours(existing, o.prov) {
+			p.deletes = append(p.deletes, existing)
+			why := "the cluster has no pull secret"
+			if data != nil {
+				why = "the stack has no image-customization-controller"
+			}
+			p.events.NormalAbout(existing, ReasonRemoved, "Delete", "Removed "+describe(existing)+": "+why)
+		}
+		return
+	}
+	p.putSecret(o, existing, secrets.PullSecret, data)
+	in.PullSecretFingerprint = secrets.PullSecretFingerprint(data)
 }
 
 // ironicHostIPs are the metal3 pod's addresses, as its endpoints show them. While the metal3

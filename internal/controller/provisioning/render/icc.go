@@ -51,6 +51,10 @@ const (
 	// The base agent images as the machine OS images image writes them (copy-metal --all).
 	agentISO    = "ironic-python-agent.iso"
 	agentRootfs = "ironic-python-agent.rootfs"
+	// pullSecretVolume holds the operator's copy of the cluster's pull secret (OpenShift's volume
+	// name); pullSecretPath is the file the controller reads it from (OpenShift's path).
+	pullSecretVolume = "ironic-agent-pull-secret"
+	pullSecretPath   = "/run/secrets/pull-secret"
 )
 
 // iccLabels select the image-customization-controller's pod; its Service uses them.
@@ -178,6 +182,9 @@ func buildICC(in *Input, s *Stack) {
 			},
 		},
 	}
+	if in.PullSecretFingerprint != "" {
+		mountPullSecret(&deployment.Spec.Template, in.PullSecretFingerprint)
+	}
 	privileged(&deployment.Spec.Template.Spec)
 	svc.Labels = labels(ICCDeployment)
 	svc.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: deployment.Spec.Selector.MatchLabels,
@@ -211,6 +218,19 @@ func (in *Input) buildPreprovImages(s *Stack) {
 			}
 		}
 	}
+}
+
+// mountPullSecret gives the controller the operator's copy of the cluster's pull secret as the
+// file it reads at start and writes into every host's image (podman on the host pulls the agent
+// image with it), read-only, and the copy's digest on the pod template: the controller reads the
+// file only at start, and a subPath mount never sees a new version, so a rotated secret restarts
+// it. A file, never a variable: the Deployment and every process's environment would show it.
+func mountPullSecret(t *corev1.PodTemplateSpec, fingerprint string) {
+	t.Annotations[PullSecretFingerprintAnnotation] = fingerprint
+	t.Spec.Volumes = append(t.Spec.Volumes, secretVolume(pullSecretVolume, secrets.PullSecret, secrets.KeyDockerConfigJSON))
+	c := &t.Spec.Containers[0]
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: pullSecretVolume, MountPath: pullSecretPath,
+		SubPath: secrets.KeyDockerConfigJSON, ReadOnly: true})
 }
 
 // iccPublishURL is the address under which Ironic (in the metal3 pod) downloads the images: the

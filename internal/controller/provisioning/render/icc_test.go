@@ -3,6 +3,7 @@ package render
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/secrets"
 )
 
 var iccImages = func() Images {
@@ -306,5 +308,86 @@ func TestConfigAddresses(t *testing.T) {
 	}
 	if got := ConfigAddresses(map[string][]byte{}); len(got) != 0 {
 		t.Errorf("addresses %q from no URL", got)
+	}
+}
+
+// TestICCPullSecret: with the cluster's pull secret, the controller reads the operator's copy from
+// the file cmd/image-customization-controller looks for (read-only, the one key), and its pod
+// template carries the copy's digest, so a rotated secret restarts it (it reads the file only at
+// start); without one there is no volume, mount or annotation. No variable carries the secret.
+func TestICCPullSecret(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "cmd", "image-customization-controller", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`pullSecretFile = "([^"]+)"`).FindStringSubmatch(string(src))
+	if m == nil {
+		t.Fatal("the controller's source names no pullSecretFile")
+	}
+	readsFrom := m[1]
+
+	without := iccInput(managed, "192.168.111.10")
+	with := without
+	with.PullSecretFingerprint = "0123456789abcdef"
+	rotated := without
+	rotated.PullSecretFingerprint = "fedcba9876543210"
+
+	// mounted returns the pull secret's volume and mount in the controller's pod, and its annotation.
+	mounted := func(in Input) (*corev1.Volume, *corev1.VolumeMount, string, *appsv1.Deployment) {
+		t.Helper()
+		d, _, _ := iccObjects(Render(in))
+		var vol *corev1.Volume
+		for i, v := range d.Spec.Template.Spec.Volumes {
+			if v.Secret != nil && v.Secret.SecretName == secrets.PullSecret {
+				vol = &d.Spec.Template.Spec.Volumes[i]
+			}
+		}
+		var mount *corev1.VolumeMount
+		for _, c := range append(d.Spec.Template.Spec.InitContainers, d.Spec.Template.Spec.Containers...) {
+			for i, vm := range c.VolumeMounts {
+				if vm.MountPath == readsFrom || (vol != nil && vm.Name == vol.Name) {
+					if c.Name != "machine-image-customization-controller" || mount != nil {
+						t.Errorf("container %s mounts the pull secret too", c.Name)
+						continue
+					}
+					mount = &c.VolumeMounts[i]
+				}
+			}
+			for _, e := range c.Env {
+				if strings.Contains(e.Name, "PULL_SECRET") || (e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == secrets.PullSecret) {
+					t.Errorf("container %s gets the pull secret in variable %s", c.Name, e.Name)
+				}
+			}
+		}
+		ann, ok := d.Spec.Template.Annotations[PullSecretFingerprintAnnotation]
+		if ok && ann == "" {
+			t.Error("an empty pull secret fingerprint annotation")
+		}
+		return vol, mount, ann, d
+	}
+
+	if vol, mount, ann, _ := mounted(without); vol != nil || mount != nil || ann != "" {
+		t.Errorf("without a pull secret: volume %+v, mount %+v, annotation %q", vol, mount, ann)
+	}
+	vol, mount, ann, d := mounted(with)
+	if vol == nil || mount == nil {
+		t.Fatalf("with a pull secret: volume %+v, mount %+v", vol, mount)
+	}
+	if items := vol.Secret.Items; len(items) != 1 || items[0].Key != secrets.KeyDockerConfigJSON || vol.Secret.Optional != nil {
+		t.Errorf("volume %+v: want the one key %s, required", vol.Secret, secrets.KeyDockerConfigJSON)
+	}
+	if mount.MountPath != readsFrom || mount.SubPath != vol.Secret.Items[0].Path || !mount.ReadOnly {
+		t.Errorf("mount %+v: want %s, read-only, the key's file as subPath", mount, readsFrom)
+	}
+	if ann != with.PullSecretFingerprint {
+		t.Errorf("annotation %q, want the digest %q", ann, with.PullSecretFingerprint)
+	}
+	_, _, annRotated, dRotated := mounted(rotated)
+	if annRotated != rotated.PullSecretFingerprint {
+		t.Errorf("a rotated pull secret: annotation %q, want %q", annRotated, rotated.PullSecretFingerprint)
+	}
+	dRotated.Spec.Template.Annotations[PullSecretFingerprintAnnotation] = ann
+	if !reflect.DeepEqual(d.Spec, dRotated.Spec) {
+		t.Error("a rotated pull secret changes more than the digest")
 	}
 }

@@ -50,6 +50,9 @@ const (
 	// credentials (never the credentials), which Ironic and the baremetal-operator read at start:
 	// new credentials restart both, so they never disagree.
 	CredentialsFingerprintAnnotation = "baremetal.openshift.io/credentials-fingerprint"
+	// PullSecretFingerprintAnnotation on the image-customization-controller's pod template
+	// carries a digest of the pull secret it reads at start (never the secret).
+	PullSecretFingerprintAnnotation = "baremetal.openshift.io/pull-secret-fingerprint"
 )
 
 // Paths inside the containers.
@@ -138,6 +141,9 @@ type Input struct {
 	// IronicCredentialsFingerprint digests the Ironic credentials (secrets.CredentialsFingerprint):
 	// new credentials roll Ironic and the baremetal-operator together.
 	IronicCredentialsFingerprint string
+	// PullSecretFingerprint digests the operator's copy of the cluster's pull secret
+	// (secrets.PullSecretFingerprint); "" when the cluster has none.
+	PullSecretFingerprint string
 	// BMOWebhookCABundle verifies the baremetal-operator's webhook certificate.
 	BMOWebhookCABundle []byte
 	// Proxy is the cluster's proxy (nil: none).

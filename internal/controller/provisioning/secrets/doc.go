@@ -1,6 +1,7 @@
 // Package secrets makes the credentials and certificates the provisioning stack runs with: the
-// Ironic API password with its htpasswd, a self-signed CA with Ironic's serving certificate, and
-// the webhook servers' certificates. Everything here is pure (no API server): the controller
+// Ironic API password with its htpasswd, a self-signed CA with Ironic's serving certificate, the
+// webhook servers' certificates, and the copy of the cluster's pull secret the
+// image-customization-controller reads. Everything here is pure (no API server): the controller
 // decides from these functions whether a Secret must be created, kept or renewed, and writes it.
 //
 // Rules, from the cluster baremetal operator's experience:
