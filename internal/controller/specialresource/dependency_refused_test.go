@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/controller/conditions"
 	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
@@ -88,5 +89,42 @@ func TestRefusedDependencyNotAnnounced(t *testing.T) {
 	h.waitEvent(a.Name, reasonDependencyCreated, "Created SpecialResource "+dep.Name)
 	if created := h.get(dep.Name); created.Labels[sro.CreatedForLabel] != a.Name {
 		t.Fatalf("dependency labels %v, want %s=%s", created.Labels, sro.CreatedForLabel, a.Name)
+	}
+}
+
+// TestDependencyRecipeOnlyForMissing: a dependency whose recipe is the built-in driver-container
+// (which a dependency created with nothing but its recipe cannot use) is fine when the user
+// created the dependency: a, which depends on b so, goes on to Ready (a SpecialResource valid
+// before stays valid). A missing one is said, naming the field, without a create the API server
+// would refuse.
+func TestDependencyRecipeOnlyForMissing(t *testing.T) {
+	h := start(t)
+	h.node("x", kernelX, true)
+	for _, img := range []string{"a", "b"} {
+		h.push("vendor/" + img + ":" + kernelX)
+	}
+	b := h.specialResource("b")
+	a := h.specialResource("a")
+	a.Spec.DependsOn = []sro.SpecialResourceDependency{{Name: b.Name, Recipe: &sro.SpecialResourceRecipe{Name: sro.DriverContainerRecipe}}}
+	t.Cleanup(func() { h.deleteAndWait(b.Name) }) // after a is gone
+	if err := env.Client.Create(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	h.create(a)
+	h.runDaemonSet(h.waitDaemonSets(b.Name, kernelX)[kernelX], 1)
+	h.waitSR(b.Name, "b Ready", isTrue(sro.ConditionReady, ""))
+	h.runDaemonSet(h.waitDaemonSets(a.Name, kernelX)[kernelX], 1)
+	h.waitSR(a.Name, "a Ready with the dependency the user made", isTrue(sro.ConditionReady, ""))
+
+	c := h.specialResource("c")
+	c.Spec.DependsOn = []sro.SpecialResourceDependency{{Name: h.name("missing"), Recipe: &sro.SpecialResourceRecipe{Name: sro.DriverContainerRecipe}}}
+	h.create(c)
+	got := h.waitSR(c.Name, "the missing dependency's recipe said", func(sr *sro.SpecialResource) bool {
+		cond := conditions.Get(sr.Status.Conditions, sro.ConditionErrored)
+		return isTrue(sro.ConditionErrored, sro.ReasonRecipeFailure)(sr) && cond != nil &&
+			strings.Contains(cond.Message, "spec.dependsOn[0].recipe") && strings.Contains(cond.Message, "needs spec.driverContainer.image")
+	})
+	if n := h.dependencyCreates(h.name("missing")); n != 0 {
+		t.Fatalf("%d creates of the dependency the API server would refuse, want none (%s)", n, describe(got))
 	}
 }

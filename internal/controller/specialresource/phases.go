@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -311,6 +312,10 @@ func (r *Reconciler) newDependency(s *scope, i int, d sro.SpecialResourceDepende
 	dep.Name = d.Name
 	dep.Labels = map[string]string{sro.CreatedForLabel: naming.OwnerValue(s.sr.Name)}
 	if dep.Spec.Recipe.Name == "" && dep.Spec.Recipe.ConfigMap == nil {
+		if errs := validation.DependencyRecipe(d, field.NewPath("spec", "dependsOn").Index(i).Child("recipe")); len(errs) > 0 {
+			// The API server would refuse it; said without trying.
+			return nil, "", message.Sanitize(errs.ToAggregate().Error()), nil
+		}
 		dep.Spec.Recipe = *d.Recipe
 	}
 	return dep, "created", "", nil

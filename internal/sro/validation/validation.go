@@ -142,23 +142,22 @@ func dependsOn(sr *sro.SpecialResource, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child("name"), d.Name, "dependency cycle: "+sr.Name+" → "+sr.Name))
 		}
 		if d.Recipe != nil {
-			refErrs := recipeRef(*d.Recipe, p.Child("recipe"))
-			if len(refErrs) == 0 {
-				refErrs = dependencyRecipe(d, p.Child("recipe"))
-			}
-			errs = append(errs, refErrs...)
+			errs = append(errs, recipeRef(*d.Recipe, p.Child("recipe"))...)
 		}
 	}
 	return errs
 }
 
-// dependencyRecipe refuses a dependsOn recipe a dependency cannot be created from. The controller
-// creates a missing dependency with nothing but that recipe (a recipe ConfigMap's
+// DependencyRecipe refuses a dependsOn recipe a missing dependency cannot be created from. The
+// controller creates a missing dependency with nothing but that recipe (a recipe ConfigMap's
 // specialresource.yaml gives it a whole spec; a built-in recipe has none): the built-in
 // driver-container recipe needs an image and modules, so the webhook would refuse the dependency,
 // and the SpecialResource would be stuck retrying its creation. The check is the one the
-// dependency's own spec gets, so a built-in recipe that needs nothing but its name passes.
-func dependencyRecipe(d sro.SpecialResourceDependency, path *field.Path) field.ErrorList {
+// dependency's own spec gets, so a built-in recipe that needs nothing but its name passes. It is
+// not part of Spec: a dependency the user created (with whatever spec) makes the recipe unused,
+// and a SpecialResource valid before must stay valid; the controller asks it when the dependency
+// is missing.
+func DependencyRecipe(d sro.SpecialResourceDependency, path *field.Path) field.ErrorList {
 	if d.Recipe.ConfigMap != nil {
 		return nil
 	}

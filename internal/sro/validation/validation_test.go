@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
@@ -96,15 +97,11 @@ func TestSpec(t *testing.T) {
 		"dependency recipe": {mutate: func(sr *sro.SpecialResource) {
 			sr.Spec.DependsOn = []sro.SpecialResourceDependency{{Name: "a", Recipe: &sro.SpecialResourceRecipe{Name: "nope"}}}
 		}, field: "spec.dependsOn[0].recipe.name", msg: "supported values"},
-		// A dependency is created with nothing but its recipe: the built-in recipe, which needs an
-		// image and modules, would be refused by the webhook on every retry.
-		"dependency recipe driver-container": {mutate: func(sr *sro.SpecialResource) {
+		// The recipe is checked only when the dependency is missing (DependencyRecipe): one the
+		// user created makes it unused, and a SpecialResource valid before stays valid.
+		"dependency recipe driver-container: checked when missing, not here": {mutate: func(sr *sro.SpecialResource) {
 			sr.Spec.DependsOn = []sro.SpecialResourceDependency{{Name: "a", Recipe: &sro.SpecialResourceRecipe{Name: sro.DriverContainerRecipe}}}
-		}, field: "spec.dependsOn[0].recipe",
-			msg: `"driver-container": a dependency is created with nothing but its recipe, and the built-in recipe driver-container needs spec.driverContainer.image, spec.driverContainer.modules: create SpecialResource a yourself, or give this dependency a recipe ConfigMap`},
-		"dependency recipe empty (the default, driver-container)": {mutate: func(sr *sro.SpecialResource) {
-			sr.Spec.DependsOn = []sro.SpecialResourceDependency{{Name: "x"}, {Name: "a", Recipe: &sro.SpecialResourceRecipe{}}}
-		}, field: "spec.dependsOn[1].recipe", msg: "the built-in recipe driver-container (the default) needs spec.driverContainer.image"},
+		}},
 		"dependency recipe ConfigMap: fine": {mutate: func(sr *sro.SpecialResource) {
 			sr.Spec.DependsOn = []sro.SpecialResourceDependency{{Name: "a", Recipe: &sro.SpecialResourceRecipe{ConfigMap: &sro.RecipeConfigMap{Name: "r", Namespace: "n"}}}}
 		}},
@@ -196,5 +193,31 @@ func TestSampleIsValid(t *testing.T) {
 	}
 	if errs := Spec(sr); len(errs) > 0 {
 		t.Fatalf("sample refused: %v", errs)
+	}
+}
+
+// A missing dependency is created with nothing but its recipe: the built-in recipe, which needs an
+// image and modules, would be refused by the webhook on every retry.
+func TestDependencyRecipe(t *testing.T) {
+	path := field.NewPath("spec", "dependsOn").Index(1).Child("recipe")
+	for name, tc := range map[string]struct {
+		recipe *sro.SpecialResourceRecipe
+		msg    string
+	}{
+		"driver-container": {recipe: &sro.SpecialResourceRecipe{Name: sro.DriverContainerRecipe},
+			msg: `spec.dependsOn[1].recipe: Invalid value: "driver-container": a dependency is created with nothing but its recipe, and the built-in recipe driver-container needs spec.driverContainer.image, spec.driverContainer.modules: create SpecialResource a yourself, or give this dependency a recipe ConfigMap`},
+		"empty (the default, driver-container)": {recipe: &sro.SpecialResourceRecipe{},
+			msg: "the built-in recipe driver-container (the default) needs spec.driverContainer.image"},
+		"a recipe ConfigMap": {recipe: &sro.SpecialResourceRecipe{ConfigMap: &sro.RecipeConfigMap{Name: "r", Namespace: "n"}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			errs := DependencyRecipe(sro.SpecialResourceDependency{Name: "a", Recipe: tc.recipe}, path)
+			switch {
+			case tc.msg == "" && len(errs) > 0:
+				t.Fatalf("refused: %v", errs)
+			case tc.msg != "" && (len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.msg)):
+				t.Fatalf("errors %v, want one with %q", errs, tc.msg)
+			}
+		})
 	}
 }
