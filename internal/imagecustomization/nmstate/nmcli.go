@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -93,6 +94,11 @@ func (r refusal) Error() string { return string(r) }
 // (nmcli(1), EXIT STATUS); its message is on stderr.
 const nmcliInputError = 2
 
+// invalidProfile is the message of a profile whose properties do not go together (NetworkManager's
+// check of the whole connection, "ipv6.dns: this property is not allowed for 'method=link-local'"):
+// the input's fault too, although nmcli exits 1 for it.
+var invalidProfile = regexp.MustCompile(`^Error writing connection: [a-z0-9-]+\.[a-z0-9-]+: `)
+
 func run(ctx context.Context, nmcli string, args []string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, nmcli, append([]string{"--offline", "connection", "add"}, args...)...)
 	// Messages in English whatever the host's locale, so that they read the same in status.
@@ -105,7 +111,7 @@ func run(ctx context.Context, nmcli string, args []string) ([]byte, error) {
 	}
 	msg := strings.TrimPrefix(strings.TrimSpace(stderr.String()), "Error: ")
 	var exit *exec.ExitError
-	if errors.As(err, &exit) && exit.ExitCode() == nmcliInputError && msg != "" {
+	if errors.As(err, &exit) && msg != "" && (exit.ExitCode() == nmcliInputError || invalidProfile.MatchString(msg)) {
 		return nil, refusal(msg)
 	}
 	// Killed (memory, a timeout), not started (a process limit, a missing library), or an

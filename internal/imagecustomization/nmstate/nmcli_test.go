@@ -144,6 +144,7 @@ func TestNMCLIRefusalOrFailure(t *testing.T) {
 		{"fails without a message", "exit 1", false, "exit status 1"},
 		{"killed", "kill -9 $$", false, "signal: killed"},
 		{"internal error with a message", "echo 'Error: could not create temporary file' >&2; exit 1", false, "temporary file"},
+		{"refuses the whole profile (exit 1)", "echo \"Error: Error writing connection: ipv6.dns: this property is not allowed for 'method=link-local'\" >&2; exit 1", true, "ipv6.dns"},
 		{"invocation error without a message", "exit 2", false, "exit status 2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -160,5 +161,32 @@ func TestNMCLIRefusalOrFailure(t *testing.T) {
 				t.Errorf("field %q does not name the interface", fe.Field)
 			}
 		})
+	}
+}
+
+// The real nmcli refuses a profile whose properties do not go together with exit status 1: still
+// the network data's fault, named as such (IPv6 without an address, DHCP or autoconf, with an IPv6
+// DNS server: a link-local profile that may not carry DNS).
+func TestNMCLIRefusesProfile(t *testing.T) {
+	doc := `interfaces:
+- name: eno1
+  type: ethernet
+  state: up
+  ipv6:
+    enabled: true
+    dhcp: false
+    autoconf: false
+dns-resolver:
+  config:
+    server: [2001:db8::53]
+`
+	s, err := Parse([]byte(doc))
+	if err != nil {
+		t.Skipf("the parser refuses the document itself: %v", err)
+	}
+	_, err = generator(t).Keyfiles(context.Background(), s)
+	var fe *FieldError
+	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "ipv6.dns") {
+		t.Fatalf("error %v, want a field error naming ipv6.dns", err)
 	}
 }
