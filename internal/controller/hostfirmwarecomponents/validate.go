@@ -78,10 +78,11 @@ func validateURL(raw string) error {
 			return nil
 		}
 	}
-	if strings.Contains(raw, "@") && (err != nil || statustext.Redact(raw) == raw) {
-		// User information the status text cleaner does not recognise (unparsable: a password
-		// with a space or '#'; or no "scheme://" before it: "admin:s3cret@fw.example/bmc.bin"
-		// parses as scheme "admin"): not repeated in status or events.
+	if strings.Contains(raw, "@") && (err != nil || !strings.Contains(statustext.Redact(raw), "***@")) {
+		// User information the status text cleaner does not remove (unparsable: a password with
+		// a space or '#'; or no "scheme://" before it: "admin:s3cret@fw.example/bmc.bin" parses
+		// as scheme "admin", and a credential query parameter redacted beside it does not make
+		// it safe): not repeated in status or events.
 		return fmt.Errorf("not an http, https or file URL (not shown: it may hold credentials)")
 	}
 	return fmt.Errorf("%q is not an http, https or file URL", raw)

@@ -41,6 +41,8 @@ func TestValidateUpdates(t *testing.T) {
 			want: `spec.updates[0].url: not an http, https or file URL (not shown: it may hold credentials)`},
 		"user information without a scheme": {updates: []metal3.FirmwareUpdate{u("bmc", "admin:s3cret@fw.example.com/bmc.bin")}, reported: reported,
 			want: `spec.updates[0].url: not an http, https or file URL (not shown: it may hold credentials)`},
+		"user information without a scheme, a token in the query": {updates: []metal3.FirmwareUpdate{u("bmc", "admin:s3cret@fw.example.com/bmc.bin?token=abc")}, reported: reported,
+			want: `spec.updates[0].url: not an http, https or file URL (not shown: it may hold credentials)`},
 		"user information after //": {updates: []metal3.FirmwareUpdate{u("bmc", "//admin:s3cret@fw.example.com/bmc.bin")}, reported: reported,
 			want: `spec.updates[0].url: not an http, https or file URL (not shown: it may hold credentials)`},
 		"an ftp URL with credentials (redacted when shown)": {updates: []metal3.FirmwareUpdate{u("bmc", "ftp://admin:s3cret@fw.example.com/bmc.bin")}, reported: reported,
