@@ -136,9 +136,23 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		For(&metal3.BMCEventSubscription{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicates.DeletionMarked()))).
 		Watches(&metal3.BareMetalHost{}, handler.EnqueueRequestsFromMapFunc(r.subscriptionsOf), builder.WithPredicates(hostChanges())).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.subscriptionsUsing), builder.WithPredicates(predicates.SecretDataChanged())).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.subscriptionsUsing), builder.WithPredicates(headersChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.Concurrency), SkipNameValidation: &r.SkipNameValidation}).
 		Complete(r)
+}
+
+// headersChanged passes a headers Secret whose content changed. Not one entering the cache: the
+// controller labels a Secret when it first reads it, which makes it appear there at once, and a
+// reconcile for that would retry a failed create before its backoff; a Secret created or deleted
+// by the user is found by the retry that waits for it.
+func headersChanged() predicate.Funcs {
+	data := predicates.SecretDataChanged()
+	return predicate.Funcs{
+		CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
+		DeleteFunc:  func(ctrlevent.DeleteEvent) bool { return false },
+		GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
+		UpdateFunc:  data.Update,
+	}
 }
 
 // hostChanges passes a host appearing or going, and a change in whether the provisioner can
@@ -301,8 +315,8 @@ func (s *scope) run() (ctrl.Result, error) {
 				return s.failed(err, "deleting the subscription to renew its headers")
 			}
 			s.sub.Status.SubscriptionID = ""
-			s.events.Normal(ReasonHeadersChanged, "Create", "The headers Secret changed: subscription "+id+" deleted from the BMC of host "+
-				s.host.Name+", created again with the new headers")
+			s.events.Normal(ReasonHeadersChanged, "Delete", "The headers Secret changed: subscription "+id+" deleted from the BMC of host "+
+				s.host.Name+", to be created again with the new headers")
 			return s.create(host)
 		}
 		// A BMC reset to its defaults (or replaced) forgets its subscriptions: metal3 never
