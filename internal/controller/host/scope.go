@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
-	"github.com/metalforge/metalforge/internal/controller/companion"
 	"github.com/metalforge/metalforge/internal/controller/events"
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
@@ -145,14 +144,14 @@ func (s *hostScope) removeAnnotation(key string) {
 	s.fx.removeAnnotations[key] = true
 }
 
-// clearRebootAnnotations removes every reboot annotation, reboot.metal3.io and
-// reboot.metal3.io/<owner> (metal3's clearRebootAnnotations): at the moments the host's power is
-// the provisioner's (inspection, deployment) or a deployment ended.
+// clearRebootAnnotations removes the one-shot reboot.metal3.io at the moments the host's power is
+// the provisioner's (inspection, deployment) or a deployment ended. The held
+// reboot.metal3.io/<owner> ones are their owners' to remove: metal3 removed them too until its
+// PR #3342 (issue #3271, 2026), which keeps them, and so do we: a remediation's hold removed at a
+// deployment let the new deployment power on behind its owner's back.
 func (s *hostScope) clearRebootAnnotations() {
-	for key := range s.host.Annotations {
-		if companion.IsRebootAnnotation(key) {
-			s.removeAnnotation(key)
-		}
+	if _, ok := s.host.Annotations[metal3.RebootAnnotationPrefix]; ok {
+		s.removeAnnotation(metal3.RebootAnnotationPrefix)
 	}
 }
 

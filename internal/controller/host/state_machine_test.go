@@ -234,6 +234,25 @@ func TestRunTakesANewHostToProvisionedInOneReconcile(t *testing.T) {
 	}
 }
 
+// TestHeldRebootAnnotationSurvivesADeployment: a deployment removes the one-shot reboot
+// annotation, never a held reboot.metal3.io/<owner> one, which its owner removes (metal3 PR
+// #3342): a remediation's hold removed there let the new deployment power on.
+func TestHeldRebootAnnotationSurvivesADeployment(t *testing.T) {
+	fix := fixture.New(fixture.Config{})
+	h := unitHost(metal3.StateNone)
+	h.Spec.Image = &metal3.Image{URL: "http://images/a.qcow2", Checksum: "abc", ChecksumType: metal3.MD5}
+	h.Annotations[metal3.RebootAnnotationPrefix] = ""
+	h.Annotations[metal3.RebootAnnotationPrefix+"/remediation"] = ""
+	s := unitScope(t, h, fix)
+	s.run()
+	if got := s.state(); got != metal3.StateProvisioned {
+		t.Fatalf("state %q, want provisioned", got)
+	}
+	if !s.fx.removeAnnotations[metal3.RebootAnnotationPrefix] || s.fx.removeAnnotations[metal3.RebootAnnotationPrefix+"/remediation"] {
+		t.Fatalf("annotations removed %v: want the one-shot one only", s.fx.removeAnnotations)
+	}
+}
+
 func TestBackoffRanges(t *testing.T) {
 	b := ExponentialBackoff(time.Minute)
 	for n, want := range map[int][2]time.Duration{1: {time.Minute, 2 * time.Minute}, 2: {2 * time.Minute, 4 * time.Minute},
