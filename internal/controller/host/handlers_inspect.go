@@ -2,7 +2,9 @@ package host
 
 import (
 	"errors"
+	"maps"
 	"reflect"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,7 +104,53 @@ func handlePreparing(s *hostScope) outcome {
 		// The spec changed while the preparation ran: only what it applied is recorded.
 		s.recordServicedUpdates(run.data.FirmwareUpdates)
 	}
+	if running && !retried {
+		if next, ok := s.changedWhileRunning(run); ok {
+			// What was asked while the preparation ran goes next, at once: once available, the
+			// host would take a change judged before it became available for one the preparation
+			// applied (firmwareChangedSince), and never apply it.
+			s.preparations.put(s.host.UID, next)
+			return waitFor(time.Second, "the provisioner to apply the changes made while the last preparation ran")
+		}
+	}
 	return advance(metal3.StateAvailable)
+}
+
+// changedWhileRunning is the preparation of what the spec asks beyond what run (and the
+// preparations before it in this stay in preparing) applied, ok false when nothing: RAID and root
+// device hints that differ from what run recorded, firmware settings and updates pending that were
+// not applied as they are asked now. The settings the HostFirmwareSettings show are those from
+// before the first of them (its controller reads the host again only once it leaves preparing),
+// so the applied settings still look pending: they are left out.
+func (s *hostScope) changedWhileRunning(run preparation) (preparation, bool) {
+	applied := run.applied
+	applied.FirmwareSettings = maps.Clone(applied.FirmwareSettings)
+	if applied.FirmwareSettings == nil {
+		applied.FirmwareSettings = metal3.DesiredSettingsMap{}
+	}
+	maps.Copy(applied.FirmwareSettings, run.data.FirmwareSettings)
+	applied.FirmwareUpdates = append(slices.Clone(applied.FirmwareUpdates), run.data.FirmwareUpdates...)
+
+	next := s.newPreparation()
+	next.applied = applied
+	var settings metal3.DesiredSettingsMap
+	for name, v := range next.data.FirmwareSettings {
+		if was, ok := applied.FirmwareSettings[name]; !ok || was.String() != v.String() {
+			if settings == nil {
+				settings = metal3.DesiredSettingsMap{}
+			}
+			settings[name] = v
+		}
+	}
+	next.data.FirmwareSettings = settings
+	next.data.FirmwareUpdates = slices.DeleteFunc(slices.Clone(next.data.FirmwareUpdates), func(u metal3.FirmwareUpdate) bool {
+		return slices.Contains(applied.FirmwareUpdates, u)
+	})
+	if len(next.data.FirmwareUpdates) == 0 {
+		next.data.FirmwareUpdates = nil
+	}
+	d := next.data
+	return next, d.TargetRAIDConfig != nil || d.RootDeviceHints != nil || d.FirmwareSettings != nil || d.FirmwareUpdates != nil
 }
 
 // newPreparation is the request of a preparation starting now, and the spec it records.

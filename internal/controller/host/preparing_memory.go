@@ -30,6 +30,9 @@ type preparation struct {
 	// raid and hints are the spec's when the preparation started, recorded in status at its end.
 	raid  *metal3.RAIDConfig
 	hints *metal3.RootDeviceHints
+	// applied is what the preparations before this one applied since the host entered preparing
+	// (changes made while one ran go next): firmware settings and updates.
+	applied provisioner.PrepareData
 }
 
 func (r *runningPreparations) get(uid types.UID) (preparation, bool) {

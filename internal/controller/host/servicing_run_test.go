@@ -116,18 +116,66 @@ func TestPreparingEditedWhileRunning(t *testing.T) {
 		return n.Busy == fixture.OpPrepare, fmt.Sprintf("busy %q", n.Busy)
 	})
 	setUpdates(t, ns, "h", bios, bmc)
+	// A setting too, on the other object: its change is judged while the preparation runs, so
+	// once the host is available it would look older than that.
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
 	op.waitSeen(t, ns, "h", annotate(t, ns, "h", "touch", "1"), 1) // the host asked with both
 	fix.SetLatency(fixture.OpPrepare, 1100*time.Millisecond)
 
 	waitHFC(t, ns, "h", "both updates recorded", func(hfc *metal3.HostFirmwareComponents) bool { return len(hfc.Status.Updates) == 2 })
+	waitHFS(t, ns, "h", "the setting applied and read back", func(hfs *metal3.HostFirmwareSettings) bool {
+		return hfs.Status.Settings["ProcTurboMode"] == "Disabled"
+	})
 	waitState(t, ns, "h", metal3.StateAvailable)
 	if b, m := fix.Flashes(ns, "h", "bios"), fix.Flashes(ns, "h", "bmc"); b != 1 || m != 1 {
 		t.Fatalf("bios flashed %d times, bmc %d times; want once each", b, m)
+	}
+	if v := biosValue(t, fix, ns, "h", "ProcTurboMode"); v != "Disabled" {
+		t.Fatalf("ProcTurboMode %s, want the setting made while the preparation ran", v)
 	}
 	if v := firmwareVersion(t, fix, ns, "h", "bmc"); v != "8.0" || firmwareVersion(t, fix, ns, "h", "bios") != "2.20.0" {
 		t.Fatalf("bios %s, bmc %s after both preparations", firmwareVersion(t, fix, ns, "h", "bios"), v)
 	}
 	if n := fix.Count(ns, "h", fixture.OpPrepare) - prepared; n != 2 {
-		t.Fatalf("prepared %d times, want 2 (the preparation that ran, then the added update)", n)
+		t.Fatalf("prepared %d times, want 2 (the preparation that ran, then what was added)", n)
+	}
+}
+
+// TestPreparingSettingAddedWhileRunning: a setting made (and judged) while a preparation of a
+// firmware update runs is prepared next, before the host becomes available: once available, the
+// HostFirmwareSettings, which the preparation did not change, would look older than the host's
+// availability and the setting would never be applied.
+func TestPreparingSettingAddedWhileRunning(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{Latency: map[fixture.Op]time.Duration{fixture.OpPrepare: 1100 * time.Millisecond}})
+	op := startWithFirmware(t, ns, fix)
+	h := newHost(ns, "h").Build()
+	h.Spec.Image = nil
+	createHost(t, h)
+	waitState(t, ns, "h", metal3.StateAvailable)
+	waitHFS(t, ns, "h", "filled in", func(hfs *metal3.HostFirmwareSettings) bool { return len(hfs.Status.Settings) > 0 })
+	waitHFC(t, ns, "h", "filled in", func(hfc *metal3.HostFirmwareComponents) bool { return len(hfc.Status.Components) > 0 })
+	prepared := fix.Count(ns, "h", fixture.OpPrepare)
+
+	fix.SetLatency(fixture.OpPrepare, time.Hour)
+	setUpdates(t, ns, "h", metal3.FirmwareUpdate{Component: "bios", URL: "http://fw.example/bios-2.20.0.bin"})
+	poll.Until(t, "the preparation running", func() (bool, string) {
+		n, _ := fix.Node(ns, "h")
+		return n.Busy == fixture.OpPrepare, fmt.Sprintf("busy %q", n.Busy)
+	})
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
+	op.waitSeen(t, ns, "h", annotate(t, ns, "h", "touch", "1"), 1)
+	fix.SetLatency(fixture.OpPrepare, 1100*time.Millisecond)
+
+	waitHFS(t, ns, "h", "the setting applied and read back", func(hfs *metal3.HostFirmwareSettings) bool {
+		return hfs.Status.Settings["ProcTurboMode"] == "Disabled"
+	})
+	waitState(t, ns, "h", metal3.StateAvailable)
+	if b := fix.Flashes(ns, "h", "bios"); b != 1 {
+		t.Fatalf("bios flashed %d times, want once", b)
+	}
+	if n := fix.Count(ns, "h", fixture.OpPrepare) - prepared; n != 2 {
+		t.Fatalf("prepared %d times, want 2 (the update, then the setting)", n)
 	}
 }
