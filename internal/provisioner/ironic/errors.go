@@ -125,6 +125,14 @@ func rawFaultString(body []byte) string {
 // (409 Conflict): the caller retries after a short delay instead of reporting an error.
 func busy(err error) bool { return isStatus(err, http.StatusConflict) }
 
+// unanswered reports an error of a request whose outcome is unknown: no answer (a timeout, a
+// broken connection, the caller gave up) or a 5xx, after which Ironic's conductor may still have
+// carried the request out. A 4xx is a refusal.
+func unanswered(err error) bool {
+	st := statusOf(err)
+	return err != nil && (st == 0 || st >= http.StatusInternalServerError)
+}
+
 // notFound reports a 404.
 func notFound(err error) bool { return isStatus(err, http.StatusNotFound) }
 

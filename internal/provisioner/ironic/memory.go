@@ -25,6 +25,10 @@ type nodeFacts struct {
 	// powerRequest is the last power change asked, to tell "still to do" from "Ironic tried and
 	// failed" when the node shows neither the state nor a pending target.
 	powerRequest string
+	// powerUnanswered is a power change asked that got no answer (a timeout, a 5xx): Ironic may
+	// have taken it. It becomes powerRequest once the node shows a power change pending
+	// (lastPower), so that a reboot Ironic did is not asked again once it ends.
+	powerUnanswered string
 	// restartedManage: the node's failed verification was restarted (RestartOnFailure), so that
 	// its failing again is reported rather than restarted on every poll.
 	restartedManage bool
@@ -32,7 +36,8 @@ type nodeFacts struct {
 	// registrations after the first do not look the port up again.
 	bootPort string
 	// failedStarts holds, per extra key (extraPrepared, extraServiced), a fingerprint written to
-	// the node whose operation Ironic then did not accept (see finished).
+	// the node whose operation Ironic then did not accept, or did not answer for (see finished;
+	// confirmStarts drops it when the node shows the operation started after all).
 	failedStarts map[string]string
 	// lostAgentAbort is when this provisioner last aborted the node's wait for a lost agent
 	// (lostagent.go), so that a second one soon after is left to Ironic's callback timeout.
@@ -122,9 +127,21 @@ func (m *nodeMemory) powerRequest(id string) (target string) {
 	return target
 }
 
-// setPowerRequest records a power change asked; "" clears it (seen through, or reported).
+// setPowerRequest records a power change asked; "" clears it (seen through, or reported). Either
+// way an unanswered one is settled.
 func (m *nodeMemory) setPowerRequest(id, target string) {
-	m.update(id, func(f *nodeFacts) { f.powerRequest = target })
+	m.update(id, func(f *nodeFacts) { f.powerRequest, f.powerUnanswered = target, "" })
+}
+
+// powerUnanswered returns the power change asked of the node that got no answer; "" when none.
+func (m *nodeMemory) powerUnanswered(id string) (target string) {
+	m.read(id, func(f nodeFacts) { target = f.powerUnanswered })
+	return target
+}
+
+// setPowerUnanswered records a power change asked that got no answer.
+func (m *nodeMemory) setPowerUnanswered(id, target string) {
+	m.update(id, func(f *nodeFacts) { f.powerUnanswered = target })
 }
 
 // setRestartedManage records whether this provisioner restarted the node's failed verification.

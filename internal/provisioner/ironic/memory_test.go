@@ -22,6 +22,7 @@ import (
 func remember(m *nodeMemory, id string) {
 	m.setAppliedCreds(id, "fp-creds")
 	m.setPowerRequest(id, powerOff)
+	m.setPowerUnanswered(id, rebooting)
 	m.setRestartedManage(id, true)
 	m.setBootPort(id, "52:54:00:00:00:01")
 	m.recordStart(id, extraPrepared, "fp-steps", false)
@@ -56,6 +57,9 @@ func TestNodeMemory(t *testing.T) {
 	}
 	if got := m.powerRequest("a"); got != powerOff {
 		t.Errorf("powerRequest = %q", got)
+	}
+	if got := m.powerUnanswered("a"); got != rebooting {
+		t.Errorf("powerUnanswered = %q", got)
 	}
 	if got := m.bootPort("a"); got != "52:54:00:00:00:01" {
 		t.Errorf("bootPort = %q", got)

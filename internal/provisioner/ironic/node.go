@@ -56,6 +56,7 @@ func (p *Provisioner) getNode(ctx context.Context, host provisioner.Host) (*sess
 	}
 	n = p.applyDeferredRegistration(ctx, s, n, host)
 	n = p.setAsideVmediaFailure(n) // not any other operation's failure (dataimage.go)
+	p.confirmStarts(n)
 	return s, p.recallLastError(ctx, s, n), nil
 }
 
@@ -206,9 +207,53 @@ func (p *Provisioner) finished(n *nodes.Node, key, fp string) bool {
 }
 
 // recordStart notes whether the state change for fp went through after its fingerprint was
-// written: a fingerprint whose operation never started must not count as finished.
+// written: a fingerprint whose operation never started must not count as finished. Not started
+// includes a request that got no answer (a timeout, a 5xx), which Ironic may have carried out all
+// the same: confirmStarts corrects that from what the node shows next. (Taking such a request for
+// started instead would report a preparation that never ran as done.)
 func (p *Provisioner) recordStart(n *nodes.Node, key, fp string, started bool) {
 	p.memory.recordStart(n.UUID, key, fp, started)
+}
+
+// confirmStarts drops the failed start remembered under a key when n shows that operation
+// running or failed with that very fingerprint in its extra: Ironic took the state change after
+// all (it answered after the client's timeout, or with a 5xx after the conductor had started it).
+// Without this, the node back in manageable (active) after the operation would hold a
+// fingerprint still taken for never started, and the same RAID, BIOS and firmware steps would
+// run a second time. The fingerprint is written just before the state change and the operation
+// starts only from a stable state, so a node in these states with it runs that operation.
+func (p *Provisioner) confirmStarts(n *nodes.Node) {
+	for _, key := range []string{extraPrepared, extraServiced} {
+		bad, failed := p.memory.failedStart(n.UUID, key)
+		if !failed || !runningUnder(n, key) {
+			continue
+		}
+		if v, _ := n.Extra[key].(string); v == bad {
+			p.memory.recordStart(n.UUID, key, bad, true)
+		}
+	}
+}
+
+// runningUnder says whether n is in the operation that writes its fingerprint under key, started
+// after that write: a manual cleaning (target manageable, which Ironic keeps in clean failed for a
+// manual cleaning: conductor/utils.py cleaning_error_handler; a manual cleaning starts only from
+// manageable, so a clean failed node with a failed start got it from that start) for
+// extraPrepared, a servicing for extraServiced. Not service failed: a servicing is started again
+// from there, and the failed state may be the earlier run's, with the same fingerprint.
+func runningUnder(n *nodes.Node, key string) bool {
+	switch key {
+	case extraPrepared:
+		switch state(n) {
+		case nodes.Cleaning, nodes.CleanWait, nodes.CleanHold, nodes.CleanFail:
+			return n.TargetProvisionState == string(nodes.Manageable)
+		}
+	case extraServiced:
+		switch state(n) {
+		case nodes.Servicing, nodes.ServiceWait, nodes.ServiceHold:
+			return true
+		}
+	}
+	return false
 }
 
 // setMaintenance sets or clears maintenance; Working(short) when busy.

@@ -59,8 +59,16 @@ func (p *Provisioner) powerNode(n *nodes.Node) *nodes.Node {
 	return &c
 }
 
-// lastPower is the last power change asked for this node, if it has not been seen through.
+// lastPower is the last power change asked for this node, if it has not been seen through. A
+// change asked without an answer (changePower) counts as asked once n shows a power change
+// pending: Ironic took it, and a reboot it did must not be asked again once it ends. Until then it
+// does not count: taking it for asked would report a reboot Ironic never did as done. (A reboot
+// that Ironic took and ended before the node was read again is still asked a second time.)
 func (p *Provisioner) lastPower(n *nodes.Node) string {
+	if target := p.memory.powerUnanswered(n.UUID); target != "" && n.TargetPowerState != "" {
+		p.memory.setPowerRequest(n.UUID, target)
+		return target
+	}
 	return p.memory.powerRequest(n.UUID)
 }
 
@@ -131,6 +139,9 @@ func (p *Provisioner) PowerState(ctx context.Context, host provisioner.Host) (bo
 func (p *Provisioner) changePower(ctx context.Context, s *session, n *nodes.Node, target nodes.TargetPowerState) (provisioner.Result, error) {
 	accepted, err := p.askPower(ctx, s, n, target)
 	if err != nil {
+		if unanswered(err) {
+			p.memory.setPowerUnanswered(n.UUID, string(target)) // Ironic may have taken it: lastPower
+		}
 		return provisioner.Result{}, err
 	}
 	if accepted {

@@ -14,6 +14,8 @@ import (
 // extraPrepared and extraServiced hold, in the node's extra, the fingerprint of the last manual
 // cleaning (prepare) and servicing the provisioner started, so that a finished operation is
 // recognised as finished (Ironic keeps no trace of which steps ran) and not started again.
+// extraPrepared lasts until the node is provided (provide drops it): a preparation after that
+// (after a deprovisioning, say) runs again even with the same steps.
 const (
 	extraPrepared = "metalforge_prepared"
 	extraServiced = "metalforge_serviced"

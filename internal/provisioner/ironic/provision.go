@@ -76,10 +76,12 @@ func (p *Provisioner) provide(ctx context.Context, s *session, n *nodes.Node, ho
 	if err != nil {
 		return provisioner.Result{}, err
 	}
-	if ranRecordCheck(n, extraPrepared) {
-		// The check is over: a failure of the automated cleaning must not pass for its own.
-		pt.setKeys("extra", n.Extra, map[string]any{extraPrepared: nil})
-	}
+	// The fingerprint of the last manual cleaning (or of a stale record's check) has done its
+	// job: it tells a finished preparation while the node stays manageable. Once provided, the
+	// node may be deployed, serviced or changed behind our back and deprovisioned: a preparation
+	// with the same steps after that must run, not be taken for finished (and its firmware
+	// updates recorded as applied). Nor may a failure of the automated cleaning pass for a check's.
+	pt.setKeys("extra", n.Extra, map[string]any{extraPrepared: nil})
 	n, res, err, ok := p.update(ctx, s, n, pt)
 	if !ok {
 		return res, err

@@ -34,6 +34,8 @@ type serviceFake struct {
 	history []historyEvent
 	// abortAfter is the step an abort lets end first (none of ours can be interrupted), "" none.
 	abortAfter string
+	// late: a provision state change is carried out at once and answered this much later.
+	late time.Duration
 }
 
 const serviceFakeUUID = "0b3c9c3e-5d1a-4c1e-9a57-6b1f1f2f0042"
@@ -138,6 +140,11 @@ func (f *serviceFake) serve(w http.ResponseWriter, r *http.Request) {
 				f.node["provision_state"], f.node["target_provision_state"] = "active", nil
 				f.node["last_error"] = "By request, the service operation was aborted" // service_step is None by then
 			}
+		}
+		if late := f.late; late > 0 {
+			f.mu.Unlock()
+			time.Sleep(late) // after the client's timeout
+			f.mu.Lock()
 		}
 		w.WriteHeader(http.StatusAccepted)
 	case path == "/history":
