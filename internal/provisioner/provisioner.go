@@ -192,6 +192,9 @@ type RegisterOptions struct {
 	CredentialsChanged bool
 	// RestartOnFailure: the last attempt failed; start over instead of reporting the old failure.
 	RestartOnFailure bool
+	// Skip: inspection was disabled while the host was inspecting. An inspection under way is
+	// stopped and the node readied for preparing; done, with no details.
+	Skip bool
 }
 
 // PrepareData is what the preparing state applies through manual cleaning.
@@ -275,6 +278,9 @@ type InspectOptions struct {
 	Refresh bool
 	// RestartOnFailure: the last attempt failed; start over instead of reporting the old failure.
 	RestartOnFailure bool
+	// Skip: inspection was disabled while the host was inspecting. An inspection under way is
+	// stopped and the node readied for preparing; done, with no details.
+	Skip bool
 }
 
 // Inspector collects hardware details.

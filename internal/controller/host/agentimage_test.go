@@ -331,9 +331,12 @@ func TestImageUseOfStates(t *testing.T) {
 		"registering an externally provisioned one": {metal3.StateRegistering, host(func(h *metal3.BareMetalHost) { h.Spec.ExternallyProvisioned = true }), imageLeft},
 		"inspecting boots the agent":                {metal3.StateInspecting, host(nil), imageBooted},
 		"fast inspection reads the BMC":             {metal3.StateInspecting, host(func(h *metal3.BareMetalHost) { h.Spec.InspectionMode = metal3.InspectionModeFast }), imageKept},
-		"preparing boots the agent":                 {metal3.StatePreparing, host(nil), imageBooted},
-		"available keeps it ready":                  {metal3.StateAvailable, host(nil), imageKept},
-		"provisioning boots the agent":              {metal3.StateProvisioning, host(nil), imageBooted},
+		"inspection disabled while inspecting": {metal3.StateInspecting, host(func(h *metal3.BareMetalHost) {
+			h.Spec.InspectionMode = metal3.InspectionModeDisabled
+		}), imageKept},
+		"preparing boots the agent":    {metal3.StatePreparing, host(nil), imageBooted},
+		"available keeps it ready":     {metal3.StateAvailable, host(nil), imageKept},
+		"provisioning boots the agent": {metal3.StateProvisioning, host(nil), imageBooted},
 		"a live ISO without cleaning does not": {metal3.StateProvisioning, host(func(h *metal3.BareMetalHost) {
 			h.Spec.Image.DiskFormat = &live
 			noCleaning(h)

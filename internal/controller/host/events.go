@@ -11,9 +11,11 @@ import (
 
 // Event reasons are CamelCase constants; notes carry the detail.
 const (
-	reasonDiscovered             = "Discovered"
-	reasonRegistering            = "Registering"
-	reasonInspectionStarted      = "InspectionStarted"
+	reasonDiscovered        = "Discovered"
+	reasonRegistering       = "Registering"
+	reasonInspectionStarted = "InspectionStarted"
+	// reasonInspectionSkipped: inspection disabled while the host inspected (metal3's reason).
+	reasonInspectionSkipped      = "InspectionSkipped"
 	reasonPreparationStarted     = "PreparationStarted"
 	reasonAvailable              = "Available"
 	reasonProvisioningStarted    = "ProvisioningStarted"

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
@@ -15,6 +16,9 @@ import (
 )
 
 func handleInspecting(s *hostScope) outcome {
+	if s.host.InspectionDisabled() {
+		return s.skipInspection()
+	}
 	// The annotation asks for a new inspection. It stays until the provisioner has one under way
 	// (or it ended): it is the only record of the request, and taking the host back (Ironic's
 	// available → manageable) takes more than one reconcile.
@@ -54,6 +58,26 @@ func handleInspecting(s *hostScope) outcome {
 	// Recorded once the host moves on: the cached status holds the hardware reduced (compactHost),
 	// so a copy set at every capacity look was a whole status write each time.
 	return advance(metal3.StatePreparing).then(func() { s.setHardware(hw) })
+}
+
+// skipInspection moves a host whose inspection was disabled while it inspected (a failing one
+// the user gave up on: spec.inspectionMode or the inspect annotation "disabled") on to preparing,
+// as metal3 does, once the provisioner stopped the inspection under way; the inspection's error
+// goes with it. Without it the host retried the failing inspection for ever.
+func (s *hostScope) skipInspection() outcome {
+	res, _, err := s.prov.Inspect(s.ctx, s.provHost(), provisioner.InspectOptions{Skip: true})
+	if err != nil {
+		return s.provError(err, "stopping the inspection of")
+	}
+	if res.Busy {
+		return waitOn(res, "the provisioner to stop the inspection (inspection disabled)")
+	}
+	if res.Failed() {
+		return s.provError(errors.New(res.ErrorMessage), "stopping the inspection of")
+	}
+	s.clearErrorOf(metal3.InspectionError)
+	s.event(corev1.EventTypeNormal, reasonInspectionSkipped, "Inspect", "Inspection disabled: the host goes on without it")
+	return advance(metal3.StatePreparing)
 }
 
 // setHardware records inspected (or annotated) hardware in status and in the HardwareData.

@@ -253,6 +253,34 @@ func TestHeldRebootAnnotationSurvivesADeployment(t *testing.T) {
 	}
 }
 
+// TestInspectionDisabledWhileInspecting: a user who gives up on a failing inspection
+// (spec.inspectionMode: disabled) gets the host to preparing, as metal3 does (InspectionSkipped),
+// the inspection under way stopped and its error gone; before, it retried the inspection for ever.
+func TestInspectionDisabledWhileInspecting(t *testing.T) {
+	fix := fixture.New(fixture.Config{})
+	s := unitScope(t, unitHost(metal3.StateInspecting), fix)
+	registerIn(t, s, fix)
+	fix.FailNext(fixture.OpInspect, 100)
+	s.run()
+	if s.state() != metal3.StateInspecting || s.host.Status.ErrorType != metal3.InspectionError {
+		t.Fatalf("state %q, error %q: want the inspection failing", s.state(), s.host.Status.ErrorType)
+	}
+	s = unitScope(t, s.host, fix)
+	s.host.Spec.InspectionMode = metal3.InspectionModeDisabled
+	s.host.Spec.Image = nil
+	s.run()
+	if s.state() != metal3.StateAvailable || s.host.Status.ErrorType != "" {
+		t.Fatalf("state %q, error %q: want on to available through preparing, no error", s.state(), s.host.Status.ErrorType)
+	}
+	found := false
+	for _, e := range s.fx.events {
+		found = found || e.Reason == reasonInspectionSkipped
+	}
+	if !found {
+		t.Fatalf("events %v: want %s", s.fx.events, reasonInspectionSkipped)
+	}
+}
+
 func TestBackoffRanges(t *testing.T) {
 	b := ExponentialBackoff(time.Minute)
 	for n, want := range map[int][2]time.Duration{1: {time.Minute, 2 * time.Minute}, 2: {2 * time.Minute, 4 * time.Minute},

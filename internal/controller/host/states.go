@@ -274,9 +274,11 @@ func registeringImage(h *metal3.BareMetalHost) imageUse {
 	return imageKept
 }
 
-// inspectingImage: fast inspection reads the BMC instead of booting the agent.
+// inspectingImage: fast inspection reads the BMC instead of booting the agent; an inspection
+// disabled while the host inspected boots nothing more (skipInspection), but the preparing that
+// follows may: kept.
 func inspectingImage(h *metal3.BareMetalHost) imageUse {
-	if h.Spec.InspectionMode == metal3.InspectionModeFast {
+	if h.Spec.InspectionMode == metal3.InspectionModeFast || h.InspectionDisabled() {
 		return imageKept
 	}
 	return imageBooted

@@ -115,6 +115,9 @@ func decideRegistration(n *nodes.Node, newCredentials, restartOnFailure bool) de
 // which Ironic refuses to change in inspect failed (InvalidState, a 409 that would be retried for
 // ever): that retry goes through manageable.
 func decideInspection(n *nodes.Node, opts provisioner.InspectOptions, ifaceChange bool) decision {
+	if opts.Skip {
+		return decideSkippedInspection(n)
+	}
 	inspected := n.InspectionFinishedAt != nil
 	switch state(n) {
 	case nodes.Available:
@@ -144,6 +147,25 @@ func decideInspection(n *nodes.Node, opts provisioner.InspectOptions, ifaceChang
 	}
 	if opts.Refresh || !inspected {
 		return do(actUnexpected)
+	}
+	return do(actDone)
+}
+
+// decideSkippedInspection: inspection disabled while the host inspects. An inspection waiting
+// for its agent is aborted (inspect wait → inspect failed), a failed one left for manageable (where
+// preparing starts); one Ironic runs itself (inspecting) cannot be aborted and is waited for.
+// Anywhere else there is nothing to stop: done.
+func decideSkippedInspection(n *nodes.Node) decision {
+	switch state(n) {
+	case nodes.InspectWait:
+		return do(actAbort)
+	case nodes.Inspecting, nodes.Verifying:
+		return do(actWaitShort)
+	case nodes.InspectFail:
+		if tearingDown(n) {
+			return do(actWaitShort)
+		}
+		return do(actManage)
 	}
 	return do(actDone)
 }

@@ -67,6 +67,7 @@ func TestDecideInspection(t *testing.T) {
 	none := provisioner.InspectOptions{}
 	refresh := provisioner.InspectOptions{Refresh: true}
 	restart := provisioner.InspectOptions{RestartOnFailure: true}
+	skip := provisioner.InspectOptions{Skip: true}
 	checkDecisions(t, map[string]decideCase{
 		"never inspected":    {got: decideInspection(node(nodes.Manageable), none, false), want: actInspect},
 		"inspected":          {got: decideInspection(node(nodes.Manageable, inspected), none, false), want: actDone},
@@ -85,6 +86,12 @@ func TestDecideInspection(t *testing.T) {
 		"active with data":                 {got: decideInspection(node(nodes.Active, inspected), none, false), want: actDone},
 		"active without data":              {got: decideInspection(node(nodes.Active), none, false), want: actUnexpected},
 		"active, refresh requested":        {got: decideInspection(node(nodes.Active, inspected), refresh, false), want: actUnexpected},
+		// Inspection disabled while the host inspected: stopped, the node readied for preparing.
+		"skipped: waiting for the agent": {got: decideInspection(node(nodes.InspectWait), skip, false), want: actAbort},
+		"skipped: Ironic inspects":       {got: decideInspection(node(nodes.Inspecting), skip, false), want: actWaitShort},
+		"skipped: failed":                {got: decideInspection(node(nodes.InspectFail, lastError("boom")), skip, false), want: actManage},
+		"skipped: failed, still held":    {got: decideInspection(node(nodes.InspectFail, reserved), skip, false), want: actWaitShort},
+		"skipped: manageable":            {got: decideInspection(node(nodes.Manageable), skip, false), want: actDone},
 	})
 }
 

@@ -27,6 +27,9 @@ func (p *Provisioner) Inspect(ctx context.Context, host provisioner.Host, opts p
 	d := decideInspection(n, opts, n.InspectInterface != inspectInterface(host, access))
 	switch d.act {
 	case actDone:
+		if opts.Skip {
+			return provisioner.Done(), nil, nil
+		}
 		details, err := p.hardwareDetails(ctx, s, n, host)
 		if err != nil || details != nil {
 			return provisioner.Done(), details, err
@@ -36,6 +39,9 @@ func (p *Provisioner) Inspect(ctx context.Context, host provisioner.Host, opts p
 		return res, nil, err
 	case actManage:
 		res, err := p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetManage}, p.short())
+		return res, nil, err
+	case actAbort:
+		res, err := p.abort(ctx, s, n, "inspection (inspection disabled)")
 		return res, nil, err
 	case actInspect:
 		res, err := p.startInspection(ctx, s, n, host, access)

@@ -712,3 +712,37 @@ func TestStalledNodeDeletedAndRegisteredAgain(t *testing.T) {
 		t.Errorf("the new node after deprovisioning: %s, want available", n.ProvisionState)
 	}
 }
+
+// TestInspectionSkippedWhileWaiting: inspection disabled while the node waits for an agent that
+// never reports (it lost its token: it looks itself up for ever): the inspection is aborted and
+// the node made manageable again, where preparing starts; before, the host waited for Ironic's
+// inspection timeout and retried the inspection for ever.
+func TestInspectionSkippedWhileWaiting(t *testing.T) {
+	e := integration(t)
+	t.Parallel()
+	p := e.provisioner(t)
+	srv := e.host(t)
+	host := testHost(t, srv)
+	register(t, p, &host)
+	if err := e.control.SetFaults(srv.Name, fault.Set{LoseAgentToken: true}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.control.SetFaults(srv.Name, fault.Set{}) })
+
+	res, _, err := p.Inspect(context.Background(), host, provisioner.InspectOptions{})
+	if err != nil || !res.Busy {
+		t.Fatalf("starting the inspection: %s, %v", describe(res), err)
+	}
+	waitNode(t, p, host, "inspect wait", func(n *nodes.Node) bool { return state(n) == nodes.InspectWait })
+	mustDone(t, "inspection skipped", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		res, hw, err := p.Inspect(ctx, host, provisioner.InspectOptions{Skip: true})
+		if hw != nil {
+			t.Errorf("a skipped inspection returned hardware details %+v", hw)
+		}
+		return res, err
+	})
+	if n := waitNode(t, p, host, "manageable", func(n *nodes.Node) bool { return true }); state(n) != nodes.Manageable {
+		t.Fatalf("node %q after the skip, want manageable", n.ProvisionState)
+	}
+	mustDone(t, "delete", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Delete(ctx, host) })
+}
