@@ -454,23 +454,12 @@ func (s *scope) headers() (headers map[string]string, version string, err error)
 
 // headersSecret reads the headers Secret from the cache, or, the first time, from the API server,
 // labelling it for the cache (metal3 labels the Secrets it uses alike): from then on its changes
-// wake the subscriptions that use it. The label's patch answers with the Secret's new version.
+// wake the subscriptions that use it.
 func (s *scope) headersSecret(name string) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
 	key := types.NamespacedName{Namespace: s.sub.Namespace, Name: name}
-	err := s.r.Client.Get(s.ctx, key, secret)
-	if !apierrors.IsNotFound(err) {
-		return secret, err
-	}
-	if err := s.r.APIReader.Get(s.ctx, key, secret); err != nil {
+	if err := cacheview.GetLabelling(s.ctx, s.r.Client, s.r.APIReader, key, secret, metal3.EnvironmentLabel, metal3.EnvironmentLabelValue); err != nil {
 		return nil, err
-	}
-	if secret.Labels[metal3.EnvironmentLabel] == metal3.EnvironmentLabelValue {
-		return secret, nil // labelled; the cache has not seen it yet
-	}
-	label := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, metal3.EnvironmentLabel, metal3.EnvironmentLabelValue)
-	if err := s.r.Client.Patch(s.ctx, secret, client.RawPatch(types.MergePatchType, label)); err != nil {
-		return nil, fmt.Errorf("labelling: %w", err)
 	}
 	return secret, nil
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/cacheview"
 )
 
 // networkDataField indexes images by the Secret their spec names.
@@ -58,13 +59,7 @@ func NetworkDataSecret(ctx context.Context, cached client.Client, reader client.
 	}
 	key := types.NamespacedName{Namespace: ppi.Namespace, Name: name}
 	secret := &corev1.Secret{}
-	err := cached.Get(ctx, key, secret)
-	if apierrors.IsNotFound(err) {
-		err = reader.Get(ctx, key, secret)
-		if err == nil && secret.Labels[metal3.EnvironmentLabel] != metal3.EnvironmentLabelValue {
-			err = label(ctx, cached, secret)
-		}
-	}
+	err := cacheview.GetLabelling(ctx, cached, reader, key, secret, metal3.EnvironmentLabel, metal3.EnvironmentLabelValue)
 	if apierrors.IsNotFound(err) {
 		return nil, ErrMissing
 	}
@@ -76,13 +71,3 @@ func NetworkDataSecret(ctx context.Context, cached client.Client, reader client.
 
 // ErrMissing: the network data Secret does not exist.
 var ErrMissing = errors.New("network data secret not found")
-
-// label puts the cache label on a Secret (a merge patch of the label alone; the response carries
-// the Secret's new version).
-func label(ctx context.Context, c client.Client, secret *corev1.Secret) error {
-	data := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, metal3.EnvironmentLabel, metal3.EnvironmentLabelValue)
-	if err := c.Patch(ctx, secret, client.RawPatch(types.MergePatchType, data)); err != nil {
-		return fmt.Errorf("labelling: %w", err)
-	}
-	return nil
-}
