@@ -108,7 +108,7 @@ func IronicConf(c Config, ip netip.Addr, tls bool) string {
 	section("deploy", deploy...)
 	kernel := strings.TrimSpace("nofb vga=normal " + c.KernelParams)
 	if c.KernelIPFromAddresses {
-		kernel += " " + agentIPOptions(ip, c.ExternalIP)
+		kernel += " " + AgentIPOptions(ip, c.ExternalIP)
 	}
 	if c.Insecure {
 		kernel += " ipa-insecure=1"
@@ -126,10 +126,12 @@ func IronicConf(c Config, ip netip.Addr, tls bool) string {
 	return b.String()
 }
 
-// agentIPOptions is the agent's ip= kernel option for the families of the addresses it reaches
-// Ironic on: DHCPv4, DHCPv6, or both ("dhcp,dhcp6": dracut and NetworkManager's initrd generator
-// try both, either is enough). An IPv6-only host asked for DHCPv4 alone never gets an address.
-func agentIPOptions(addrs ...netip.Addr) string {
+// AgentIPOptions is the agent's ip= kernel option for the families of the addresses it reaches
+// Ironic on (invalid ones ignored): DHCPv4, DHCPv6, or both ("dhcp,dhcp6": dracut and
+// NetworkManager's initrd generator try both, either is enough); DHCPv4 when none is known. An
+// IPv6-only host asked for DHCPv4 alone never gets an address. The cluster-baremetal-operator
+// renders the same rule where it knows the addresses.
+func AgentIPOptions(addrs ...netip.Addr) string {
 	var v4, v6 bool
 	for _, a := range addrs {
 		switch {

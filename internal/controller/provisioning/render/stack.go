@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/ironicrunner"
 	"github.com/metalforge/metalforge/internal/webhooks"
 )
 
@@ -90,54 +91,33 @@ func (in *Input) provisioningIPWithPrefix() string {
 	return netip.PrefixFrom(netip.MustParseAddr(in.provisioningIP()), p.Bits()).String()
 }
 
-// ipFamilies are the IP families hosts reach Ironic over.
-type ipFamilies struct{ v4, v6 bool }
-
-func (f *ipFamilies) add(addrs ...string) {
-	for _, s := range addrs {
-		if a, err := netip.ParseAddr(s); err == nil {
-			f.v4 = f.v4 || a.Unmap().Is4()
-			f.v6 = f.v6 || !a.Unmap().Is4()
-		}
-	}
-}
-
-// ipOptions is the agent's kernel ip= option for the families: DHCPv4, DHCPv6, or both
-// ("dhcp,dhcp6": dracut and NetworkManager's initrd generator try both, either is enough); IPv4
-// when none is known. An IPv6-only host asked for DHCPv4 alone never reaches Ironic.
-func (f ipFamilies) ipOptions() string {
-	switch {
-	case f.v4 && f.v6:
-		return "ip=dhcp,dhcp6"
-	case f.v6:
-		return "ip=dhcp6"
-	}
-	return "ip=dhcp"
-}
-
-// networkFamilies is the provisioning network's family (none when Disabled): hosts booted over it
-// reach Ironic there.
-func (in *Input) networkFamilies() ipFamilies {
-	var f ipFamilies
+// networkAddress is an address of the provisioning network (invalid when Disabled or unknown):
+// hosts booted over it reach Ironic in its family.
+func (in *Input) networkAddress() netip.Addr {
 	if in.networkDisabled() {
-		return f
+		return netip.Addr{}
 	}
 	if p, err := netip.ParsePrefix(in.Spec.ProvisioningNetworkCIDR); err == nil {
-		f.add(p.Addr().String())
-	} else {
-		f.add(in.provisioningIP())
+		return p.Addr()
 	}
-	return f
+	a, _ := netip.ParseAddr(in.provisioningIP())
+	return a
 }
 
 // ipOptions is the agent's kernel ip= option for the families of the addresses hosts reach Ironic
 // on: the provisioning network's, and those of the addresses they are given as Ironic's URL
-// (IronicAddresses: the external IPs, the provisioning IP, or the node's). OpenShift's operator
-// takes the cluster network's families instead, which this renderer is not given.
+// (IronicAddresses: the external IPs, the provisioning IP, or the node's). The Ironic runner's
+// rule (ironicrunner.AgentIPOptions), which decides where only the running pod knows the address.
+// OpenShift's operator takes the cluster network's families instead, which this renderer is not
+// given.
 func (in *Input) ipOptions() string {
-	f := in.networkFamilies()
-	f.add(in.IronicAddresses()...)
-	return f.ipOptions()
+	addrs := []netip.Addr{in.networkAddress()}
+	for _, s := range in.IronicAddresses() {
+		if a, err := netip.ParseAddr(s); err == nil {
+			addrs = append(addrs, a)
+		}
+	}
+	return ironicrunner.AgentIPOptions(addrs...)
 }
 
 // metal3IPOptions is ipOptions for the metal3 pod, ok false when it depends on the node's address
