@@ -90,7 +90,10 @@ func handleMatchProfile(*hostScope) outcome { return advance(metal3.StatePrepari
 
 func handlePreparing(s *hostScope) outcome {
 	run, running := s.preparations.get(s.host.UID)
-	if fw := s.in.firmware; !running && (fw.uncheckedSettings || fw.uncheckedUpdates) {
+	// A request is made of judged changes only: one not judged yet is waited for, unless the
+	// request of a preparation under way is kept.
+	unchecked := s.in.firmware.uncheckedSettings || s.in.firmware.uncheckedUpdates
+	if !running && unchecked {
 		return waitFor(s.cfg.InputRetryDelay, "the firmware changes in spec to be checked by their controller")
 	}
 	if out, wait := s.backingOff(metal3.PreparationError); wait {
@@ -99,7 +102,7 @@ func handlePreparing(s *hostScope) outcome {
 	retried := s.restartOnFailure(metal3.PreparationError)
 	if !running || retried {
 		// A retry after a failure takes the spec as it is now: the user may have fixed it.
-		if fw := s.in.firmware; fw.uncheckedSettings || fw.uncheckedUpdates {
+		if unchecked {
 			return waitFor(s.cfg.InputRetryDelay, "the firmware changes in spec to be checked by their controller")
 		}
 		run = s.newPreparation()

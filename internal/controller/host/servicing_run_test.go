@@ -90,37 +90,54 @@ func TestServicingPartialFailureKeepsItsCount(t *testing.T) {
 	}
 }
 
-// TestPreparingEditedWhileRunning: a firmware update added while the host prepares is not folded
-// into the preparation that runs (the BIOS update it started with would be flashed a second time
-// by a new manual cleaning); the preparation that ran is recorded, and the added update takes
-// the host through preparing once more, alone.
-func TestPreparingEditedWhileRunning(t *testing.T) {
-	t.Parallel()
-	ns := env.Namespace(t)
-	// Manual cleaning takes more than a second (see TestPreparingAppliesFirmwareChanges).
+// preparingBIOSUpdate creates an available host (no image) and has it prepare a BIOS update, held
+// in the fixture until releasePreparation; it returns the update and how many preparations the
+// host had before. Manual cleaning takes more than a second, as on real hardware (see
+// TestPreparingAppliesFirmwareChanges).
+func preparingBIOSUpdate(t *testing.T, ns string) (*fixture.Fixture, *operator, metal3.FirmwareUpdate, int) {
+	t.Helper()
 	fix := fixture.New(fixture.Config{Latency: map[fixture.Op]time.Duration{fixture.OpPrepare: 1100 * time.Millisecond}})
 	op := startWithFirmware(t, ns, fix)
 	h := newHost(ns, "h").Build()
 	h.Spec.Image = nil
 	createHost(t, h)
 	waitState(t, ns, "h", metal3.StateAvailable)
+	waitHFS(t, ns, "h", "filled in", func(hfs *metal3.HostFirmwareSettings) bool { return len(hfs.Status.Settings) > 0 })
 	waitHFC(t, ns, "h", "filled in", func(hfc *metal3.HostFirmwareComponents) bool { return len(hfc.Status.Components) > 0 })
 	prepared := fix.Count(ns, "h", fixture.OpPrepare)
 
 	bios := metal3.FirmwareUpdate{Component: "bios", URL: "http://fw.example/bios-2.20.0.bin"}
-	bmc := metal3.FirmwareUpdate{Component: "bmc", URL: "http://fw.example/bmc.bin?version=8.0"}
 	fix.SetLatency(fixture.OpPrepare, time.Hour)
 	setUpdates(t, ns, "h", bios)
 	poll.Until(t, "the preparation running", func() (bool, string) {
 		n, _ := fix.Node(ns, "h")
 		return n.Busy == fixture.OpPrepare, fmt.Sprintf("busy %q", n.Busy)
 	})
+	return fix, op, bios, prepared
+}
+
+// releasePreparation lets the held preparation end, once the host has looked at the edits made
+// meanwhile.
+func releasePreparation(t *testing.T, ns string, fix *fixture.Fixture, op *operator) {
+	t.Helper()
+	op.waitSeen(t, ns, "h", annotate(t, ns, "h", "touch", "1"), 1)
+	fix.SetLatency(fixture.OpPrepare, 1100*time.Millisecond)
+}
+
+// TestPreparingEditedWhileRunning: a firmware update and a setting added while the host prepares
+// are not folded into the preparation that runs (the BIOS update it started with would be flashed
+// a second time by a new manual cleaning); the preparation that ran is recorded, and what was
+// added is prepared next, alone.
+func TestPreparingEditedWhileRunning(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix, op, bios, prepared := preparingBIOSUpdate(t, ns)
+	bmc := metal3.FirmwareUpdate{Component: "bmc", URL: "http://fw.example/bmc.bin?version=8.0"}
 	setUpdates(t, ns, "h", bios, bmc)
 	// A setting too, on the other object: its change is judged while the preparation runs, so
 	// once the host is available it would look older than that.
 	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
-	op.waitSeen(t, ns, "h", annotate(t, ns, "h", "touch", "1"), 1) // the host asked with both
-	fix.SetLatency(fixture.OpPrepare, 1100*time.Millisecond)
+	releasePreparation(t, ns, fix, op)
 
 	waitHFC(t, ns, "h", "both updates recorded", func(hfc *metal3.HostFirmwareComponents) bool { return len(hfc.Status.Updates) == 2 })
 	waitHFS(t, ns, "h", "the setting applied and read back", func(hfs *metal3.HostFirmwareSettings) bool {
@@ -148,25 +165,9 @@ func TestPreparingEditedWhileRunning(t *testing.T) {
 func TestPreparingSettingAddedWhileRunning(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	fix := fixture.New(fixture.Config{Latency: map[fixture.Op]time.Duration{fixture.OpPrepare: 1100 * time.Millisecond}})
-	op := startWithFirmware(t, ns, fix)
-	h := newHost(ns, "h").Build()
-	h.Spec.Image = nil
-	createHost(t, h)
-	waitState(t, ns, "h", metal3.StateAvailable)
-	waitHFS(t, ns, "h", "filled in", func(hfs *metal3.HostFirmwareSettings) bool { return len(hfs.Status.Settings) > 0 })
-	waitHFC(t, ns, "h", "filled in", func(hfc *metal3.HostFirmwareComponents) bool { return len(hfc.Status.Components) > 0 })
-	prepared := fix.Count(ns, "h", fixture.OpPrepare)
-
-	fix.SetLatency(fixture.OpPrepare, time.Hour)
-	setUpdates(t, ns, "h", metal3.FirmwareUpdate{Component: "bios", URL: "http://fw.example/bios-2.20.0.bin"})
-	poll.Until(t, "the preparation running", func() (bool, string) {
-		n, _ := fix.Node(ns, "h")
-		return n.Busy == fixture.OpPrepare, fmt.Sprintf("busy %q", n.Busy)
-	})
+	fix, op, _, prepared := preparingBIOSUpdate(t, ns)
 	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
-	op.waitSeen(t, ns, "h", annotate(t, ns, "h", "touch", "1"), 1)
-	fix.SetLatency(fixture.OpPrepare, 1100*time.Millisecond)
+	releasePreparation(t, ns, fix, op)
 
 	waitHFS(t, ns, "h", "the setting applied and read back", func(hfs *metal3.HostFirmwareSettings) bool {
 		return hfs.Status.Settings["ProcTurboMode"] == "Disabled"
