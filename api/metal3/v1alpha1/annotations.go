@@ -123,9 +123,9 @@ const (
 	ImageSHA256Annotation = "preprovisioningimage.metalforge.io/sha256sum"
 )
 
-// HTTPHeadersVersionAnnotation is Metalforge's: on a BMCEventSubscription, the resourceVersion of
-// its spec.httpHeadersRef Secret whose headers the subscription on the BMC carries. The
-// BMCEventSubscription controller creates the subscription again when the Secret changes (a
-// rotated token); the status has no field for it, and one of our own would be pruned where
-// metal3's CRD is installed.
+// HTTPHeadersVersionAnnotation is Metalforge's: on a BMCEventSubscription, a keyed digest
+// ("hmac-sha256:<hex>") of the headers from its spec.httpHeadersRef Secret that the subscription
+// on the BMC carries. The BMCEventSubscription controller creates the subscription again when
+// the headers change (a rotated token), not when only the Secret's metadata does; the status has
+// no field for it, and one of our own would be pruned where metal3's CRD is installed.
 const HTTPHeadersVersionAnnotation = "bmceventsubscription.metalforge.io/http-headers-version"

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -238,8 +237,8 @@ type scope struct {
 	p       *patch.Helper
 	events  events.List
 	release bool
-	// headersVersion is the headers Secret's version the subscription on the BMC now carries,
-	// recorded in HTTPHeadersVersionAnnotation after the status.
+	// headersVersion is the version (func headersVersion) of the headers the subscription on the
+	// BMC now carries, recorded in HTTPHeadersVersionAnnotation after the status.
 	headersVersion string
 }
 
@@ -254,13 +253,18 @@ func (s *scope) run() (ctrl.Result, error) {
 		}
 		return ctrl.Result{}, nil
 	}
+	if s.host != nil && s.sub.Status.Error == noHostMessage(s.sub.Spec.HostName) {
+		// Said while the host did not exist (GitOps may create the subscription first): untrue
+		// now, and the branches below that wait for the host's registration write no error.
+		s.sub.Status.Error = ""
+	}
 	switch {
 	case s.host == nil:
 		// Nothing to subscribe with; a deletion goes (the host took its node with it).
 		if deleting {
 			s.leave("Host " + s.sub.Spec.HostName + " is gone")
 		} else {
-			s.setError(ReasonInvalid, fmt.Sprintf("spec.hostName: no BareMetalHost %q in this namespace", s.sub.Spec.HostName))
+			s.setError(ReasonInvalid, noHostMessage(s.sub.Spec.HostName))
 		}
 		return ctrl.Result{}, nil
 	case companion.Paused(s.host):
@@ -275,23 +279,7 @@ func (s *scope) run() (ctrl.Result, error) {
 	// The provisioner tells a BMC that cannot take subscriptions (IPMI) by its address.
 	host.BMCAddress = s.host.Spec.BMC.Address
 	if deleting {
-		if s.sub.Status.SubscriptionID == "" {
-			// A create whose answer was lost may have left one: found and deleted like ours.
-			id, err := s.takeOver(host, provisioner.EventSubscription{Destination: s.sub.Spec.Destination, Context: s.sub.Spec.Context})
-			if err != nil {
-				return s.failed(err, "reading the subscriptions of the BMC")
-			}
-			s.sub.Status.SubscriptionID = id
-		}
-		if id := s.sub.Status.SubscriptionID; id != "" {
-			if err := s.r.Provisioner.DeleteEventSubscription(s.ctx, host, id); err != nil {
-				return s.failed(err, "deleting the subscription from the BMC")
-			}
-			s.succeeded()
-			s.events.Normal(ReasonDeleted, "Delete", "Subscription "+id+" deleted from the BMC of host "+s.host.Name)
-		}
-		s.release = true
-		return ctrl.Result{}, nil
+		return s.delete(host)
 	}
 	if errs := statustext.FieldErrors(webhooks.ValidateBMCEventSubscription(s.sub)); len(errs) > 0 && s.sub.Status.SubscriptionID == "" {
 		// The webhook refuses these; a subscription written without it gets the same message.
@@ -327,14 +315,71 @@ func (s *scope) run() (ctrl.Result, error) {
 	return s.create(host)
 }
 
+// noHostMessage is status.error while spec.hostName names no host, as setError stores it.
+func noHostMessage(hostName string) string {
+	return statustext.Clean(fmt.Sprintf("spec.hostName: no BareMetalHost %q in this namespace", hostName), statustext.ConditionMessageLimit)
+}
+
+// delete removes the subscription from the BMC and lets the object go. Without a recorded id, a
+// subscription a create whose answer was lost left is looked for first and removed like ours.
+func (s *scope) delete(host provisioner.Host) (ctrl.Result, error) {
+	if s.sub.Status.SubscriptionID == "" {
+		want := provisioner.EventSubscription{Destination: s.sub.Spec.Destination, Context: s.sub.Spec.Context}
+		found, err := s.r.Provisioner.FindEventSubscriptions(s.ctx, host, want)
+		if listRefused(err) {
+			s.leaveUnlisted(err)
+			return ctrl.Result{}, nil
+		}
+		if err != nil {
+			return s.failed(err, "reading the subscriptions of the BMC")
+		}
+		id, err := s.unclaimed(found)
+		if err != nil {
+			return s.failed(err, "reading the subscriptions of the BMC")
+		}
+		s.sub.Status.SubscriptionID = id
+	}
+	if id := s.sub.Status.SubscriptionID; id != "" {
+		if err := s.r.Provisioner.DeleteEventSubscription(s.ctx, host, id); err != nil {
+			return s.failed(err, "deleting the subscription from the BMC")
+		}
+		s.succeeded()
+		s.events.Normal(ReasonDeleted, "Delete", "Subscription "+id+" deleted from the BMC of host "+s.host.Name)
+	}
+	s.release = true
+	return ctrl.Result{}, nil
+}
+
+// listRefused: the BMC (or Ironic) answered the look for a lost create with a refusal (no
+// EventService, an account that may not read subscriptions), which no retry changes. A BMC or
+// Ironic that does not answer, a node to register again, or a reconcile that gave up is waited for.
+func listRefused(err error) bool {
+	return err != nil && !errors.Is(err, provisioner.ErrUnavailable) && !errors.Is(err, provisioner.ErrNeedsRegistration) &&
+		!errors.Is(err, provisioner.ErrEventSubscriptionUnsupported) && !errors.Is(err, context.Canceled) &&
+		!errors.Is(err, context.DeadlineExceeded)
+}
+
+// leaveUnlisted lets a deleted subscription with no recorded id go although the BMC refused to list
+// its subscriptions. Mostly nothing was created: a create starts with the same list, so a BMC
+// that always refuses it never got one. But a create whose answer was lost (sent while the list
+// still worked) may have left one, and no status field records a create sent; holding the
+// deletion for ever would not find it either, so the Warning names the destination to look for.
+func (s *scope) leaveUnlisted(err error) {
+	s.release = true
+	// The destination first: the note is cut at the API server's limit, the BMC's text may be long.
+	s.events.Warning(ReasonLeft, "Delete", fmt.Sprintf("A subscription to %s (context %q) may remain on the BMC of host %s if a create's answer was lost: "+
+		"none was recorded, and the BMC refused to list its subscriptions (%s)", s.sub.Spec.Destination, s.sub.Spec.Context, s.host.Name, err.Error()))
+}
+
 // create creates the subscription on the BMC with the headers its Secret holds now, or takes over
 // one an earlier create left there.
 func (s *scope) create(host provisioner.Host) (ctrl.Result, error) {
-	headers, version, err := s.headers()
+	headers, secret, err := s.headers()
 	if err != nil {
 		s.setError(ReasonInvalid, err.Error())
 		return ctrl.Result{RequeueAfter: s.r.Config.RetryDelay}, nil
 	}
+	version := headersVersion(secret, headers)
 	want := provisioner.EventSubscription{Destination: s.sub.Spec.Destination, Context: s.sub.Spec.Context, HTTPHeaders: headers}
 	if id, err := s.takeOver(host, want); err != nil || id != "" {
 		if err != nil {
@@ -374,8 +419,16 @@ func (s *scope) leave(why string) {
 // at each retry until the BMC is full.
 func (s *scope) takeOver(host provisioner.Host, want provisioner.EventSubscription) (string, error) {
 	found, err := s.r.Provisioner.FindEventSubscriptions(s.ctx, host, want)
-	if err != nil || len(found) == 0 {
+	if err != nil {
 		return "", err
+	}
+	return s.unclaimed(found)
+}
+
+// unclaimed returns the first of found that no other BMCEventSubscription of the host records.
+func (s *scope) unclaimed(found []string) (string, error) {
+	if len(found) == 0 {
+		return "", nil
 	}
 	var others metal3.BMCEventSubscriptionList
 	if err := s.r.Client.List(s.ctx, &others, client.InNamespace(s.sub.Namespace), client.MatchingFields{hostNameField: s.sub.Spec.HostName},
@@ -430,59 +483,6 @@ func (s *scope) setError(reason, msg string) {
 	}
 	s.sub.Status.Error = msg
 	s.events.Warning(reason, "Validate", msg)
-}
-
-// headers reads spec.httpHeadersRef: every key of the Secret is a header. The values are never
-// shown (they carry tokens). version is the Secret's resourceVersion ("" without a Secret).
-func (s *scope) headers() (headers map[string]string, version string, err error) {
-	ref := s.sub.Spec.HTTPHeadersRef
-	if ref == nil {
-		return nil, "", nil
-	}
-	secret, err := s.headersSecret(ref.Name)
-	if apierrors.IsNotFound(err) {
-		return nil, "", fmt.Errorf("spec.httpHeadersRef: Secret %q not found in namespace %q", ref.Name, s.sub.Namespace)
-	} else if err != nil {
-		return nil, "", fmt.Errorf("spec.httpHeadersRef: reading Secret %q: %w", ref.Name, err)
-	}
-	headers = make(map[string]string, len(secret.Data))
-	for k, v := range secret.Data {
-		headers[k] = strings.TrimSpace(string(v))
-	}
-	return headers, secret.ResourceVersion, nil
-}
-
-// headersSecret reads the headers Secret from the cache, or, the first time, from the API server,
-// labelling it for the cache (metal3 labels the Secrets it uses alike): from then on its changes
-// wake the subscriptions that use it.
-func (s *scope) headersSecret(name string) (*corev1.Secret, error) {
-	secret := &corev1.Secret{}
-	key := types.NamespacedName{Namespace: s.sub.Namespace, Name: name}
-	if err := cacheview.GetLabelling(s.ctx, s.r.Client, s.r.APIReader, key, secret, metal3.EnvironmentLabel, metal3.EnvironmentLabelValue); err != nil {
-		return nil, err
-	}
-	return secret, nil
-}
-
-// headersChanged: the headers Secret is no longer the version the subscription on the BMC was
-// created with. A subscription without a recorded version (created before the operator recorded
-// it) takes the current one as its own; a Secret that cannot be read leaves the subscription as it
-// is (it works with the headers it has; a re-creation would need the Secret).
-func (s *scope) headersChanged() bool {
-	if s.sub.Spec.HTTPHeadersRef == nil {
-		return false
-	}
-	_, version, err := s.headers()
-	if err != nil {
-		ctrl.LoggerFrom(s.ctx).V(1).Info("Headers Secret not read; the subscription keeps its headers", "error", err.Error())
-		return false
-	}
-	recorded, ok := s.sub.Annotations[metal3.HTTPHeadersVersionAnnotation]
-	if !ok || recorded == "" {
-		s.headersVersion = version
-		return false
-	}
-	return recorded != version
 }
 
 // write patches the status when it changed, announces it, then lets the subscription go when

@@ -2,7 +2,10 @@ package bmceventsubscription
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,9 +36,15 @@ const (
 
 func start(t *testing.T, ns string, fix *fixture.Fixture) {
 	t.Helper()
+	startWith(t, ns, fix)
+}
+
+// startWith starts the controller with p and returns the manager's cache.
+func startWith(t *testing.T, ns string, p provisioner.EventSubscriber) client.Reader {
+	t.Helper()
 	cfg := Config{Resync: 300 * time.Millisecond, RetryDelay: 200 * time.Millisecond, Concurrency: 2}
-	companiontest.StartManager(t, env, env.Config, ns, host.CacheViews(), func(ctx context.Context, mgr ctrl.Manager) error {
-		return (&Reconciler{Provisioner: fix, Config: cfg, SkipNameValidation: true}).SetupWithManager(ctx, mgr)
+	return companiontest.StartManager(t, env, env.Config, ns, host.CacheViews(), func(ctx context.Context, mgr ctrl.Manager) error {
+		return (&Reconciler{Provisioner: p, Config: cfg, SkipNameValidation: true}).SetupWithManager(ctx, mgr)
 	})
 }
 
@@ -129,7 +138,8 @@ func TestSubscriptionLifecycle(t *testing.T) {
 
 // A changed headers Secret (a rotated token) reaches the BMC: the subscription is deleted and
 // created again with the new headers (Redfish cannot change them), once; the Secret is labelled
-// for the operator's cache on its first read, and its version is recorded on the subscription.
+// for the operator's cache on its first read, and the headers' version is recorded on the
+// subscription.
 func TestSubscriptionHeadersRotated(t *testing.T) {
 	ns := env.Namespace(t)
 	fix := fixture.New(fixture.Config{})
@@ -138,9 +148,9 @@ func TestSubscriptionHeadersRotated(t *testing.T) {
 	create(t, builder.DataSecret(ns, "headers", "Authorization", token), newSubscription(ns, "s", "h", true))
 
 	secret := &corev1.Secret{}
-	sub := waitSub(t, ns, "s", "created, the Secret's version recorded", func(s *metal3.BMCEventSubscription) bool {
+	sub := waitSub(t, ns, "s", "created, the headers' version recorded", func(s *metal3.BMCEventSubscription) bool {
 		companiontest.Get(t, env.Client, ns, "headers", secret)
-		return s.Status.SubscriptionID != "" && s.Annotations[metal3.HTTPHeadersVersionAnnotation] == secret.ResourceVersion
+		return s.Status.SubscriptionID != "" && s.Annotations[metal3.HTTPHeadersVersionAnnotation] == headersVersion(secret, map[string]string{"Authorization": token})
 	})
 	if secret.Labels[metal3.EnvironmentLabel] != metal3.EnvironmentLabelValue {
 		t.Errorf("headers Secret labels %v, want the cache label", secret.Labels)
@@ -152,7 +162,7 @@ func TestSubscriptionHeadersRotated(t *testing.T) {
 	companiontest.Update(t, env.Client, ns, "headers", secret, func() { secret.Data["Authorization"] = []byte(rotated) })
 	sub = waitSub(t, ns, "s", "created again with the new headers", func(s *metal3.BMCEventSubscription) bool {
 		return s.Status.SubscriptionID != "" && s.Status.SubscriptionID != first &&
-			s.Annotations[metal3.HTTPHeadersVersionAnnotation] == secret.ResourceVersion
+			s.Annotations[metal3.HTTPHeadersVersionAnnotation] == headersVersion(secret, map[string]string{"Authorization": rotated})
 	})
 	subs := fix.Subscriptions(ns, "h")
 	if len(subs) != 1 || subs[sub.Status.SubscriptionID].HTTPHeaders["Authorization"] != rotated {
@@ -298,4 +308,210 @@ func TestSubscriptionDeletedAfterALostCreate(t *testing.T) {
 	if subs := fix.Subscriptions(ns, "h"); len(subs) != 0 {
 		t.Errorf("BMC still has %v", subs)
 	}
+}
+
+// bmc is the fixture provisioner with what its knobs cannot do: a BMC that answers the list of its
+// subscriptions with an error (the fixture's injected failures reach only creates), and counts of
+// the lists and of the existence checks (each check starts a reconcile of a created subscription).
+type bmc struct {
+	*fixture.Fixture
+	mu      sync.Mutex
+	listErr error
+	lists   int
+	checks  int
+}
+
+func (b *bmc) FindEventSubscriptions(ctx context.Context, host provisioner.Host, sub provisioner.EventSubscription) ([]string, error) {
+	b.mu.Lock()
+	b.lists++
+	err := b.listErr
+	b.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return b.Fixture.FindEventSubscriptions(ctx, host, sub)
+}
+
+func (b *bmc) EventSubscriptionExists(ctx context.Context, host provisioner.Host, id string) (bool, error) {
+	b.mu.Lock()
+	b.checks++
+	b.mu.Unlock()
+	return b.Fixture.EventSubscriptionExists(ctx, host, id)
+}
+
+func (b *bmc) failLists(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.listErr = err
+}
+
+func (b *bmc) listCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lists
+}
+
+func (b *bmc) checkCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.checks
+}
+
+// waitCalls waits until count (listCount, checkCount) has grown by n past mark.
+func (b *bmc) waitCalls(t *testing.T, what string, count func() int, mark, n int) {
+	t.Helper()
+	poll.Until(t, fmt.Sprintf("%d more %s", n, what), func() (bool, string) {
+		got := count() - mark
+		return got >= n, fmt.Sprintf("%d so far", got)
+	})
+}
+
+func newBMC() *bmc { return &bmc{Fixture: fixture.New(fixture.Config{})} }
+
+// errRefusedList is the Ironic provisioner's error for a BMC without an EventService (Ironic answers
+// 500 with sushy's "… returned code 404"): the BMC's refusal, not ErrUnavailable.
+var errRefusedList = errors.New("reading the event subscriptions of the BMC of host h: the BMC refused: " +
+	"HTTP GET https://192.0.2.1/redfish/v1/EventService/Subscriptions returned code 404. Base.1.0.ResourceMissingAtURI")
+
+// A subscription with no id recorded can be deleted while its BMC refuses to list its subscriptions
+// (nothing can be looked for, and no retry changes the answer), with a Warning naming the
+// destination to look for; while the BMC or Ironic does not answer, the deletion waits.
+func TestSubscriptionDeletedWhileTheBMCRefusesTheList(t *testing.T) {
+	ns := env.Namespace(t)
+	b := newBMC()
+	cache := startWith(t, ns, b)
+	companiontest.NewHost(t, env.Client, b.Fixture, ns, "h")
+	b.failLists(fmt.Errorf("reading the event subscriptions of the BMC of host h: %w: the BMC failed", provisioner.ErrUnavailable))
+	create(t, newSubscription(ns, "s", "h", false))
+	waitSub(t, ns, "s", "the unavailable BMC said", func(s *metal3.BMCEventSubscription) bool {
+		return strings.Contains(s.Status.Error, "reading the subscriptions of the BMC") && len(s.Finalizers) == 1
+	})
+
+	deleteSub(t, ns, "s")
+	held := func() {
+		t.Helper()
+		if !companiontest.Get(t, env.Client, ns, "s", &metal3.BMCEventSubscription{}) {
+			t.Fatal("deleted while the BMC did not answer: a subscription it has could not be looked for")
+		}
+	}
+	deleting := &metal3.BMCEventSubscription{}
+	poll.Until(t, "the deletion in the cache", func() (bool, string) {
+		held()
+		return companiontest.Get(t, cache, ns, "s", deleting) && !deleting.DeletionTimestamp.IsZero(), "not marked yet"
+	})
+	// Reconciles of one object do not overlap: the third list starts once the second, which
+	// began after the deletion reached the cache, is written.
+	mark := b.listCount()
+	poll.Until(t, "3 more lists of the unavailable BMC", func() (bool, string) {
+		held()
+		n := b.listCount() - mark
+		return n >= 3, fmt.Sprintf("%d so far", n)
+	})
+	held()
+
+	b.failLists(errRefusedList)
+	waitSubGone(t, ns, "s")
+	companiontest.WaitEvent(t, env.Client, ns, "BMCEventSubscription", "s", ReasonLeft)
+	left := companiontest.Events(t, env.Client, ns, "BMCEventSubscription", "s")
+	if companiontest.Count(left, destination) == 0 || companiontest.Count(left, "refused") == 0 {
+		t.Errorf("events %q: want the Warning to name the destination and the BMC's refusal", left)
+	}
+	if n := b.Count(ns, "h", fixture.OpCreateSubscription); n != 0 {
+		t.Errorf("%d creations reached the BMC", n)
+	}
+}
+
+// A subscription created before its host (GitOps) says the host is missing, and no longer once the
+// host exists, although it is not registered yet.
+func TestSubscriptionBeforeItsHost(t *testing.T) {
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	start(t, ns, fix)
+	create(t, newSubscription(ns, "s", "h", false))
+	waitSub(t, ns, "s", "no host said", func(s *metal3.BMCEventSubscription) bool {
+		return strings.HasPrefix(s.Status.Error, `spec.hostName: no BareMetalHost "h"`)
+	})
+	companiontest.NewHost(t, env.Client, nil, ns, "h") // not registered
+	sub := waitSub(t, ns, "s", "the missing host no longer said", func(s *metal3.BMCEventSubscription) bool {
+		return len(s.Finalizers) == 1 && s.Status.Error == ""
+	})
+	if sub.Status.SubscriptionID != "" {
+		t.Errorf("subscription %q created before the host registered", sub.Status.SubscriptionID)
+	}
+}
+
+// A change of the headers Secret's metadata alone (a label) is not a new token: the subscription on
+// the BMC is kept.
+func TestSubscriptionHeadersSecretRelabelled(t *testing.T) {
+	ns := env.Namespace(t)
+	b := newBMC()
+	cache := startWith(t, ns, b)
+	companiontest.NewHost(t, env.Client, b.Fixture, ns, "h")
+	create(t, builder.DataSecret(ns, "headers", "Authorization", token), newSubscription(ns, "s", "h", true))
+	sub := waitSub(t, ns, "s", "created, the headers' version recorded", func(s *metal3.BMCEventSubscription) bool {
+		return s.Status.SubscriptionID != "" && s.Annotations[metal3.HTTPHeadersVersionAnnotation] != ""
+	})
+
+	secret := &corev1.Secret{}
+	companiontest.Update(t, env.Client, ns, "headers", secret, func() { metav1.SetMetaDataLabel(&secret.ObjectMeta, "team", "storage") })
+	cached := &corev1.Secret{}
+	companiontest.Wait(t, cache, ns, "headers", "the label in the cache", cached, func() bool { return cached.Labels["team"] == "storage" })
+	// Each check starts a reconcile, which reads the Secret after it; the second starts once the
+	// first, which saw the label, is written.
+	b.waitCalls(t, "checks of the subscription", b.checkCount, b.checkCount(), 2)
+
+	got := &metal3.BMCEventSubscription{}
+	companiontest.Get(t, env.Client, ns, "s", got)
+	if got.Status.SubscriptionID != sub.Status.SubscriptionID ||
+		got.Annotations[metal3.HTTPHeadersVersionAnnotation] != sub.Annotations[metal3.HTTPHeadersVersionAnnotation] {
+		t.Errorf("subscription %q, version %q after a label change; want %q, %q kept", got.Status.SubscriptionID,
+			got.Annotations[metal3.HTTPHeadersVersionAnnotation], sub.Status.SubscriptionID, sub.Annotations[metal3.HTTPHeadersVersionAnnotation])
+	}
+	if n := b.Count(ns, "h", fixture.OpCreateSubscription); n != 1 {
+		t.Errorf("%d creations, want 1", n)
+	}
+	if list := companiontest.Events(t, env.Client, ns, "BMCEventSubscription", "s"); companiontest.Count(list, ReasonHeadersChanged) != 0 {
+		t.Errorf("events %q: the headers did not change", list)
+	}
+}
+
+// The Secret's resourceVersion an earlier operator recorded is replaced by the headers' version
+// without a renewal while the Secret still has it, and renews the subscription once when the
+// Secret changed since.
+func TestSubscriptionHeadersVersionOfAnEarlierOperator(t *testing.T) {
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	start(t, ns, fix)
+	companiontest.NewHost(t, env.Client, fix, ns, "h")
+	create(t, builder.DataSecret(ns, "headers", "Authorization", token), newSubscription(ns, "s", "h", true))
+	secret := &corev1.Secret{}
+	want := ""
+	sub := waitSub(t, ns, "s", "created, the headers' version recorded", func(s *metal3.BMCEventSubscription) bool {
+		companiontest.Get(t, env.Client, ns, "headers", secret)
+		want = headersVersion(secret, map[string]string{"Authorization": token})
+		return s.Status.SubscriptionID != "" && s.Annotations[metal3.HTTPHeadersVersionAnnotation] == want
+	})
+	first := sub.Status.SubscriptionID
+
+	recordOld := func(version string) {
+		t.Helper()
+		cur := &metal3.BMCEventSubscription{}
+		companiontest.Update(t, env.Client, ns, "s", cur, func() { cur.Annotations[metal3.HTTPHeadersVersionAnnotation] = version })
+	}
+	recordOld(secret.ResourceVersion)
+	sub = waitSub(t, ns, "s", "the headers' version recorded again", func(s *metal3.BMCEventSubscription) bool {
+		return s.Annotations[metal3.HTTPHeadersVersionAnnotation] == want
+	})
+	if sub.Status.SubscriptionID != first || fix.Count(ns, "h", fixture.OpCreateSubscription) != 1 {
+		t.Errorf("subscription %q after %d creations: an unchanged Secret renewed it", sub.Status.SubscriptionID, fix.Count(ns, "h", fixture.OpCreateSubscription))
+	}
+
+	recordOld("1") // a resourceVersion the Secret had before
+	waitSub(t, ns, "s", "renewed", func(s *metal3.BMCEventSubscription) bool {
+		return s.Status.SubscriptionID != "" && s.Status.SubscriptionID != first && s.Annotations[metal3.HTTPHeadersVersionAnnotation] == want
+	})
+	if n := fix.Count(ns, "h", fixture.OpCreateSubscription); n != 2 {
+		t.Errorf("%d creations, want 2 (the first, one renewal)", n)
+	}
+	companiontest.WaitEvent(t, env.Client, ns, "BMCEventSubscription", "s", ReasonHeadersChanged)
 }
