@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/conditions"
 )
 
 // TestHostChangeMatters: a companion reads the provisioner again only after the host changes that
@@ -104,6 +105,19 @@ func TestNoHost(t *testing.T) {
 	conds[0].Status = metav1.ConditionTrue // the host existed meanwhile
 	if list := NoHost(&conds, "HostFirmwareSettings", "Valid", "ConfigurationError", obj, now); len(list) != 1 {
 		t.Errorf("Valid True → no host emitted %+v, want a Warning", list)
+	}
+
+	// The host exists (registered or not): the mark goes, and only the mark.
+	if !Unmark(&conds, "HostFirmwareSettings", "Valid", obj) || len(conds) != 0 {
+		t.Errorf("Unmark left %+v", conds)
+	}
+	if Unmark(&conds, "HostFirmwareSettings", "Valid", obj) {
+		t.Error("a second Unmark reported a mark")
+	}
+	invalid := conditions.False("Valid", "ConfigurationError", "Invalid BIOS setting: spec.settings.X: unknown")
+	conditions.Set(&conds, invalid, 4, now)
+	if Unmark(&conds, "HostFirmwareSettings", "Valid", obj) || len(conds) != 1 {
+		t.Errorf("Unmark removed a validation failure: %+v", conds)
 	}
 
 	for name, c := range map[string]struct {

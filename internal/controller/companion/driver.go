@@ -20,9 +20,10 @@ import (
 )
 
 // Driver is the reconcile loop a companion controller shares with the others: read the host and
-// the companion (same key), stop when the host is gone or not registered, look again shortly when
-// the cache does not show the controller's own last write yet, put off the first read after the
-// operator started of a companion that asks for nothing, then run the controller's work.
+// the companion (same key), stop when the host is gone or not registered (after marking or
+// unmarking a user's companion: NoHost, HostFound), look again shortly when the cache does not
+// show the controller's own last write yet, put off the first read after the operator started of
+// a companion that asks for nothing, then run the controller's work.
 type Driver struct {
 	Client client.Client
 	// Written is the controller's patch.Tracker (its writes of the companion).
@@ -38,6 +39,9 @@ type Driver struct {
 	// NoHost marks a companion a user created whose name matches no host (nil: nothing is done);
 	// see NoHost.
 	NoHost func(ctx context.Context, obj client.Object) error
+	// HostFound takes that mark back once the host exists but is not registered yet (nil:
+	// nothing is done); see Unmark.
+	HostFound func(ctx context.Context, obj client.Object) error
 
 	// seen holds the hosts this process has reconciled.
 	seen sync.Map
@@ -65,7 +69,7 @@ func (d *Driver) Run(ctx context.Context, key types.NamespacedName, obj client.O
 		return ctrl.Result{}, fmt.Errorf("reading host %s: %w", key, err)
 	}
 	if !Registered(host) {
-		return ctrl.Result{}, nil // the host's next relevant change wakes the controller
+		return d.unregistered(ctx, key, obj, &stale)
 	}
 	exists := true
 	if err := d.Client.Get(ctx, key, obj); apierrors.IsNotFound(err) {
@@ -109,6 +113,30 @@ func (d *Driver) noHost(ctx context.Context, key types.NamespacedName, obj clien
 	}
 	// The host's creation wakes the controller (HostChanges): no periodic look is needed.
 	return ctrl.Result{}, d.NoHost(ctx, obj)
+}
+
+// unregistered handles a host that exists but that the provisioner cannot answer about yet
+// (registering, paused, detached, being deleted): a companion a user created before its host loses
+// the mark of d.NoHost, which would otherwise go on saying the host does not exist until it
+// registers, and for good when registration fails (bad BMC credentials). The host's next relevant
+// change wakes the controller.
+func (d *Driver) unregistered(ctx context.Context, key types.NamespacedName, obj client.Object, stale *bool) (ctrl.Result, error) {
+	if d.HostFound == nil {
+		return ctrl.Result{}, nil
+	}
+	if err := d.Client.Get(ctx, key, obj); apierrors.IsNotFound(err) {
+		return ctrl.Result{}, nil
+	} else if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading %T %s: %w", obj, key, err)
+	}
+	if OwnedByHost(obj) || !obj.GetDeletionTimestamp().IsZero() {
+		return ctrl.Result{}, nil // never marked
+	}
+	if d.Written.Stale(obj) {
+		*stale = true
+		return ctrl.Result{RequeueAfter: StaleRetry}, nil
+	}
+	return ctrl.Result{}, d.HostFound(ctx, obj)
 }
 
 // Spread returns a random delay up to d (at least a millisecond: a zero RequeueAfter would not

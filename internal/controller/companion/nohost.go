@@ -38,8 +38,8 @@ func NoHostMessage(kind string, obj client.Object) string {
 // namespace (a typo, or the host not created yet): validType is the kind's Valid condition, set
 // False with reason and a message naming metadata.name, since the spec cannot take effect. It
 // returns a Warning when that condition is new or its message changed, so that a periodic look
-// at the same companion emits nothing. Once the host exists and registers, the controller's first
-// status write replaces the whole status (lastUpdated is still empty) and the condition goes.
+// at the same companion emits nothing. Once the host exists, Unmark takes the condition back; once
+// it registers, the controller's first reading judges the spec and sets it anew.
 func NoHost(conds *[]metav1.Condition, kind, validType, reason string, obj client.Object, now time.Time) events.List {
 	msg := NoHostMessage(kind, obj)
 	prev := conditions.Get(*conds, validType)
@@ -49,4 +49,16 @@ func NoHost(conds *[]metav1.Condition, kind, validType, reason string, obj clien
 	}
 	conditions.Set(conds, conditions.False(validType, reason, msg), obj.GetGeneration(), now)
 	return list
+}
+
+// Unmark removes the condition NoHost set on obj (validType False with NoHost's message) and
+// reports whether there was one: the host exists now, even if it is not registered yet. Valid is
+// left absent (not judged) rather than given a reason metal3 does not define, until the first
+// reading of the host judges the spec.
+func Unmark(conds *[]metav1.Condition, kind, validType string, obj client.Object) bool {
+	c := conditions.Get(*conds, validType)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Message != NoHostMessage(kind, obj) {
+		return false
+	}
+	return conditions.Remove(conds, validType)
 }

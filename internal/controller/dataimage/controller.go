@@ -38,6 +38,9 @@ type Config struct {
 	// RetryDelay is how soon a failed detach is tried again, and how often a deletion the host
 	// controller should carry out is looked at again.
 	RetryDelay time.Duration
+	// ProvisionerRetry is how soon a DataImage is looked at again when the provisioner cannot
+	// answer (Ironic down or answering 5xx, the host's BMC unreachable, the node lost).
+	ProvisionerRetry time.Duration
 	// Concurrency is how many DataImages are reconciled at once.
 	Concurrency int
 	// Reconciled, when set, is called at the end of every reconcile that did not find the cache
@@ -48,7 +51,8 @@ type Config struct {
 
 // DefaultConfig returns the production delays.
 func DefaultConfig() Config {
-	return Config{Resync: 10 * time.Minute, BusyRetry: 5 * time.Second, RetryDelay: time.Minute, Concurrency: 4}
+	return Config{Resync: 10 * time.Minute, BusyRetry: 5 * time.Second, RetryDelay: time.Minute,
+		ProvisionerRetry: companion.ProvisionerRetry, Concurrency: 4}
 }
 
 // Reconciler is the DataImage controller (see the package comment).
@@ -88,6 +92,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Config.RetryDelay == 0 {
 		r.Config.RetryDelay = def.RetryDelay
+	}
+	if r.Config.ProvisionerRetry == 0 {
+		r.Config.ProvisionerRetry = def.ProvisionerRetry
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("dataimage").
@@ -157,7 +164,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	} else if err != nil {
 		return ctrl.Result{}, fmt.Errorf("reading host %s: %w", req.NamespacedName, err)
 	}
-	s := &scope{ctx: ctx, r: r, di: di, host: host, p: patch.NewHelper(r.Client, di, &r.written)}
+	s := &scope{ctx: ctx, r: r, di: di, host: host, before: di.DeepCopy()}
 	res, err = s.run()
 	if werr := s.write(); werr != nil {
 		return ctrl.Result{}, werr
@@ -168,11 +175,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 // scope is one reconcile: the DataImage (changed in memory), its host (nil when there is none),
 // and what to announce once written.
 type scope struct {
-	ctx    context.Context
-	r      *Reconciler
-	di     *metal3.DataImage
-	host   *metal3.BareMetalHost
-	p      *patch.Helper
+	ctx  context.Context
+	r    *Reconciler
+	di   *metal3.DataImage
+	host *metal3.BareMetalHost
+	// before is the DataImage as read, which the status write diffs against.
+	before *metal3.DataImage
 	events events.List
 	// release: remove the finalizer after the status write.
 	release bool
@@ -230,8 +238,9 @@ func (s *scope) run() (ctrl.Result, error) {
 		return ctrl.Result{}, nil
 	}
 	if err != nil {
-		return companion.ProvisionerError(s.ctx, err, "reading the virtual media of the host")
+		return s.provisionerError(err, deleting, "reading the virtual media of the host")
 	}
+	s.clearMessage(unansweredPrefix)
 	switch {
 	case st.Busy:
 		return ctrl.Result{RequeueAfter: s.r.Config.BusyRetry}, nil
@@ -270,7 +279,7 @@ func (s *scope) retryLater() bool {
 func (s *scope) detach() (ctrl.Result, error) {
 	res, err := s.r.Provisioner.DetachDataImage(s.ctx, companion.ProvisionerHost(s.host))
 	if err != nil {
-		return companion.ProvisionerError(s.ctx, err, "detaching the virtual media of the host")
+		return s.provisionerError(err, true, "detaching the virtual media of the host")
 	}
 	now := metav1.Now()
 	if res.Failed() {
@@ -284,6 +293,28 @@ func (s *scope) detach() (ctrl.Result, error) {
 		s.events.Normal(ReasonDetaching, "Detach", "Detaching the host's virtual CD: the DataImage is being deleted")
 	}
 	return ctrl.Result{RequeueAfter: s.r.Config.BusyRetry}, nil
+}
+
+// unansweredPrefix starts the message of a deletion held by a provisioner that cannot answer.
+const unansweredPrefix = "detaching: the provisioner cannot answer, retrying: "
+
+// UnansweredMessage is status.error.message of a DataImage whose deletion waits for a provisioner
+// that cannot answer: err's text, credentials removed.
+func UnansweredMessage(err error) string { return Message(unansweredPrefix + err.Error()) }
+
+// provisionerError is the outcome of a provisioner call that failed. A provisioner that cannot
+// answer is waited for (companion.ProvisionerError); a deletion it holds says so in status.error
+// (cleared by the next answer), since nothing else tells the user why the DataImage stays
+// Terminating: the wait may last as long as the BMC is unreachable.
+func (s *scope) provisionerError(err error, deleting bool, doing string) (ctrl.Result, error) {
+	res, err2 := companion.ProvisionerError(s.ctx, err, doing)
+	if err2 != nil {
+		return res, err2
+	}
+	if deleting {
+		s.setMessage(ReasonFailed, UnansweredMessage(err))
+	}
+	return ctrl.Result{RequeueAfter: s.r.Config.ProvisionerRetry}, nil
 }
 
 func (s *scope) resync(deleting bool) time.Duration {
@@ -341,7 +372,8 @@ func (s *scope) clearMessage(prefix string) {
 
 // write patches the status when it changed, announces it, then lets the DataImage go when asked.
 func (s *scope) write() error {
-	return companion.Finish(s.ctx, s.r.Client, s.p, s.di, s.events, s.r.Recorder, metal3.DataImageFinalizer, s.release, &s.r.written)
+	p := patch.NewHelper(s.r.Client, StatusBase(s.before, s.di), &s.r.written)
+	return companion.Finish(s.ctx, s.r.Client, p, s.di, s.events, s.r.Recorder, metal3.DataImageFinalizer, s.release, &s.r.written)
 }
 
 // runsOS: the host runs an operating system of ours (or its own), whose CD is changed only at its

@@ -9,5 +9,5 @@
 // status of an image ejected behind the operator's back, and deletion (a host that runs no
 // operating system of ours, or is off, has its CD emptied at once; a running one keeps the image
 // until its next power on, as metal3 does; a host gone, detached or no longer registered lets the
-// DataImage go).
+// DataImage go; a provisioner that cannot answer meanwhile is said in status.error, until it does).
 package dataimage

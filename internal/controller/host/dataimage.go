@@ -258,8 +258,9 @@ func (r *Reconciler) writeDataImage(ctx context.Context, w *dataImageWrite) erro
 	if w == nil {
 		return nil
 	}
-	// A merge patch of the status fields that changed (the DataImage controller writes others).
-	if _, err := patch.NewHelper(r.Client, w.base, &r.dataImages).PatchStatus(ctx, w.obj); err != nil {
+	// A merge patch of the status fields that changed (the DataImage controller writes others),
+	// status.error whole when it changed (see dataimage.StatusBase).
+	if _, err := patch.NewHelper(r.Client, dataimage.StatusBase(w.base, w.obj), &r.dataImages).PatchStatus(ctx, w.obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil // deleted meanwhile: nothing to record
 		}

@@ -86,7 +86,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			hfc := o.(*metal3.HostFirmwareComponents)
 			return companion.Settled(hfc.Status.LastUpdated, hfc.Status.Conditions, string(metal3.HostFirmwareComponentsChangeDetected), hfc.Generation)
 		},
-		NoHost: r.noHost}
+		NoHost: r.noHost, HostFound: r.hostFound}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("hostfirmwarecomponents").
 		For(&metal3.HostFirmwareComponents{}, builder.WithPredicates(predicate.Or[client.Object](companion.EditedOrDeleted(), updatesRecorded()))).
@@ -166,6 +166,17 @@ func (r *Reconciler) noHost(ctx context.Context, obj client.Object) error {
 	}
 	list.Emit(r.Recorder, hfc)
 	return nil
+}
+
+// hostFound takes back noHost's mark once the host exists, registered or not.
+func (r *Reconciler) hostFound(ctx context.Context, obj client.Object) error {
+	hfc := obj.(*metal3.HostFirmwareComponents)
+	p := patch.NewHelper(r.Client, hfc, &r.written)
+	if !companion.Unmark(&hfc.Status.Conditions, "HostFirmwareComponents", string(metal3.HostFirmwareComponentsValid), hfc) {
+		return nil
+	}
+	_, err := p.PatchStatus(ctx, hfc)
+	return err
 }
 
 func (r *Reconciler) now() time.Time {

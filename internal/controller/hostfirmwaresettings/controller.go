@@ -101,7 +101,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 			hfs := o.(*metal3.HostFirmwareSettings)
 			return companion.Settled(hfs.Status.LastUpdated, hfs.Status.Conditions, string(metal3.FirmwareSettingsChangeDetected), hfs.Generation)
 		},
-		NoHost: r.noHost}
+		NoHost: r.noHost, HostFound: r.hostFound}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &metal3.HostFirmwareSettings{}, schemaRefField, schemaRefOf); err != nil {
 		return fmt.Errorf("indexing host firmware settings by schema: %w", err)
 	}
@@ -190,6 +190,17 @@ func (r *Reconciler) hardware(ctx context.Context, host *metal3.BareMetalHost) *
 		return nil
 	}
 	return hd.Spec.HardwareDetails
+}
+
+// hostFound takes back noHost's mark once the host exists, registered or not.
+func (r *Reconciler) hostFound(ctx context.Context, obj client.Object) error {
+	hfs := obj.(*metal3.HostFirmwareSettings)
+	p := patch.NewHelper(r.Client, hfs, &r.written)
+	if !companion.Unmark(&hfs.Status.Conditions, "HostFirmwareSettings", string(metal3.FirmwareSettingsValid), hfs) {
+		return nil
+	}
+	_, err := p.PatchStatus(ctx, hfs)
+	return err
 }
 
 func (r *Reconciler) now() time.Time {

@@ -130,3 +130,43 @@ func TestSettingsBeforeHostThatPreparesAtOnce(t *testing.T) {
 		t.Errorf("ChangeDetected %+v, want True (ProcTurboMode differs)", c)
 	}
 }
+
+// TestSettingsBeforeUnregisteredHost: HostFirmwareSettings created before their host stop saying
+// that no host has their name once it exists, though it is not registered (its BMC credentials
+// refused: it may never be); Valid is left unjudged until the first reading.
+func TestSettingsBeforeUnregisteredHost(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, env.Config, ns, fix)
+	const name = "early"
+	hfs := &metal3.HostFirmwareSettings{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: metal3.HostFirmwareSettingsSpec{Settings: metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")}}}
+	if err := env.Client.Create(context.Background(), hfs); err != nil {
+		t.Fatal(err)
+	}
+	waitHFS(t, ns, name, "marked as having no host", func(hfs *metal3.HostFirmwareSettings) bool {
+		return strings.HasPrefix(condition(hfs, metal3.FirmwareSettingsValid).Message, "metadata.name: no BareMetalHost")
+	})
+
+	h := companiontest.NewHost(t, env.Client, nil, ns, name)
+	setHostStatus(t, h, func(st *metal3.BareMetalHostStatus) {
+		st.Provisioning.State, st.OperationalStatus = metal3.StateRegistering, metal3.OperationalStatusError
+		st.ErrorType, st.ErrorMessage = metal3.RegistrationError, "the BMC refused the credentials"
+	})
+	got := waitHFS(t, ns, name, "the mark gone once the host exists", func(hfs *metal3.HostFirmwareSettings) bool {
+		return condition(hfs, metal3.FirmwareSettingsValid).Type == ""
+	})
+	if got.Status.LastUpdated != nil || got.Status.FirmwareSchema != nil {
+		t.Errorf("status %+v claims settings were read from an unregistered host", got.Status)
+	}
+
+	setHostStatus(t, h, func(st *metal3.BareMetalHostStatus) { st.ErrorType, st.ErrorMessage = "", "" })
+	register(t, fix, h)
+	got = waitHFS(t, ns, name, "the host's settings read", func(hfs *metal3.HostFirmwareSettings) bool {
+		return current(hfs) && hfs.Status.LastUpdated != nil
+	})
+	if c := condition(got, metal3.FirmwareSettingsValid); c.Status != metav1.ConditionTrue {
+		t.Errorf("Valid %+v once the host registered", c)
+	}
+}

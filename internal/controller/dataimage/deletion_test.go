@@ -1,0 +1,89 @@
+package dataimage_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/companion"
+	"github.com/metalforge/metalforge/internal/controller/dataimage"
+	"github.com/metalforge/metalforge/internal/provisioner/fixture"
+	"github.com/metalforge/metalforge/internal/test/companiontest"
+	"github.com/metalforge/metalforge/internal/test/poll"
+)
+
+// TestDeletionWhileProvisionerUnavailable: a DataImage deleted while the provisioner cannot answer
+// about its host's virtual CD (Ironic answering 5xx) says so in status.error, with one
+// DataImageError Warning, instead of staying Terminating with nothing saying why; the message goes
+// at the next answer (here the host runs its OS by then: the deletion waits for its next power on,
+// with nothing to report), and the CD is emptied once the host lets it.
+func TestDeletionWhileProvisionerUnavailable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	cache := startOperator(t, ns, fix)
+	const name, url = "h", "http://images.example/config.iso"
+	h := companiontest.NewHost(t, env.Client, fix, ns, name)
+	// Available and off: its CD is emptied at once when the DataImage is deleted.
+	companiontest.SetHostStatus(t, env.Client, h, func(st *metal3.BareMetalHostStatus) {
+		st.Provisioning.State, st.PoweredOn = metal3.StateAvailable, false
+	})
+	if _, err := fix.AttachDataImage(ctx, companion.ProvisionerHost(h), url); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, &metal3.DataImage{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: metal3.DataImageSpec{URL: url}}); err != nil {
+		t.Fatal(err)
+	}
+	waitDataImage(t, ns, name, "its finalizer", func(di *metal3.DataImage) bool { return len(di.Finalizers) == 1 })
+
+	fix.SetUnavailable(true)
+	if err := env.Client.Delete(ctx, &metal3.DataImage{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	const want = "detaching: the provisioner cannot answer, retrying: provisioner is not available"
+	waitDataImage(t, ns, name, "saying why its deletion waits", func(di *metal3.DataImage) bool {
+		return di.Status.Error != nil && di.Status.Error.Message == want
+	})
+	companiontest.WaitEvent(t, env.Client, ns, "DataImage", name, dataimage.ReasonFailed+": "+want)
+
+	companiontest.SetHostStatus(t, env.Client, h, func(st *metal3.BareMetalHostStatus) {
+		st.Provisioning.State, st.PoweredOn = metal3.StateProvisioned, true
+	})
+	waitHostSeen(t, cache, h)
+	fix.SetUnavailable(false)
+	di := waitDataImage(t, ns, name, "the message gone at the next answer", func(di *metal3.DataImage) bool {
+		return di.Status.Error == nil
+	})
+	if len(di.Finalizers) != 1 {
+		t.Fatalf("finalizers %v: the running host's CD must be kept until its next power on", di.Finalizers)
+	}
+
+	// Off and kept off: emptied now, and the DataImage goes.
+	companiontest.Update(t, env.Client, ns, name, h, func() { h.Spec.Online = false })
+	companiontest.SetHostStatus(t, env.Client, h, func(st *metal3.BareMetalHostStatus) { st.PoweredOn = false })
+	poll.Until(t, "DataImage gone", func() (bool, string) {
+		return !companiontest.Get(t, env.Client, ns, name, &metal3.DataImage{}), "still there"
+	})
+	if n, _ := fix.Node(ns, name); n.DataImage != "" {
+		t.Errorf("the host's CD still holds %q", n.DataImage)
+	}
+}
+
+// waitHostSeen waits until the controller's cache shows the host's status as h has it.
+func waitHostSeen(t *testing.T, cache client.Reader, h *metal3.BareMetalHost) {
+	t.Helper()
+	poll.Until(t, "host "+h.Name+" seen by the controller", func() (bool, string) {
+		got := &metal3.BareMetalHost{}
+		if !companiontest.Get(t, cache, h.Namespace, h.Name, got) {
+			return false, "not found"
+		}
+		return got.Status.Provisioning.State == h.Status.Provisioning.State && got.Status.PoweredOn == h.Status.PoweredOn,
+			fmt.Sprintf("%s, powered on %v", got.Status.Provisioning.State, got.Status.PoweredOn)
+	})
+}
