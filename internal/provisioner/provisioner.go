@@ -73,6 +73,9 @@ type Result struct {
 	// is under way then, and not before (the engine may first have to take the host back, which
 	// takes more than one call).
 	Started bool
+	// ForcedReboot, on an Inspect or Provision asked with ForceReboot, says the engine stopped a
+	// wait for the agent so that the operation starts again with a fresh boot.
+	ForcedReboot bool
 }
 
 // Done is a finished operation.
@@ -192,9 +195,6 @@ type RegisterOptions struct {
 	CredentialsChanged bool
 	// RestartOnFailure: the last attempt failed; start over instead of reporting the old failure.
 	RestartOnFailure bool
-	// Skip: inspection was disabled while the host was inspecting. An inspection under way is
-	// stopped and the node readied for preparing; done, with no details.
-	Skip bool
 }
 
 // PrepareData is what the preparing state applies through manual cleaning.
@@ -214,6 +214,10 @@ type ProvisionData struct {
 	BootMode        metal3.BootMode
 	RootDeviceHints *metal3.RootDeviceHints
 	HostConfig      HostConfig
+	// ForceReboot: the user asked a forced reboot (reboot.metal3.io with "force": true). A
+	// deployment waiting for its agent (the server never booted it, or it hangs) is stopped and
+	// started again, which boots the agent afresh; anything else goes on as it is. Adopt ignores it.
+	ForceReboot bool
 }
 
 // ServiceData is what servicing (live updates) applies to a provisioned host. Empty data while the
@@ -281,6 +285,10 @@ type InspectOptions struct {
 	// Skip: inspection was disabled while the host was inspecting. An inspection under way is
 	// stopped and the node readied for preparing; done, with no details.
 	Skip bool
+	// ForceReboot: the user asked a forced reboot (reboot.metal3.io with "force": true). An
+	// inspection waiting for its agent is stopped and started again, which boots the agent afresh
+	// (with the host's current preprovisioning image); anything else goes on as it is.
+	ForceReboot bool
 }
 
 // Inspector collects hardware details.

@@ -46,6 +46,10 @@ type rebootRequest struct {
 	held  bool
 	mode  metal3.RebootMode
 	force bool
+	// forcedOneShot: the one-shot annotation says "force": a host waiting for its agent
+	// (inspection, deployment) boots it again. Only the one-shot one, removed once the engine took
+	// it: a held one, kept until its owner removes it, would restart the operation at every look.
+	forcedOneShot bool
 }
 
 func (r rebootRequest) any() bool { return r.oneShot || r.held }
@@ -72,6 +76,7 @@ func (s *hostScope) rebootRequests() rebootRequest {
 				r.mode = metal3.RebootModeHard
 			}
 			r.force = r.force || args.Force
+			r.forcedOneShot = r.forcedOneShot || (args.Force && key == metal3.RebootAnnotationPrefix)
 		}
 	}
 	return r

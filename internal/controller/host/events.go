@@ -40,6 +40,8 @@ const (
 	reasonServicingComplete      = "ServicingComplete"
 	reasonServicingAborted       = "ServicingAborted"
 	reasonLiveUpdatesUnsupported = "LiveUpdatesUnsupported"
+	// reasonRebootForced: reboot.metal3.io with force restarted an operation waiting for its agent.
+	reasonRebootForced = "RebootForced"
 )
 
 const (

@@ -36,7 +36,8 @@ func handleInspecting(s *hostScope) outcome {
 			}
 		}
 	}
-	opts := provisioner.InspectOptions{Refresh: requested, RestartOnFailure: s.restartOnFailure(metal3.InspectionError)}
+	opts := provisioner.InspectOptions{Refresh: requested, RestartOnFailure: s.restartOnFailure(metal3.InspectionError),
+		ForceReboot: s.rebootRequests().forcedOneShot}
 	res, hw, err := s.prov.Inspect(s.ctx, s.provHost(), opts)
 	if err != nil {
 		return s.provError(err, "inspecting")
@@ -48,6 +49,10 @@ func handleInspecting(s *hostScope) outcome {
 	if res.Started {
 		// The inspection reboots the host as it needs (metal3 clears them as it starts).
 		s.clearRebootAnnotations()
+	}
+	if res.ForcedReboot {
+		s.event(eventNormal, reasonRebootForced, "Reboot",
+			"Forced reboot: the inspection waiting for its agent was stopped and starts again")
 	}
 	if out, done := s.follow(res, metal3.InspectionError, "the provisioner to finish inspecting the hardware"); !done {
 		return out

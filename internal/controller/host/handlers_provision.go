@@ -97,10 +97,13 @@ func handleProvisioning(s *hostScope) outcome {
 		return s.provError(err, "provisioning")
 	}
 	if !res.Failed() {
-		// The deployment powers the host as it needs, and a request held from an earlier life of
-		// the host (a remediation's reboot.metal3.io/<owner>) would power the new deployment off
-		// (metal3 clears them here too).
+		// The deployment powers the host as it needs (metal3 clears the one-shot request here too;
+		// one with force has been handed over above).
 		s.clearRebootAnnotations()
+	}
+	if res.ForcedReboot {
+		s.event(eventNormal, reasonRebootForced, "Reboot",
+			"Forced reboot: the deployment waiting for its agent was stopped and starts again")
 	}
 	if out, done := s.follow(res, metal3.ProvisioningError, "the provisioner to write the image"); !done {
 		return out
@@ -142,6 +145,7 @@ func (s *hostScope) provisionData() provisioner.ProvisionData {
 		BootMode:        s.host.BootMode(),
 		RootDeviceHints: spec.RootDeviceHints.DeepCopy(),
 		HostConfig:      s.in.hostConfig,
+		ForceReboot:     s.rebootRequests().forcedOneShot,
 	}
 }
 

@@ -122,7 +122,12 @@ func decideInspection(n *nodes.Node, opts provisioner.InspectOptions, ifaceChang
 	switch state(n) {
 	case nodes.Available:
 		return do(actManage)
-	case nodes.Inspecting, nodes.InspectWait:
+	case nodes.InspectWait:
+		if opts.ForceReboot {
+			return do(actAbort) // → inspect failed, by request: started again below
+		}
+		return do(actWaitLong)
+	case nodes.Inspecting:
 		return do(actWaitLong)
 	case nodes.Verifying:
 		// Still finishing the manage: under load, Inspect has read a node as verifying right after
@@ -132,7 +137,7 @@ func decideInspection(n *nodes.Node, opts provisioner.InspectOptions, ifaceChang
 		if tearingDown(n) {
 			return do(actWaitShort)
 		}
-		if !opts.RestartOnFailure && !opts.Refresh {
+		if !opts.RestartOnFailure && !opts.Refresh && !abortedByRequest(n) {
 			return fail("Inspection failed", n)
 		}
 		if ifaceChange {
@@ -203,8 +208,9 @@ func decidePreparation(n *nodes.Node, hasSteps, finished, restartOnFailure bool)
 // (abort it, with API 1.110) from the current request. ifaceChange says the request needs another
 // deploy_interface (a live ISO or a custom deploy after a direct one, or back), which Ironic
 // refuses to change in deploy failed (InvalidState, a 409 that would be retried for ever): the
-// node is undeployed first and deployed from available.
-func decideProvisioning(n *nodes.Node, matches, ifaceChange, restartOnFailure bool, f Features) decision {
+// node is undeployed first and deployed from available. forceReboot (the user's forced reboot)
+// stops a deployment waiting for its agent, so that it starts again with a fresh boot.
+func decideProvisioning(n *nodes.Node, matches, ifaceChange, restartOnFailure, forceReboot bool, f Features) decision {
 	switch state(n) {
 	case nodes.Manageable:
 		return do(actProvide)
@@ -221,8 +227,13 @@ func decideProvisioning(n *nodes.Node, matches, ifaceChange, restartOnFailure bo
 	case nodes.Available:
 		return do(actDeploy)
 	case nodes.DeployWait:
-		if !matches && f.DeployWaitAbort {
-			return do(actAbort)
+		if (!matches || forceReboot) && f.DeployWaitAbort {
+			return do(actAbort) // → deploy failed, by request: deployed again below
+		}
+		if forceReboot {
+			// Before 1.110 a deployment waiting for its agent cannot be aborted: undeployed
+			// (cleaning as set when the node was provided), then deployed again (metal3 does so).
+			return do(actUndeploy)
 		}
 		return do(actWaitLong)
 	case nodes.Deploying, nodes.DeployHold:
@@ -236,6 +247,17 @@ func decideProvisioning(n *nodes.Node, matches, ifaceChange, restartOnFailure bo
 		}
 		if ifaceChange {
 			return do(actUndeploy)
+		}
+		if abortedByRequest(n) && !n.DisablePowerOff {
+			// Ironic's abort of a deploy wait leaves the server on, and with fast track it keeps
+			// the agent's token: the next deployment would wait for that agent again, which is
+			// the one that could not answer (lost, forced reboot). Off first, it boots afresh.
+			switch {
+			case n.TargetPowerState != "":
+				return do(actWaitShort)
+			case n.PowerState == powerOn:
+				return do(actPowerOff)
+			}
 		}
 		return do(actDeploy)
 	case nodes.Active:

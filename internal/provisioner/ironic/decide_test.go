@@ -68,6 +68,7 @@ func TestDecideInspection(t *testing.T) {
 	refresh := provisioner.InspectOptions{Refresh: true}
 	restart := provisioner.InspectOptions{RestartOnFailure: true}
 	skip := provisioner.InspectOptions{Skip: true}
+	force := provisioner.InspectOptions{ForceReboot: true}
 	checkDecisions(t, map[string]decideCase{
 		"never inspected":    {got: decideInspection(node(nodes.Manageable), none, false), want: actInspect},
 		"inspected":          {got: decideInspection(node(nodes.Manageable, inspected), none, false), want: actDone},
@@ -92,6 +93,14 @@ func TestDecideInspection(t *testing.T) {
 		"skipped: failed":                {got: decideInspection(node(nodes.InspectFail, lastError("boom")), skip, false), want: actManage},
 		"skipped: failed, still held":    {got: decideInspection(node(nodes.InspectFail, reserved), skip, false), want: actWaitShort},
 		"skipped: manageable":            {got: decideInspection(node(nodes.Manageable), skip, false), want: actDone},
+		// A forced reboot (reboot.metal3.io with force) stops an inspection waiting for its agent;
+		// the abort's failure starts it again (any other failure is still reported).
+		"forced: waiting for the agent": {got: decideInspection(node(nodes.InspectWait), force, false), want: actAbort},
+		"forced: Ironic inspects":       {got: decideInspection(node(nodes.Inspecting), force, false), want: actWaitLong},
+		"forced: manageable, inspected": {got: decideInspection(node(nodes.Manageable, inspected), force, false), want: actDone},
+		"aborted by request":            {got: decideInspection(node(nodes.InspectFail, lastError("Inspection was aborted by request.")), none, false), want: actInspect},
+		"aborted, still held":           {got: decideInspection(node(nodes.InspectFail, lastError("Inspection was aborted by request."), reserved), none, false), want: actWaitShort},
+		"forced: failed":                {got: decideInspection(node(nodes.InspectFail, lastError("boom")), force, false), want: actFail, wantMsg: "Inspection failed: boom"},
 	})
 }
 
@@ -120,33 +129,49 @@ func TestDecideProvisioning(t *testing.T) {
 	with := Features{DeployWaitAbort: true}
 	without := Features{}
 	checkDecisions(t, map[string]decideCase{
-		"manageable":                    {got: decideProvisioning(node(nodes.Manageable), true, false, false, with), want: actProvide},
-		"cleaning":                      {got: decideProvisioning(node(nodes.Cleaning), true, false, false, with), want: actWaitLong},
-		"clean failed":                  {got: decideProvisioning(node(nodes.CleanFail, lastError("x")), true, false, false, with), want: actFail, wantMsg: "Cleaning before provisioning failed: x"},
-		"clean failed, restart":         {got: decideProvisioning(node(nodes.CleanFail), true, false, true, with), want: actManage},
-		"clean aborted (lost agent)":    {got: decideProvisioning(node(nodes.CleanFail, lastError(cleanAborted)), true, false, false, with), want: actManage},
-		"the record check failed":       {got: decideProvisioning(node(nodes.CleanFail, lastError("not updated"), checkRan), true, false, false, with), want: actManage},
-		"clean abort tearing down":      {got: decideProvisioning(node(nodes.CleanFail, reserved), true, false, false, with), want: actWaitShort},
-		"deploy abort tearing down":     {got: decideProvisioning(node(nodes.DeployFail, reserved), true, false, false, with), want: actWaitShort},
-		"available":                     {got: decideProvisioning(node(nodes.Available), false, false, false, with), want: actDeploy},
-		"deploying":                     {got: decideProvisioning(node(nodes.Deploying), true, false, false, with), want: actWaitLong},
-		"deploy wait":                   {got: decideProvisioning(node(nodes.DeployWait), true, false, false, with), want: actWaitLong},
-		"deploy wait, new image, 1.110": {got: decideProvisioning(node(nodes.DeployWait), false, false, false, with), want: actAbort},
-		"deploy wait, new image, old":   {got: decideProvisioning(node(nodes.DeployWait), false, false, false, without), want: actWaitLong},
-		"deploy failed, same image":     {got: decideProvisioning(node(nodes.DeployFail, lastError("checksum")), true, false, false, with), want: actFail, wantMsg: "Image provisioning failed: checksum"},
-		"deploy failed, restart":        {got: decideProvisioning(node(nodes.DeployFail), true, false, true, with), want: actDeploy},
-		"deploy aborted (lost agent)":   {got: decideProvisioning(node(nodes.DeployFail, lastError("By request, the deploy operation was aborted")), true, false, false, with), want: actDeploy},
-		"deploy failed after an abort":  {got: decideProvisioning(node(nodes.DeployFail, lastError("Failed to clean up deploying after aborting the operation")), true, false, false, with), want: actFail, wantMsg: "after aborting"},
-		"deploy failed, new image":      {got: decideProvisioning(node(nodes.DeployFail), false, false, false, with), want: actDeploy},
+		"manageable":                    {got: decideProvisioning(node(nodes.Manageable), true, false, false, false, with), want: actProvide},
+		"cleaning":                      {got: decideProvisioning(node(nodes.Cleaning), true, false, false, false, with), want: actWaitLong},
+		"clean failed":                  {got: decideProvisioning(node(nodes.CleanFail, lastError("x")), true, false, false, false, with), want: actFail, wantMsg: "Cleaning before provisioning failed: x"},
+		"clean failed, restart":         {got: decideProvisioning(node(nodes.CleanFail), true, false, true, false, with), want: actManage},
+		"clean aborted (lost agent)":    {got: decideProvisioning(node(nodes.CleanFail, lastError(cleanAborted)), true, false, false, false, with), want: actManage},
+		"the record check failed":       {got: decideProvisioning(node(nodes.CleanFail, lastError("not updated"), checkRan), true, false, false, false, with), want: actManage},
+		"clean abort tearing down":      {got: decideProvisioning(node(nodes.CleanFail, reserved), true, false, false, false, with), want: actWaitShort},
+		"deploy abort tearing down":     {got: decideProvisioning(node(nodes.DeployFail, reserved), true, false, false, false, with), want: actWaitShort},
+		"available":                     {got: decideProvisioning(node(nodes.Available), false, false, false, false, with), want: actDeploy},
+		"deploying":                     {got: decideProvisioning(node(nodes.Deploying), true, false, false, false, with), want: actWaitLong},
+		"deploy wait":                   {got: decideProvisioning(node(nodes.DeployWait), true, false, false, false, with), want: actWaitLong},
+		"deploy wait, new image, 1.110": {got: decideProvisioning(node(nodes.DeployWait), false, false, false, false, with), want: actAbort},
+		"deploy wait, new image, old":   {got: decideProvisioning(node(nodes.DeployWait), false, false, false, false, without), want: actWaitLong},
+		"deploy failed, same image":     {got: decideProvisioning(node(nodes.DeployFail, lastError("checksum")), true, false, false, false, with), want: actFail, wantMsg: "Image provisioning failed: checksum"},
+		"deploy failed, restart":        {got: decideProvisioning(node(nodes.DeployFail), true, false, true, false, with), want: actDeploy},
+		"deploy aborted (lost agent)":   {got: decideProvisioning(node(nodes.DeployFail, lastError("By request, the deploy operation was aborted")), true, false, false, false, with), want: actDeploy},
+		"deploy failed after an abort":  {got: decideProvisioning(node(nodes.DeployFail, lastError("Failed to clean up deploying after aborting the operation")), true, false, false, false, with), want: actFail, wantMsg: "after aborting"},
+		"deploy failed, new image":      {got: decideProvisioning(node(nodes.DeployFail), false, false, false, false, with), want: actDeploy},
 		// Ironic refuses a change of deploy_interface in deploy failed (InvalidState, 409): a live
 		// ISO or a custom deploy after a failed direct deploy (or back) undeploys first.
-		"deploy failed, other interface":          {got: decideProvisioning(node(nodes.DeployFail), false, true, false, with), want: actUndeploy},
-		"deploy failed, restart, other interface": {got: decideProvisioning(node(nodes.DeployFail), false, true, true, with), want: actUndeploy},
-		"available, other interface":              {got: decideProvisioning(node(nodes.Available), false, true, false, with), want: actDeploy},
-		"active":                                  {got: decideProvisioning(node(nodes.Active), true, false, false, with), want: actDone},
-		"enroll":                                  {got: decideProvisioning(node(nodes.Enroll), true, false, false, with), want: actUnexpected},
+		"deploy failed, other interface":          {got: decideProvisioning(node(nodes.DeployFail), false, true, false, false, with), want: actUndeploy},
+		"deploy failed, restart, other interface": {got: decideProvisioning(node(nodes.DeployFail), false, true, true, false, with), want: actUndeploy},
+		"available, other interface":              {got: decideProvisioning(node(nodes.Available), false, true, false, false, with), want: actDeploy},
+		"active":                                  {got: decideProvisioning(node(nodes.Active), true, false, false, false, with), want: actDone},
+		"enroll":                                  {got: decideProvisioning(node(nodes.Enroll), true, false, false, false, with), want: actUnexpected},
+		// A forced reboot stops a deployment waiting for its agent: aborted with 1.110 (deploy
+		// failed, by request, deployed again), undeployed before; nothing else is interrupted.
+		"forced: deploy wait, 1.110": {got: decideProvisioning(node(nodes.DeployWait), true, false, false, true, with), want: actAbort},
+		"forced: deploy wait, old":   {got: decideProvisioning(node(nodes.DeployWait), true, false, false, true, without), want: actUndeploy},
+		"forced: deploying":          {got: decideProvisioning(node(nodes.Deploying), true, false, false, true, with), want: actWaitLong},
+		"forced: cleaning":           {got: decideProvisioning(node(nodes.CleanWait), true, false, false, true, with), want: actWaitLong},
+		"forced: active":             {got: decideProvisioning(node(nodes.Active), true, false, false, true, with), want: actDone},
+		// The abort leaves the server on with its agent (fast track): off before the next deploy.
+		"aborted, server on":             {got: decideProvisioning(node(nodes.DeployFail, lastError(deployAborted), power(powerOn, "")), true, false, false, false, with), want: actPowerOff},
+		"aborted, powering off":          {got: decideProvisioning(node(nodes.DeployFail, lastError(deployAborted), power(powerOn, "power off")), true, false, false, false, with), want: actWaitShort},
+		"aborted, server off":            {got: decideProvisioning(node(nodes.DeployFail, lastError(deployAborted), power("power off", "")), true, false, false, false, with), want: actDeploy},
+		"aborted, power off disabled":    {got: decideProvisioning(node(nodes.DeployFail, lastError(deployAborted), power(powerOn, ""), func(n *nodes.Node) { n.DisablePowerOff = true }), true, false, false, false, with), want: actDeploy},
+		"failed (retried), server on":    {got: decideProvisioning(node(nodes.DeployFail, lastError("checksum"), power(powerOn, "")), true, false, true, false, with), want: actDeploy},
+		"forced: deploy failed, by hand": {got: decideProvisioning(node(nodes.DeployFail, lastError("checksum")), true, false, false, true, with), want: actFail, wantMsg: "checksum"},
 	})
 }
+
+const deployAborted = "By request, the deploy operation was aborted during or after the completion of step \"deploy.deploy\""
 
 func TestDecideDeprovisioning(t *testing.T) {
 	checkDecisions(t, map[string]decideCase{

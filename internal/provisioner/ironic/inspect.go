@@ -41,7 +41,15 @@ func (p *Provisioner) Inspect(ctx context.Context, host provisioner.Host, opts p
 		res, err := p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetManage}, p.short())
 		return res, nil, err
 	case actAbort:
-		res, err := p.abort(ctx, s, n, "inspection (inspection disabled)")
+		if opts.Skip {
+			res, err := p.abort(ctx, s, n, "inspection (inspection disabled)")
+			return res, nil, err
+		}
+		// A forced reboot: the abort (inspect failed, by request) leads to a new inspection,
+		// which the host may count as started (metal3 removes the reboot annotation here too).
+		res, err := p.abort(ctx, s, n, "inspection (forced reboot)")
+		res.ForcedReboot = err == nil && !res.Failed()
+		res.Started = res.ForcedReboot
 		return res, nil, err
 	case actInspect:
 		res, err := p.startInspection(ctx, s, n, host, access)

@@ -26,7 +26,9 @@ var agentWaitStates = map[nodes.ProvisionState]bool{
 // has booted and looked itself up, so its silence no longer means a slow boot: an agent with a
 // token heartbeats at least every [api] ramdisk_heartbeat_timeout (300 s; ironic-python-agent
 // every 0.3–0.6 of it). Past AgentLostAfter without a heartbeat, the provisioner aborts the wait,
-// which powers the server off (wiping the token), and the operation retries with a fresh boot.
+// which powers the server off (wiping the token), and the operation retries with a fresh boot. (A
+// deploy wait's abort leaves the server on, its token kept for fast track: decideProvisioning
+// powers it off before the next deployment.)
 //
 // One such abort per node per lostAgentRetryWindow: an agent that can look itself up but never
 // heartbeat (a callback URL Ironic refuses, a firewall between the agent and Ironic) would

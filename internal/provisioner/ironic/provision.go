@@ -31,7 +31,7 @@ func (p *Provisioner) Provision(ctx context.Context, host provisioner.Host, data
 		return provisioner.Failed(err.Error()), nil
 	}
 
-	d := decideProvisioning(n, plan.matches(n), plan.interfaceChanges(n), restartOnFailure, s.features)
+	d := decideProvisioning(n, plan.matches(n), plan.interfaceChanges(n), restartOnFailure, data.ForceReboot, s.features)
 	switch d.act {
 	case actProvide:
 		return p.provide(ctx, s, n, host, access)
@@ -40,6 +40,14 @@ func (p *Provisioner) Provision(ctx context.Context, host provisioner.Host, data
 	case actDeploy:
 		return p.deploy(ctx, s, n, host, access, data, plan)
 	case actUndeploy:
+		if state(n) == nodes.DeployWait {
+			// A forced reboot before API 1.110: Ironic takes no patch while it waits for the
+			// agent, and the cleaning settings are those written when the node was provided.
+			p.logger(ctx).Info("Forced reboot: undeploying a deployment that waits for its agent", "node", n.UUID)
+			res, err := p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetDeleted}, p.long())
+			res.ForcedReboot = err == nil && !res.Failed()
+			return res, err
+		}
 		// The request needs another deploy interface, which Ironic does not change in deploy
 		// failed: undeploy (cleaning as the host's mode says), then deploy from available.
 		pt, _, err := p.cleaningPatch(n, host, access)
@@ -52,9 +60,16 @@ func (p *Provisioner) Provision(ctx context.Context, host provisioner.Host, data
 		}
 		return p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetDeleted}, p.long())
 	case actAbort:
-		// The image changed while the agent waits for it: stop this deployment (deploy failed);
-		// the next call deploys the new image.
-		return p.abort(ctx, s, n, "deployment")
+		// The image changed while the agent waits for it, or the user forced a reboot: stop this
+		// deployment (deploy failed, by request); the next call deploys (again).
+		if !data.ForceReboot {
+			return p.abort(ctx, s, n, "deployment")
+		}
+		res, err := p.abort(ctx, s, n, "deployment (forced reboot)")
+		res.ForcedReboot = err == nil && !res.Failed()
+		return res, err
+	case actPowerOff:
+		return p.powerOffAbortedDeploy(ctx, s, n)
 	case actUnexpected:
 		return provisioner.Result{}, fmt.Errorf("provisioning host %s/%s: Ironic node %s is %q",
 			host.Namespace, host.Name, n.UUID, n.ProvisionState)
@@ -133,4 +148,17 @@ func redactedURL(v any) any {
 		return statustext.Redact(s)
 	}
 	return v
+}
+
+// powerOffAbortedDeploy powers off the server of a deployment this provisioner aborted (a changed
+// image, a lost agent, a forced reboot): Ironic's abort leaves it on with its agent, and with fast
+// track the next deployment would wait for that agent instead of booting a fresh one. The power
+// change is the provisioner's, not the host's: it is not remembered as a request.
+func (p *Provisioner) powerOffAbortedDeploy(ctx context.Context, s *session, n *nodes.Node) (provisioner.Result, error) {
+	p.logger(ctx).Info("Powering off the server of an aborted deployment, so that the next one boots a fresh agent", "node", n.UUID)
+	if _, err := p.askPower(ctx, s, n, nodes.PowerOff); err != nil {
+		return provisioner.Result{}, err
+	}
+	p.memory.setPowerRequest(n.UUID, "")
+	return p.short(), nil
 }

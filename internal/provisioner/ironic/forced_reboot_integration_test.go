@@ -1,0 +1,117 @@
+package ironic
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/bmcsim/fault"
+	"github.com/metalforge/metalforge/internal/provisioner"
+)
+
+// TestForcedRebootRestartsAgentWaits: an agent that booted but can never answer (it lost the
+// answer that carried its token) leaves Ironic waiting in inspect wait or deploy wait until its
+// callback timeout. A forced reboot (reboot.metal3.io with force, as metal3) stops the wait and
+// the operation starts again with a fresh boot of the agent, which answers: inspection, then a
+// deployment, end long before any callback timeout. The lost-agent abort is off here
+// (AgentLostAfter 0), so only the forced reboot can end the waits.
+func TestForcedRebootRestartsAgentWaits(t *testing.T) {
+	e := integration(t)
+	t.Parallel()
+	cfg := e.ironic.config()
+	cfg.AgentLostAfter = 0
+	p := newTestProvisioner(t, cfg)
+	srv := e.host(t)
+	host := testHost(t, srv)
+	host.AutomatedCleaningMode = metal3.CleaningModeDisabled // the deployment's agent wait is the one under test
+	register(t, p, &host)
+	t.Cleanup(func() { _ = e.control.SetFaults(srv.Name, fault.Set{}) })
+
+	// Inspection: the agent of the first boot loses its token and never sends the inventory.
+	inspect := func(force bool) func(ctx context.Context) (provisioner.Result, error) {
+		return func(ctx context.Context) (provisioner.Result, error) {
+			res, _, err := p.Inspect(ctx, host, provisioner.InspectOptions{ForceReboot: force})
+			return res, err
+		}
+	}
+	stuckInAgentWait(t, e, p, host, srv.Name, nodes.InspectWait, inspect(false))
+	forceOnce(t, "inspection", inspect(true))
+	mustDone(t, "inspection after the forced reboot", 4*time.Minute, inspect(false))
+	if _, hw, err := p.Inspect(context.Background(), host, provisioner.InspectOptions{}); err != nil || hw == nil {
+		t.Fatalf("hardware details after the forced reboot: %v, %v; want the inventory the new agent sent", hw, err)
+	}
+
+	// Deployment: the same with the agent that boots for the deployment. The inspection's agent
+	// still runs (Ironic's fast track would deploy through it): the server is powered off first.
+	mustDone(t, "power off after inspection", 2*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.PowerOff(ctx, host, metal3.RebootModeHard, false)
+	})
+	data := e.diskImage("/disk.img")
+	provision := func(force bool) func(ctx context.Context) (provisioner.Result, error) {
+		return func(ctx context.Context) (provisioner.Result, error) {
+			d := data
+			d.ForceReboot = force
+			return p.Provision(ctx, host, d, false)
+		}
+	}
+	stuckInAgentWait(t, e, p, host, srv.Name, nodes.DeployWait, provision(false))
+	forceOnce(t, "deployment", provision(true))
+	mustDone(t, "deployment after the forced reboot", 6*time.Minute, provision(false))
+	n := waitNode(t, p, host, "active", func(n *nodes.Node) bool { return true })
+	if n.ProvisionState != string(nodes.Active) {
+		t.Fatalf("node after the deployment: %s, want active", n.ProvisionState)
+	}
+	if events := historyOf(t, p, host.NodeID); slices.ContainsFunc(events, func(ev historyEvent) bool {
+		return strings.Contains(ev.Event, "Timeout reached")
+	}) {
+		t.Errorf("a wait ended by Ironic's callback timeout, not the forced reboot: history %+v", events)
+	}
+}
+
+// stuckInAgentWait drives op with the LoseAgentToken fault until the node waits in state for an
+// agent that took its token and lost it, then clears the fault: the agent of that boot still can
+// never answer (Ironic masks the token in every later lookup), the next boot's can.
+func stuckInAgentWait(t *testing.T, e *testEnv, p *Provisioner, host provisioner.Host, server string, state nodes.ProvisionState,
+	op func(ctx context.Context) (provisioner.Result, error)) {
+	t.Helper()
+	if err := e.control.SetFaults(server, fault.Set{LoseAgentToken: true}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		res, err := op(ctx)
+		if err != nil || !res.Busy {
+			t.Fatalf("%s while the agent loses its token: %s, %v; want it to wait", state, describe(res), err)
+		}
+		n := nodeInFull(t, p, host.NodeID)
+		if _, token := n.DriverInternalInfo["agent_secret_token"]; token && n.ProvisionState == string(state) {
+			if _, pre := n.DriverInternalInfo["agent_secret_token_pregenerated"]; pre {
+				t.Fatal("Ironic pregenerated the token (in the boot image): the agent cannot lose it, the test proves nothing")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the node never waited in %s with a token: %s", state, n.ProvisionState)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if err := e.control.SetFaults(server, fault.Set{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// forceOnce asks op with the forced reboot, as the host controller does once (it removes the
+// one-shot annotation then), and checks that the engine stopped the wait.
+func forceOnce(t *testing.T, what string, op func(ctx context.Context) (provisioner.Result, error)) {
+	t.Helper()
+	res, err := op(context.Background())
+	if err != nil || !res.Busy || !res.ForcedReboot {
+		t.Fatalf("forced reboot of the %s waiting for its agent: %s (forced %t), %v; want the wait stopped", what, describe(res), res.ForcedReboot, err)
+	}
+}
