@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -47,29 +48,19 @@ var otherKinds = []schema.GroupVersionKind{
 	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"},
 }
 
-// finalize removes what the SpecialResource created, in order: workloads (then wait for their
-// pods), everything else of ours, the namespace if we created it, our node labels; then the
-// finalizer. Every object also has the SpecialResource as owner, so the garbage collector
-// catches kinds this list does not know.
+// finalize removes what the SpecialResource created, in order (removeOwned): workloads (then
+// wait for their pods), everything else of ours, the namespaces we created (spec.namespace's, and
+// one a move has not finished leaving: move.go), our node labels; then the finalizer. Every object
+// also has the SpecialResource as owner, so the garbage collector catches kinds this list does
+// not know.
 func (r *Reconciler) finalize(ctx context.Context, sr *sro.SpecialResource) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(sr, sro.Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	sel := client.MatchingLabels{sro.OwnedLabel: naming.OwnerValue(sr.Name)}
-	for _, gvk := range workloadKinds {
-		if err := r.deleteOwned(ctx, sr, gvk, sel); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, sel); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing driver pods of %s: %w", sr.Name, err)
-	}
-	nodes, err := r.nodesOf(ctx, pods.Items)
+	wait, lost, err := r.removeOwned(ctx, sr, everywhere)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	wait, lost := podsToWaitFor(pods.Items, nodes)
 	if len(wait) > 0 {
 		msg := fmt.Sprintf("waiting for %d driver pods to stop", len(wait))
 		if len(lost) > 0 {
@@ -80,12 +71,16 @@ func (r *Reconciler) finalize(ctx context.Context, sr *sro.SpecialResource) (ctr
 	if len(lost) > 0 {
 		r.Recorder.Eventf(sr, nil, corev1.EventTypeWarning, reasonPodsNotWaitedFor, "Delete", "%s", message.Sanitize(notWaitedFor(lost)))
 	}
-	for _, gvk := range r.kindsToDelete(ctx, sr) {
-		if err := r.deleteOwned(ctx, sr, gvk, sel); err != nil {
-			return ctrl.Result{}, err
-		}
+	created, err := r.namespacesCreatedFor(ctx, sr)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	if err := r.deleteNamespace(ctx, sr); err != nil {
+	names := []string{sr.TargetNamespace()}
+	for _, ns := range created {
+		names = append(names, ns.Name)
+	}
+	slices.Sort(names)
+	if _, err := r.deleteNamespaces(ctx, sr, slices.Compact(names)); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.removeStateLabels(ctx, sr); err != nil {
@@ -99,6 +94,74 @@ func (r *Reconciler) finalize(ctx context.Context, sr *sro.SpecialResource) (ctr
 		err = nil
 	}
 	return ctrl.Result{}, err
+}
+
+// namespaceScope is where a removal looks: everywhere (every namespace and the cluster-scoped
+// objects), as on deletion; or only the namespaces named, as when a move leaves the namespaces
+// spec.namespace no longer names (inNamespaces; cluster-scoped objects stay the plan's). A struct,
+// not a slice whose nil means everywhere: a move with no namespace to leave must remove nothing.
+type namespaceScope struct {
+	all   bool
+	names []string
+}
+
+// everywhere is the scope of a deletion.
+var everywhere = namespaceScope{all: true}
+
+// inNamespaces is the scope of the named namespaces only.
+func inNamespaces(names []string) namespaceScope { return namespaceScope{names: names} }
+
+// listOptions are one list per namespace of the scope (one for everywhere).
+func (ns namespaceScope) listOptions() [][]client.ListOption {
+	if ns.all {
+		return [][]client.ListOption{nil}
+	}
+	out := make([][]client.ListOption, 0, len(ns.names))
+	for _, n := range ns.names {
+		out = append(out, []client.ListOption{client.InNamespace(n)})
+	}
+	return out
+}
+
+// removeOwned is one step of removing what sr created in scope, in the order a driver needs: its
+// workloads are deleted first; while their pods have not stopped (podsToStop), wait lists them and
+// nothing else is deleted (they unload the modules, and need their ServiceAccount, ConfigMap and
+// namespace to); then everything else of ours goes. lost are the pods not waited for, and why.
+// Deletion runs it over every namespace, a move over the namespaces it leaves (move.go).
+func (r *Reconciler) removeOwned(ctx context.Context, sr *sro.SpecialResource, scope namespaceScope) (wait []string, lost map[string]string, err error) {
+	for _, gvk := range workloadKinds {
+		if err := r.deleteOwned(ctx, sr, gvk, scope); err != nil {
+			return nil, nil, err
+		}
+	}
+	if wait, lost, err = r.podsToStop(ctx, sr, scope); err != nil || len(wait) > 0 {
+		return wait, lost, err
+	}
+	for _, gvk := range r.kindsToDelete(ctx, sr) {
+		if err := r.deleteOwned(ctx, sr, gvk, scope); err != nil {
+			return nil, nil, err
+		}
+	}
+	return nil, lost, nil
+}
+
+// podsToStop lists our pods in scope and splits them as podsToWaitFor does.
+func (r *Reconciler) podsToStop(ctx context.Context, sr *sro.SpecialResource, scope namespaceScope) (wait []string, lost map[string]string, err error) {
+	sel := client.MatchingLabels{sro.OwnedLabel: naming.OwnerValue(sr.Name)}
+	var pods []corev1.Pod
+	for _, opts := range scope.listOptions() {
+		var list corev1.PodList
+		if err := r.Client.List(ctx, &list, append(opts, sel)...); err != nil {
+			return nil, nil, fmt.Errorf("listing driver pods of %s: %w", sr.Name, err)
+		}
+		pods = append(pods, list.Items...)
+	}
+	nodes, err := r.nodesOf(ctx, pods)
+	if err != nil {
+		return nil, nil, err
+	}
+	wait, lost = podsToWaitFor(pods, nodes)
+	return wait, lost, nil
 }
 
 // markDeleting says in the status what the deletion waits for.
@@ -149,29 +212,46 @@ func buildKind(r *Reconciler) schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
 }
 
-// deleteOwned deletes our objects of one kind. A kind the cluster does not serve is skipped, and
-// so is one the operator's RBAC does not let it list: it could not have applied any either (the
-// role grants the built-in recipe's kinds; ReplicaSets, say, only when a recipe needs them), and
-// the garbage collector removes whatever the SpecialResource owns once it is gone.
-func (r *Reconciler) deleteOwned(ctx context.Context, sr *sro.SpecialResource, gvk schema.GroupVersionKind, sel client.MatchingLabels) error {
-	if _, err := r.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-		return nil
-	}
-	items, err := r.list(ctx, gvk, sel)
-	if apierrors.IsForbidden(err) {
-		return nil
-	} else if err != nil {
+// deleteOwned deletes our objects of one kind in scope (ownedIn).
+func (r *Reconciler) deleteOwned(ctx context.Context, sr *sro.SpecialResource, gvk schema.GroupVersionKind, scope namespaceScope) error {
+	items, err := r.ownedIn(ctx, sr, gvk, scope)
+	if err != nil {
 		return err
 	}
 	for _, u := range items {
-		if !ownedBy(u, sr) || !u.GetDeletionTimestamp().IsZero() {
-			continue
-		}
 		if err := r.Client.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting %s %s: %w", gvk.Kind, objName(keyOf(u)), err)
 		}
 	}
 	return nil
+}
+
+// ownedIn lists our objects of one kind in scope that are not being deleted yet. A kind the
+// cluster does not serve has none, and so has one the operator's RBAC does not let it list: it
+// could not have applied any either (the role grants the built-in recipe's kinds; ReplicaSets,
+// say, only when a recipe needs them), and the garbage collector removes whatever the
+// SpecialResource owns once it is gone. A cluster-scoped kind has none in a scope of namespaces.
+func (r *Reconciler) ownedIn(ctx context.Context, sr *sro.SpecialResource, gvk schema.GroupVersionKind, scope namespaceScope) ([]*unstructured.Unstructured, error) {
+	m, err := r.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil || (!scope.all && m.Scope.Name() != meta.RESTScopeNameNamespace) {
+		return nil, nil
+	}
+	sel := client.MatchingLabels{sro.OwnedLabel: naming.OwnerValue(sr.Name)}
+	var out []*unstructured.Unstructured
+	for _, opts := range scope.listOptions() {
+		items, err := r.list(ctx, gvk, append(opts, sel)...)
+		if apierrors.IsForbidden(err) {
+			return nil, nil
+		} else if err != nil {
+			return nil, err
+		}
+		for _, u := range items {
+			if ownedBy(u, sr) && u.GetDeletionTimestamp().IsZero() {
+				out = append(out, u)
+			}
+		}
+	}
+	return out, nil
 }
 
 // ownedBy: the object's controller is this SpecialResource (same UID), so that a SpecialResource
@@ -185,24 +265,39 @@ func ownedBy(u *unstructured.Unstructured, sr *sro.SpecialResource) bool {
 	return false
 }
 
-// deleteNamespace deletes the namespace only if this SpecialResource created it (it is its
-// controlling owner); a namespace that existed before is left alone.
-func (r *Reconciler) deleteNamespace(ctx context.Context, sr *sro.SpecialResource) error {
-	ns := &corev1.Namespace{}
-	name := sr.TargetNamespace()
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, ns); apierrors.IsNotFound(err) {
-		return nil
-	} else if err != nil {
-		return fmt.Errorf("reading namespace %s: %w", name, err)
+// deleteNamespaces deletes those of the named namespaces this SpecialResource created (it is their
+// controlling owner) and that are not being deleted yet; a namespace that existed before is left
+// alone. It returns the names it deleted.
+func (r *Reconciler) deleteNamespaces(ctx context.Context, sr *sro.SpecialResource, names []string) (deleted []string, err error) {
+	for _, name := range names {
+		ns := &corev1.Namespace{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, ns); apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return deleted, fmt.Errorf("reading namespace %s: %w", name, err)
+		}
+		owner := metav1.GetControllerOf(ns)
+		if owner == nil || owner.UID != sr.UID || !ns.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Client.Delete(ctx, ns); apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return deleted, fmt.Errorf("deleting namespace %s: %w", name, err)
+		}
+		deleted = append(deleted, name)
 	}
-	owner := metav1.GetControllerOf(ns)
-	if owner == nil || owner.UID != sr.UID || !ns.DeletionTimestamp.IsZero() {
-		return nil
+	return deleted, nil
+}
+
+// namespacesCreatedFor lists the namespaces the operator created for sr (newNamespace: labelled
+// with its owner value; controlled by it, which the callers check).
+func (r *Reconciler) namespacesCreatedFor(ctx context.Context, sr *sro.SpecialResource) ([]corev1.Namespace, error) {
+	var list corev1.NamespaceList
+	if err := r.Client.List(ctx, &list, client.MatchingLabels{sro.OwnedLabel: naming.OwnerValue(sr.Name)}, cacheview.ReadOnly); err != nil {
+		return nil, fmt.Errorf("listing the namespaces created for %s: %w", sr.Name, err)
 	}
-	if err := r.Client.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting namespace %s: %w", name, err)
-	}
-	return nil
+	return list.Items, nil
 }
 
 // removeStateLabels takes this SpecialResource's state labels off every node.

@@ -16,6 +16,8 @@
 //	builds        builds no longer needed: succeeded with the image there, or superseded
 //	render        the recipe, two-pass, kernel-affine manifests once per kernel
 //	objects       what exists of the rendered objects (and wait-for-logs pod logs)
+//	move          after a change of spec.namespace, the old namespace's driver stops first;
+//	              write then removes what the operator created there as deletion does (move.go)
 //	plan          (pure, plan.go) what to apply, state by state and kernel by kernel; what to
 //	              prune; which nodes get which state labels (labels.go: node by node)
 //

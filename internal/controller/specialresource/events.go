@@ -10,6 +10,8 @@ const (
 	reasonKernelAdded       = "KernelAdded"
 	reasonKernelRemoved     = "KernelRemoved"
 	reasonRemoved           = "Removed"
+	// reasonNamespaceChanged: a move to another spec.namespace is done (move.go).
+	reasonNamespaceChanged = "NamespaceChanged"
 	// reasonPodsNotWaitedFor: deletion went on without waiting for pods on unreachable nodes.
 	reasonPodsNotWaitedFor = "PodsNotWaitedFor"
 )

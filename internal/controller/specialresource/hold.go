@@ -23,9 +23,15 @@ func (r *Reconciler) hold(s *scope) error {
 		return err
 	}
 	// Listed afresh: a failed reconcile may have listed part of them. A kind the operator may not
-	// list is skipped (its objects are not pruned): the full reconcile reports it.
-	s.in.owned = nil
-	if _, err := r.observeOwned(s, listedKinds(s)); err != nil {
+	// list is skipped (its objects are not pruned): the full reconcile reports it. The objects of
+	// the namespaces a move leaves are kept out only once the move started (leaveOld): until then
+	// the driver there still serves its nodes.
+	s.in.owned, s.in.left = nil, nil
+	var leaving []string
+	if s.fx.leaveOld {
+		leaving = s.in.oldNamespaces
+	}
+	if _, err := r.observeOwned(s, listedKinds(s), leaving); err != nil {
 		return err
 	}
 	in := r.planInput(s)

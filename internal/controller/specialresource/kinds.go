@@ -72,7 +72,8 @@ func unionKinds(a, b string) string {
 // recordKinds writes the annotation when it changed (after the objects and prunes are written,
 // so that it never forgets a kind whose objects are still there).
 func (r *Reconciler) recordKinds(ctx context.Context, s *scope) error {
-	value := appliedKinds(s.in.rendered, s.in.owned, s.plan.prune)
+	// The objects a move has yet to remove count: their kinds must stay known until they are gone.
+	value := appliedKinds(s.in.rendered, slices.Concat(s.in.owned, s.in.left), s.plan.prune)
 	if s.plan.hold {
 		// hold skips the kinds the operator may not list (observeOwned), whose objects may well
 		// remain: it adds kinds (those a failed write applied first), never forgets one; the next

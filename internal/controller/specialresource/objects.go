@@ -63,8 +63,11 @@ func (r *Reconciler) observeObjects(s *scope) (outcome, bool, error) {
 			}
 		}
 	}
+	if err := r.findOldNamespaces(s); err != nil {
+		return outcome{}, false, err
+	}
 	// A kind the operator may not list is the recipe's problem (RecipeFailure, as a refused read).
-	if refused, err := r.observeOwned(s, listedKinds(s)); err != nil || refused != nil {
+	if refused, err := r.observeOwned(s, listedKinds(s), s.in.oldNamespaces); err != nil || refused != nil {
 		return outcome{}, false, cmp.Or(err, refused)
 	}
 	return outcome{}, false, r.observeDriverPods(s)
@@ -193,9 +196,11 @@ func pruneKinds(sr *sro.SpecialResource) map[schema.GroupVersionKind]bool {
 }
 
 // observeOwned lists our objects of the given kinds (builds excepted: they have their own
-// clean-up) into s.in.owned, for pruning. A kind the operator's RBAC does not let it list is
-// skipped (its objects are not pruned); refused is the first such refusal (readError).
-func (r *Reconciler) observeOwned(s *scope, kinds map[schema.GroupVersionKind]bool) (refused, err error) {
+// clean-up) into s.in.owned, for pruning, but those in the namespaces a move leaves (leaving) into
+// s.in.left: the move removes them, workloads first (move.go). A kind the operator's RBAC does not
+// let it list is skipped (its objects are not pruned); refused is the first such refusal
+// (readError).
+func (r *Reconciler) observeOwned(s *scope, kinds map[schema.GroupVersionKind]bool, leaving []string) (refused, err error) {
 	sel := client.MatchingLabels{sro.OwnedLabel: naming.OwnerValue(s.sr.Name)}
 	for _, gvk := range slices.SortedFunc(maps.Keys(kinds), func(a, b schema.GroupVersionKind) int { return cmpString(a.String(), b.String()) }) {
 		if _, err := r.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
@@ -209,9 +214,14 @@ func (r *Reconciler) observeOwned(s *scope, kinds map[schema.GroupVersionKind]bo
 			return refused, err
 		}
 		for _, u := range items {
-			if _, isBuild := u.GetLabels()[build.BuildLabel]; !isBuild {
-				s.in.owned = append(s.in.owned, u)
+			if _, isBuild := u.GetLabels()[build.BuildLabel]; isBuild {
+				continue
 			}
+			if slices.Contains(leaving, u.GetNamespace()) {
+				s.in.left = append(s.in.left, u)
+				continue
+			}
+			s.in.owned = append(s.in.owned, u)
 		}
 	}
 	return refused, nil

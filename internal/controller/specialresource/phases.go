@@ -42,6 +42,7 @@ var phases = []phase{
 	{"builds", (*Reconciler).collectBuilds},
 	{"render", (*Reconciler).render},
 	{"objects", (*Reconciler).observeObjects},
+	{"move", (*Reconciler).moveOut},
 	{"plan", (*Reconciler).planPhase},
 }
 

@@ -73,8 +73,14 @@ type inputs struct {
 	stale map[objKey]bool
 	// logs says, for each wait-for-logs object, whether every pod's log matched.
 	logs map[objKey]logState
-	// owned are the objects labelled as ours, for pruning.
+	// owned are the objects labelled as ours, for pruning (but those of oldNamespaces: left).
 	owned []*unstructured.Unstructured
+	// oldNamespaces are the namespaces a change of spec.namespace left, where objects of ours
+	// may remain (move.go), and left our objects there: the move removes them, in deletion's
+	// order, not the plan's pruning. oldNamespacesRead: the objects phase looked for them.
+	oldNamespaces     []string
+	left              []*unstructured.Unstructured
+	oldNamespacesRead bool
 	// driverPods[k] are the nodes where kernel k's driver serves (servedOn).
 	driverPods map[string]map[string]bool
 	// heldDrivers[k] is the driver DaemonSet of a kernel not rendered this time (planInput).
@@ -159,6 +165,10 @@ type effects struct {
 	events        events.List
 	buildsStarted int
 	buildsFailed  int
+	// leaveOld: the move phase ran with oldNamespaces to leave: write removes what is left there
+	// (leaveOldNamespaces), and hold, too, keeps their objects out of owned. movedOut: nothing
+	// of ours is left there, so status.namespace may name spec.namespace.
+	leaveOld, movedOut bool
 }
 
 // dependencyToCreate is a missing dependency to create, and the dependsOn field its spec comes

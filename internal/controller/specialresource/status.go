@@ -32,7 +32,9 @@ func setStatus(sr *sro.SpecialResource, s *scope, out outcome, now metav1.Time) 
 	}
 	st.ObservedGeneration = sr.Generation
 	st.State = out.state
-	if s.in.namespace != "" {
+	// During a move, the namespace left stays named until nothing of ours is left in it: the
+	// record a restarted operator finishes the move from (move.go).
+	if s.in.namespace != "" && (st.Namespace == "" || namespaceSettled(s)) {
 		st.Namespace = s.in.namespace
 	}
 	if s.in.kernels == nil && s.plan == nil {
@@ -80,4 +82,11 @@ func kernelStatuses(sr *sro.SpecialResource, s *scope) []sro.KernelStatus {
 		out = append(out, ks)
 	}
 	return out
+}
+
+// namespaceSettled: spec.namespace is the only namespace in use, as far as this reconcile saw:
+// it looked for namespaces a move left (the objects phase) and found none, or the move removed
+// everything of ours from them.
+func namespaceSettled(s *scope) bool {
+	return s.in.oldNamespacesRead && (len(s.in.oldNamespaces) == 0 || s.fx.movedOut)
 }

@@ -42,7 +42,8 @@ func (e *applyError) Unwrap() error { return e.err }
 
 // write applies the effects in an order that keeps status truthful: the namespace before what
 // goes in it, dependencies, builds, the objects state by state (the first failure stops them, and
-// only what no longer holds is undone then: writePlan), prunes, then node labels. The status is
+// only what no longer holds is undone then: writePlan), prunes, node labels, then what a move
+// removes from the namespaces it leaves (move.go). The status is
 // written by the driver afterwards. A build the builder refuses is reported (the returned error)
 // only once the rest is written: one kernel's refused build must not keep the other kernels'
 // drivers or later shared states from being applied, stale objects from being pruned, or nodes'
@@ -85,7 +86,9 @@ func (r *Reconciler) write(ctx context.Context, s *scope) error {
 		s.plan = plan(r.planInput(s))
 		r.skipInFlightLabels(s)
 	}
-	if err := r.writePlan(ctx, s); err != nil {
+	// The move goes on even when the plan's write failed: the old namespaces' workloads are gone
+	// by then (moveOut), and what remains there serves nothing.
+	if err := errors.Join(r.writePlan(ctx, s), r.leaveOldNamespaces(ctx, s)); err != nil {
 		// Reported instead of the refusal (which the kernel's status still shows): a failed
 		// write is retried with backoff, a refusal only after RetryDelay.
 		return err
