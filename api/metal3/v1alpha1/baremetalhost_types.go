@@ -92,9 +92,9 @@ type BareMetalHostSpec struct {
 	RootDeviceHints *RootDeviceHints `json:"rootDeviceHints,omitempty"`
 
 	// BootMode is the firmware boot mode. Legacy is only for hardware whose UEFI does not work;
-	// UEFISecureBoot turns secure boot on after provisioning.
+	// UEFISecureBoot turns secure boot on after provisioning. Empty means UEFI; the schema has
+	// no default, as metal3's, so a stored host keeps the field as its manifest had it.
 	// +optional
-	// +kubebuilder:default=UEFI
 	BootMode BootMode `json:"bootMode,omitempty"`
 
 	// BootMACAddress is the MAC address of the NIC the host provisions through (the PXE NIC for

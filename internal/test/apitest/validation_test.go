@@ -155,9 +155,11 @@ func TestSchemaDefaults(t *testing.T) {
 	if err := env.Client.Create(ctx, h); err != nil {
 		t.Fatal(err)
 	}
-	if h.Spec.BootMode != metal3.UEFI || h.Spec.AutomatedCleaningMode != metal3.CleaningModeMetadata {
-		t.Errorf("defaults: bootMode %q, automatedCleaningMode %q; want UEFI, metadata",
-			h.Spec.BootMode, h.Spec.AutomatedCleaningMode)
+	// metal3's schema defaults automatedCleaningMode only; an empty bootMode means UEFI in code, so
+	// a stored host shows what its manifest said (no diff for GitOps tools, none when moved).
+	if h.Spec.BootMode != "" || h.BootMode() != metal3.UEFI || h.Spec.AutomatedCleaningMode != metal3.CleaningModeMetadata {
+		t.Errorf("defaults: bootMode %q (means %q), automatedCleaningMode %q; want empty (UEFI), metadata",
+			h.Spec.BootMode, h.BootMode(), h.Spec.AutomatedCleaningMode)
 	}
 
 	// A value that is set is kept.
