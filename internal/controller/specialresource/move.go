@@ -42,6 +42,12 @@ func oldNamespaces(sr *sro.SpecialResource, target string, created []corev1.Name
 	recipes := recipeNamespaces(sr)
 	for i := range created {
 		ns := &created[i]
+		if _, fromRecipe := ns.Annotations[sro.HashAnnotation]; fromRecipe {
+			// A Namespace the recipe renders carries the same label and owner: the plan applies
+			// and prunes it, and one rendered only with a kernel's image would be taken for a
+			// namespace left behind while no image exists (its held driver deleted).
+			continue
+		}
 		if owner := metav1.GetControllerOf(ns); owner != nil && owner.UID == sr.UID && ns.DeletionTimestamp.IsZero() && !recipes[ns.Name] {
 			old[ns.Name] = true
 		}
@@ -53,13 +59,16 @@ func oldNamespaces(sr *sro.SpecialResource, target string, created []corev1.Name
 	return slices.Sorted(maps.Keys(old))
 }
 
-// renderedNamespaces are the namespaces the rendered objects are in.
+// renderedNamespaces are the namespaces the rendered objects are in, and the Namespaces they are.
 func renderedNamespaces(states []recipe.RenderedState) map[string]bool {
 	out := map[string]bool{}
 	for _, st := range states {
 		for _, o := range st.Objects {
 			if ns := o.Obj.GetNamespace(); ns != "" {
 				out[ns] = true
+			}
+			if o.Obj.GetKind() == "Namespace" && o.Obj.GroupVersionKind().Group == "" {
+				out[o.Obj.GetName()] = true
 			}
 		}
 	}

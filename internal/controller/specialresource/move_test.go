@@ -3,6 +3,7 @@ package specialresource
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -19,6 +21,7 @@ import (
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/naming"
+	"github.com/metalforge/metalforge/internal/sro/recipe"
 	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
@@ -27,6 +30,12 @@ import (
 // operator finishes a move; never the target, a namespace being deleted, one another
 // SpecialResource of the same name controls, one a recipe object names, or, once the move is
 // done, a created one it kept for the recipe ConfigMap in it.
+// fromRecipe marks ns as a recipe's rendered object (decorate hashes what it renders).
+func fromRecipe(ns corev1.Namespace) corev1.Namespace {
+	ns.Annotations = map[string]string{sro.HashAnnotation: "h1"}
+	return ns
+}
+
 func TestOldNamespaces(t *testing.T) {
 	const ours = types.UID("uid-kmod")
 	created := func(name string, owner types.UID, terminating bool) corev1.Namespace {
@@ -62,6 +71,10 @@ func TestOldNamespaces(t *testing.T) {
 		"created for another SpecialResource of the name": {status: "b", target: "b",
 			created: []corev1.Namespace{created("a", "uid-earlier-kmod", false)}},
 		"a namespace a recipe object names": {status: "a", target: "b", rendered: []string{"a"}},
+		// A Namespace the recipe renders has our label and owner too, and the recipe's hash: the
+		// plan's, not a move's (rendered only with a kernel's image, it is absent meanwhile).
+		"a Namespace the recipe renders, not rendered now": {status: "b", target: "b",
+			created: []corev1.Namespace{fromRecipe(created("x", ours, false))}},
 		// Emptied by the move that kept it (namespacesToDelete).
 		"created namespace holding the recipe ConfigMap, status moved on": {status: "b", target: "b", recipeIn: "a",
 			created: []corev1.Namespace{created("a", ours, false)}},
@@ -280,4 +293,23 @@ func (h *harness) ownedIn(namespace, srName string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestRenderedNamespaces: the namespaces rendered objects are in, and a rendered Namespace itself,
+// are no namespace a move left.
+func TestRenderedNamespaces(t *testing.T) {
+	obj := func(kind, namespace, name string) recipe.Object {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("v1")
+		u.SetKind(kind)
+		u.SetNamespace(namespace)
+		u.SetName(name)
+		return recipe.Object{Obj: u}
+	}
+	states := []recipe.RenderedState{{Name: "0000-ns.yaml", Objects: []recipe.Object{obj("Namespace", "", "x")}},
+		{Name: "1000-driver.yaml", Objects: []recipe.Object{obj("ConfigMap", "y", "c"), obj("ClusterRole", "", "r")}}}
+	got := slices.Sorted(maps.Keys(renderedNamespaces(states)))
+	if !slices.Equal(got, []string{"x", "y"}) {
+		t.Fatalf("rendered namespaces %v, want [x y]", got)
+	}
 }
