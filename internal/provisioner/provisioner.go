@@ -42,6 +42,10 @@ var (
 	// ErrEventSubscriptionUnsupported means the host's BMC cannot take event subscriptions
 	// through the engine (an IPMI address): nothing waits for it.
 	ErrEventSubscriptionUnsupported = errors.New("the provisioner cannot subscribe to this host's BMC events")
+	// ErrBMCRefused means the host's BMC answered a request with a refusal (a Redfish error: a
+	// service it lacks, an account that may not do this), as opposed to not answering
+	// (ErrUnavailable) or the engine refusing.
+	ErrBMCRefused = errors.New("the BMC refused")
 )
 
 // Result says how an operation stands: done, still working (ask again after RequeueAfter), or failed

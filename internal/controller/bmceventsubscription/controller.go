@@ -350,13 +350,12 @@ func (s *scope) delete(host provisioner.Host) (ctrl.Result, error) {
 	return ctrl.Result{}, nil
 }
 
-// listRefused: the BMC (or Ironic) answered the look for a lost create with a refusal (no
-// EventService, an account that may not read subscriptions), which no retry changes. A BMC or
-// Ironic that does not answer, a node to register again, or a reconcile that gave up is waited for.
+// listRefused: the BMC answered the look for a lost create with a refusal (no EventService, an
+// account that may not read subscriptions), which no retry changes. Anything else (a BMC or Ironic
+// that does not answer, Ironic refusing our own credentials, a node to register again, a reconcile
+// that gave up) is waited for.
 func listRefused(err error) bool {
-	return err != nil && !errors.Is(err, provisioner.ErrUnavailable) && !errors.Is(err, provisioner.ErrNeedsRegistration) &&
-		!errors.Is(err, provisioner.ErrEventSubscriptionUnsupported) && !errors.Is(err, context.Canceled) &&
-		!errors.Is(err, context.DeadlineExceeded)
+	return errors.Is(err, provisioner.ErrBMCRefused)
 }
 
 // leaveUnlisted lets a deleted subscription with no recorded id go although the BMC refused to list

@@ -2,7 +2,6 @@ package bmceventsubscription
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -370,7 +369,7 @@ func newBMC() *bmc { return &bmc{Fixture: fixture.New(fixture.Config{})} }
 
 // errRefusedList is the Ironic provisioner's error for a BMC without an EventService (Ironic answers
 // 500 with sushy's "… returned code 404"): the BMC's refusal, not ErrUnavailable.
-var errRefusedList = errors.New("reading the event subscriptions of the BMC of host h: the BMC refused: " +
+var errRefusedList = fmt.Errorf("reading the event subscriptions of the BMC of host h: %w: %s", provisioner.ErrBMCRefused,
 	"HTTP GET https://192.0.2.1/redfish/v1/EventService/Subscriptions returned code 404. Base.1.0.ResourceMissingAtURI")
 
 // A subscription with no id recorded can be deleted while its BMC refuses to list its subscriptions

@@ -255,7 +255,7 @@ func (p *Provisioner) subscriptionError(ctx context.Context, s *session, n *node
 		if bmcUnavailable(raw) {
 			return fmt.Errorf("%s: %w: the BMC failed: %s", doing, provisioner.ErrUnavailable, fault)
 		}
-		return fmt.Errorf("%s: the BMC refused: %s", doing, fault)
+		return fmt.Errorf("%s: %w: %s", doing, provisioner.ErrBMCRefused, fault)
 	case status == http.StatusBadRequest:
 		return fmt.Errorf("%s: Ironic refused: %s", doing, fault)
 	case status >= http.StatusInternalServerError:

@@ -97,12 +97,13 @@ func TestEventSubscriptionError(t *testing.T) {
 		err         error
 		unavailable bool
 		gone        bool
+		refused     bool // the BMC's refusal (ErrBMCRefused): a deletion with no id may go
 		says        string
 	}{
 		"node locked":               {err: ironicAnswer(409, "Node "+testNodeID+" is locked by host c-1, please retry after the current operation is completed."), unavailable: true, says: "locked by host c-1"},
 		"node gone":                 {err: ironicAnswer(404, "Node "+testNodeID+" could not be found."), gone: true, says: "is gone"},
 		"Ironic refuses":            {err: ironicAnswer(400, "Destination x is not a valid URI"), says: "Ironic refused: Destination x is not a valid URI"},
-		"the BMC refuses":           {err: ironicAnswer(500, refusedCreate), says: "the BMC refused: HTTP POST"},
+		"the BMC refuses":           {err: ironicAnswer(500, refusedCreate), refused: true, says: "the BMC refused: HTTP POST"},
 		"the BMC fails":             {err: ironicAnswer(500, "Redfish exception occurred. Error: HTTP GET http://bmc/redfish/v1/EventService returned code 500. Base.1.18.InternalError: x"), unavailable: true, says: "the BMC failed: HTTP GET"},
 		"Ironic fails":              {err: ironicAnswer(503, "database is locked"), unavailable: true, says: "Ironic answered 503"},
 		"no answer in time":         {err: timeout, unavailable: true, says: "waiting for the BMC"},
@@ -117,6 +118,9 @@ func TestEventSubscriptionError(t *testing.T) {
 			if errors.Is(err, provisioner.ErrUnavailable) != tc.unavailable || errors.Is(err, provisioner.ErrNeedsRegistration) != tc.gone {
 				t.Errorf("%v: unavailable %t, needs registration %t; want %t, %t", err, errors.Is(err, provisioner.ErrUnavailable),
 					errors.Is(err, provisioner.ErrNeedsRegistration), tc.unavailable, tc.gone)
+			}
+			if errors.Is(err, provisioner.ErrBMCRefused) != tc.refused {
+				t.Errorf("%v: the BMC's refusal %t, want %t", err, errors.Is(err, provisioner.ErrBMCRefused), tc.refused)
 			}
 			if !strings.Contains(err.Error(), tc.says) || strings.Contains(err.Error(), testToken) {
 				t.Errorf("%v: want it to say %q and not to quote the header's value", err, tc.says)

@@ -2,6 +2,7 @@ package ironic
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -14,40 +15,62 @@ import (
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
 
-// TestForcedRebootRestartsAgentWaits: an agent that booted but can never answer (it lost the
-// answer that carried its token) leaves Ironic waiting in inspect wait or deploy wait until its
-// callback timeout. A forced reboot (reboot.metal3.io with force, as metal3) stops the wait and
-// the operation starts again with a fresh boot of the agent, which answers: inspection, then a
-// deployment, end long before any callback timeout. The lost-agent abort is off here
-// (AgentLostAfter 0), so only the forced reboot can end the waits.
-func TestForcedRebootRestartsAgentWaits(t *testing.T) {
-	e := integration(t)
-	t.Parallel()
+// A forced reboot (reboot.metal3.io with force, as metal3) is the way out for an agent that
+// booted but can never answer (here it lost the answer that carried its token): Ironic would wait
+// in inspect wait or deploy wait until its callback timeout. The wait is stopped and the operation
+// starts again with a fresh boot of the agent, which answers, long before any callback timeout.
+// The lost-agent abort is off (AgentLostAfter 0), so only the forced reboot can end the waits.
+
+// forcedRebootHost registers a server for these tests; its faults are cleared at the end.
+func forcedRebootHost(t *testing.T, e *testEnv) (*Provisioner, provisioner.Host, string) {
+	t.Helper()
 	cfg := e.ironic.config()
 	cfg.AgentLostAfter = 0
 	p := newTestProvisioner(t, cfg)
 	srv := e.host(t)
 	host := testHost(t, srv)
-	host.AutomatedCleaningMode = metal3.CleaningModeDisabled // the deployment's agent wait is the one under test
+	host.AutomatedCleaningMode = metal3.CleaningModeDisabled // the deployment's own agent wait is the one under test
 	register(t, p, &host)
 	t.Cleanup(func() { _ = e.control.SetFaults(srv.Name, fault.Set{}) })
+	return p, host, srv.Name
+}
 
-	// Inspection: the agent of the first boot loses its token and never sends the inventory.
+func TestForcedRebootRestartsAnInspection(t *testing.T) {
+	e := integration(t)
+	t.Parallel()
+	p, host, server := forcedRebootHost(t, e)
 	inspect := func(force bool) func(ctx context.Context) (provisioner.Result, error) {
 		return func(ctx context.Context) (provisioner.Result, error) {
 			res, _, err := p.Inspect(ctx, host, provisioner.InspectOptions{ForceReboot: force})
 			return res, err
 		}
 	}
-	stuckInAgentWait(t, e, p, host, srv.Name, nodes.InspectWait, inspect(false))
+	stuckInAgentWait(t, e, p, host, server, nodes.InspectWait, inspect(false))
 	forceOnce(t, "inspection", inspect(true))
 	mustDone(t, "inspection after the forced reboot", 4*time.Minute, inspect(false))
 	if _, hw, err := p.Inspect(context.Background(), host, provisioner.InspectOptions{}); err != nil || hw == nil {
 		t.Fatalf("hardware details after the forced reboot: %v, %v; want the inventory the new agent sent", hw, err)
 	}
+	noCallbackTimeout(t, p, host)
+}
 
-	// Deployment: the same with the agent that boots for the deployment. The inspection's agent
-	// still runs (Ironic's fast track would deploy through it): the server is powered off first.
+// TestForcedRebootRestartsADeployment: the same for a deployment, on a host inspected just before
+// (its agent heartbeat lately, so Ironic keeps the fast track open). The abort then leaves the
+// server on (deploy failed) with the token, and Ironic would deploy again through the agent that
+// could not answer: the provisioner powers it off first. Once Ironic's power sync sees it off, it
+// erases last_error, the only record of the abort (an abort writes no history event, and this
+// node's history has no error): erased here at that moment, the next call must still deploy
+// again, not report "Image provisioning failed".
+func TestForcedRebootRestartsADeployment(t *testing.T) {
+	e := integration(t)
+	t.Parallel()
+	p, host, server := forcedRebootHost(t, e)
+	mustDone(t, "inspection", 4*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		res, _, err := p.Inspect(ctx, host, provisioner.InspectOptions{})
+		return res, err
+	})
+	// The inspection's agent still runs (fast track would deploy through it): off, so that the
+	// deployment boots one that loses its token.
 	mustDone(t, "power off after inspection", 2*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		return p.PowerOff(ctx, host, metal3.RebootModeHard, false)
 	})
@@ -59,13 +82,23 @@ func TestForcedRebootRestartsAgentWaits(t *testing.T) {
 			return p.Provision(ctx, host, d, false)
 		}
 	}
-	stuckInAgentWait(t, e, p, host, srv.Name, nodes.DeployWait, provision(false))
+	stuckInAgentWait(t, e, p, host, server, nodes.DeployWait, provision(false))
 	forceOnce(t, "deployment", provision(true))
+	poweredOffAfterAbort(t, p, host, provision(false))
+	if n, err := e.ironic.ExecSQL(fmt.Sprintf(`UPDATE nodes SET last_error = NULL WHERE uuid = '%s'`, host.NodeID)); err != nil || n != 1 {
+		t.Fatalf("erasing last_error as the power sync does: %d rows, %v", n, err)
+	}
 	mustDone(t, "deployment after the forced reboot", 6*time.Minute, provision(false))
 	n := waitNode(t, p, host, "active", func(n *nodes.Node) bool { return true })
 	if n.ProvisionState != string(nodes.Active) {
 		t.Fatalf("node after the deployment: %s, want active", n.ProvisionState)
 	}
+	noCallbackTimeout(t, p, host)
+}
+
+// noCallbackTimeout: no wait of the node ended by Ironic's callback timeout.
+func noCallbackTimeout(t *testing.T, p *Provisioner, host provisioner.Host) {
+	t.Helper()
 	if events := historyOf(t, p, host.NodeID); slices.ContainsFunc(events, func(ev historyEvent) bool {
 		return strings.Contains(ev.Event, "Timeout reached")
 	}) {
@@ -113,5 +146,35 @@ func forceOnce(t *testing.T, what string, op func(ctx context.Context) (provisio
 	res, err := op(context.Background())
 	if err != nil || !res.Busy || !res.ForcedReboot {
 		t.Fatalf("forced reboot of the %s waiting for its agent: %s (forced %t), %v; want the wait stopped", what, describe(res), res.ForcedReboot, err)
+	}
+}
+
+// poweredOffAfterAbort drives op (a provisioning) until the aborted deployment's server is off,
+// and no further: the call after that deploys. The server must have been seen on in deploy failed
+// (the case the provisioner's power off is for).
+func poweredOffAfterAbort(t *testing.T, p *Provisioner, host provisioner.Host, op func(ctx context.Context) (provisioner.Result, error)) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	seenOn := false
+	for {
+		n := nodeInFull(t, p, host.NodeID)
+		if n.ProvisionState != string(nodes.DeployFail) && n.ProvisionState != string(nodes.DeployWait) {
+			t.Fatalf("node %s after the abort, want deploy failed (or the abort under way) until its server is off", n.ProvisionState)
+		}
+		seenOn = seenOn || (n.ProvisionState == string(nodes.DeployFail) && n.PowerState == powerOn)
+		if n.ProvisionState == string(nodes.DeployFail) && n.PowerState == "power off" && n.TargetPowerState == "" {
+			if !seenOn {
+				t.Fatal("the abort left the server off: the test does not reach the case it is for")
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server of the aborted deployment is still %s (target %q)", n.PowerState, n.TargetPowerState)
+		}
+		res, err := op(context.Background())
+		if err != nil || !res.Busy {
+			t.Fatalf("after the abort: %s, %v; want the server powered off first", describe(res), err)
+		}
+		time.Sleep(res.RequeueAfter)
 	}
 }

@@ -156,6 +156,10 @@ func redactedURL(v any) any {
 // change is the provisioner's, not the host's: it is not remembered as a request.
 func (p *Provisioner) powerOffAbortedDeploy(ctx context.Context, s *session, n *nodes.Node) (provisioner.Result, error) {
 	p.logger(ctx).Info("Powering off the server of an aborted deployment, so that the next one boots a fresh agent", "node", n.UUID)
+	// Ironic's power sync erases last_error once it confirms the power state, and an abort leaves
+	// nothing in the history (history.go): kept here, the next call still tells the abort (deploy
+	// again) from a failure of the same image (report it).
+	p.memory.setRecalledError(n.UUID, n.ProvisionUpdatedAt, n.LastError)
 	if _, err := p.askPower(ctx, s, n, nodes.PowerOff); err != nil {
 		return provisioner.Result{}, err
 	}
