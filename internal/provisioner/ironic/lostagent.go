@@ -121,16 +121,25 @@ func (p *Provisioner) powerOffOrphanedAgent(ctx context.Context, s *session, n *
 	p.logger(ctx).Info("The server still runs an agent whose token Ironic wiped after a failure: powering it off so that the cleaning boots a fresh one",
 		"node", n.UUID, "lastHeartbeat", n.DriverInternalInfo["agent_last_heartbeat"],
 		"lastPowerChange", n.DriverInternalInfo["last_power_state_change"])
-	accepted, err := p.askPower(ctx, s, n, nodes.PowerOff)
+	accepted, err := p.powerOffForAgent(ctx, s, n)
 	if err != nil {
 		return provisioner.Result{}, err
 	}
-	// A power request the host made earlier no longer describes the server.
-	p.memory.setPowerRequest(n.UUID, "")
 	if accepted { // a busy answer (409) is retried on the next pass and counted then
 		orphanedAgentPowerOffs.Inc()
 	}
 	return p.short(), nil
+}
+
+// powerOffForAgent powers off the server of n so that Ironic's next operation boots a fresh agent.
+// The power change is the provisioner's, not the host's: a power request the host made earlier no
+// longer describes the server, and this one is not remembered as a request.
+func (p *Provisioner) powerOffForAgent(ctx context.Context, s *session, n *nodes.Node) (accepted bool, err error) {
+	accepted, err = p.askPower(ctx, s, n, nodes.PowerOff)
+	if err == nil {
+		p.memory.setPowerRequest(n.UUID, "")
+	}
+	return accepted, err
 }
 
 // parseIronicTime reads the naive UTC timestamps Ironic keeps in driver_internal_info

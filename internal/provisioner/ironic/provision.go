@@ -44,9 +44,7 @@ func (p *Provisioner) Provision(ctx context.Context, host provisioner.Host, data
 			// A forced reboot before API 1.110: Ironic takes no patch while it waits for the
 			// agent, and the cleaning settings are those written when the node was provided.
 			p.logger(ctx).Info("Forced reboot: undeploying a deployment that waits for its agent", "node", n.UUID)
-			res, err := p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetDeleted}, p.long())
-			res.ForcedReboot = err == nil && !res.Failed()
-			return res, err
+			return forcedReboot(p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetDeleted}, p.long()))
 		}
 		// The request needs another deploy interface, which Ironic does not change in deploy
 		// failed: undeploy (cleaning as the host's mode says), then deploy from available.
@@ -65,9 +63,7 @@ func (p *Provisioner) Provision(ctx context.Context, host provisioner.Host, data
 		if !data.ForceReboot {
 			return p.abort(ctx, s, n, "deployment")
 		}
-		res, err := p.abort(ctx, s, n, "deployment (forced reboot)")
-		res.ForcedReboot = err == nil && !res.Failed()
-		return res, err
+		return forcedReboot(p.abort(ctx, s, n, "deployment (forced reboot)"))
 	case actPowerOff:
 		return p.powerOffAbortedDeploy(ctx, s, n)
 	case actUnexpected:
@@ -152,17 +148,22 @@ func redactedURL(v any) any {
 
 // powerOffAbortedDeploy powers off the server of a deployment this provisioner aborted (a changed
 // image, a lost agent, a forced reboot): Ironic's abort leaves it on with its agent, and with fast
-// track the next deployment would wait for that agent instead of booting a fresh one. The power
-// change is the provisioner's, not the host's: it is not remembered as a request.
+// track the next deployment would wait for that agent instead of booting a fresh one.
 func (p *Provisioner) powerOffAbortedDeploy(ctx context.Context, s *session, n *nodes.Node) (provisioner.Result, error) {
 	p.logger(ctx).Info("Powering off the server of an aborted deployment, so that the next one boots a fresh agent", "node", n.UUID)
 	// Ironic's power sync erases last_error once it confirms the power state, and an abort leaves
 	// nothing in the history (history.go): kept here, the next call still tells the abort (deploy
 	// again) from a failure of the same image (report it).
 	p.memory.setRecalledError(n.UUID, n.ProvisionUpdatedAt, n.LastError)
-	if _, err := p.askPower(ctx, s, n, nodes.PowerOff); err != nil {
+	if _, err := p.powerOffForAgent(ctx, s, n); err != nil {
 		return provisioner.Result{}, err
 	}
-	p.memory.setPowerRequest(n.UUID, "")
 	return p.short(), nil
+}
+
+// forcedReboot marks the result of the request a forced reboot made (an abort, an undeploy) as
+// one, when the request was taken.
+func forcedReboot(res provisioner.Result, err error) (provisioner.Result, error) {
+	res.ForcedReboot = err == nil && !res.Failed()
+	return res, err
 }
