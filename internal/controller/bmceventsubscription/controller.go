@@ -324,16 +324,11 @@ func noHostMessage(hostName string) string {
 // subscription a create whose answer was lost left is looked for first and removed like ours.
 func (s *scope) delete(host provisioner.Host) (ctrl.Result, error) {
 	if s.sub.Status.SubscriptionID == "" {
-		want := provisioner.EventSubscription{Destination: s.sub.Spec.Destination, Context: s.sub.Spec.Context}
-		found, err := s.r.Provisioner.FindEventSubscriptions(s.ctx, host, want)
+		id, err := s.takeOver(host, provisioner.EventSubscription{Destination: s.sub.Spec.Destination, Context: s.sub.Spec.Context})
 		if listRefused(err) {
 			s.leaveUnlisted(err)
 			return ctrl.Result{}, nil
 		}
-		if err != nil {
-			return s.failed(err, "reading the subscriptions of the BMC")
-		}
-		id, err := s.unclaimed(found)
 		if err != nil {
 			return s.failed(err, "reading the subscriptions of the BMC")
 		}
