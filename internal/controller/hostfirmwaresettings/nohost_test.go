@@ -97,15 +97,8 @@ func TestSettingsWithoutHost(t *testing.T) {
 // prepare without the change).
 func TestSettingsBeforeHostThatPreparesAtOnce(t *testing.T) {
 	t.Parallel()
-	ns := env.Namespace(t)
-	fix := fixture.New(fixture.Config{})
-	startOperator(t, env.Config, ns, fix)
 	const name = "early"
-	hfs := &metal3.HostFirmwareSettings{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: metal3.HostFirmwareSettingsSpec{Settings: metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")}}}
-	if err := env.Client.Create(context.Background(), hfs); err != nil {
-		t.Fatal(err)
-	}
+	ns, fix := settingsBeforeTheirHost(t, name)
 	waitHFS(t, ns, name, "marked as having no host", func(hfs *metal3.HostFirmwareSettings) bool {
 		return condition(hfs, metal3.FirmwareSettingsValid).Reason == "ConfigurationError"
 	})
@@ -136,15 +129,8 @@ func TestSettingsBeforeHostThatPreparesAtOnce(t *testing.T) {
 // refused: it may never be); Valid is left unjudged until the first reading.
 func TestSettingsBeforeUnregisteredHost(t *testing.T) {
 	t.Parallel()
-	ns := env.Namespace(t)
-	fix := fixture.New(fixture.Config{})
-	startOperator(t, env.Config, ns, fix)
 	const name = "early"
-	hfs := &metal3.HostFirmwareSettings{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: metal3.HostFirmwareSettingsSpec{Settings: metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")}}}
-	if err := env.Client.Create(context.Background(), hfs); err != nil {
-		t.Fatal(err)
-	}
+	ns, fix := settingsBeforeTheirHost(t, name)
 	waitHFS(t, ns, name, "marked as having no host", func(hfs *metal3.HostFirmwareSettings) bool {
 		return strings.HasPrefix(condition(hfs, metal3.FirmwareSettingsValid).Message, "metadata.name: no BareMetalHost")
 	})
@@ -169,4 +155,19 @@ func TestSettingsBeforeUnregisteredHost(t *testing.T) {
 	if c := condition(got, metal3.FirmwareSettingsValid); c.Status != metav1.ConditionTrue {
 		t.Errorf("Valid %+v once the host registered", c)
 	}
+}
+
+// settingsBeforeTheirHost starts the operator in a new namespace and creates HostFirmwareSettings
+// named name, asking ProcTurboMode: Disabled, before any host of that name exists.
+func settingsBeforeTheirHost(t *testing.T, name string) (string, *fixture.Fixture) {
+	t.Helper()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, env.Config, ns, fix)
+	hfs := &metal3.HostFirmwareSettings{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: metal3.HostFirmwareSettingsSpec{Settings: metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")}}}
+	if err := env.Client.Create(context.Background(), hfs); err != nil {
+		t.Fatal(err)
+	}
+	return ns, fix
 }
