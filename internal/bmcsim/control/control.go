@@ -77,6 +77,15 @@ func New(f *server.Fleet) http.Handler {
 		st := s.Snapshot()
 		writeJSON(w, http.StatusOK, Detail{Summary: summary(f, s, st), State: st})
 	})
+	mux.HandleFunc("POST /v1/servers/{name}/factory-reset", func(w http.ResponseWriter, r *http.Request) {
+		s := lookup(w, f, r)
+		if s == nil {
+			return
+		}
+		s.FactoryReset()
+		st := s.Snapshot()
+		writeJSON(w, http.StatusOK, Detail{Summary: summary(f, s, st), State: st})
+	})
 	mux.HandleFunc("GET /v1/servers/{name}/faults", func(w http.ResponseWriter, r *http.Request) {
 		if s := lookup(w, f, r); s != nil {
 			writeJSON(w, http.StatusOK, f.Faults.Snapshot().Servers[s.Name])

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -192,9 +191,10 @@ func (e *testEnv) host(t *testing.T) bmcsim.Host {
 			if e.nodeLeftBy(h) {
 				return
 			}
-			// Handed out again as a fresh server: off. One left on (its node deleted while it
-			// ran) made the next test's power-on a no-op, so a FailPowerOn fault never fired.
-			if err := switchOff(h); err != nil {
+			// Handed out again as a fresh server. One left on (its node deleted while it ran) made
+			// the next test's power-on a no-op, so a FailPowerOn fault never fired; one left with
+			// the BIOS value an earlier test set made the next test's change need no reboot.
+			if err := e.control.FactoryReset(h.Name); err != nil {
 				t.Logf("server %s not handed out again: %v", h.Name, err)
 				return
 			}
@@ -205,27 +205,6 @@ func (e *testEnv) host(t *testing.T) bmcsim.Host {
 		t.Fatal("no free simulated server")
 	}
 	return bmcsim.Host{}
-}
-
-// switchOff turns a simulated server off through its Redfish API, as an administrator would.
-func switchOff(h bmcsim.Host) error {
-	addr := strings.TrimPrefix(h.Addresses["redfish-virtualmedia+http"], "redfish-virtualmedia+")
-	req, err := http.NewRequest(http.MethodPost, addr+"/Actions/ComputerSystem.Reset", strings.NewReader(`{"ResetType":"ForceOff"}`))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.SetBasicAuth(h.Username, h.Password)
-	// Bounded: a test may leave faults that keep requests unanswered.
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("ForceOff of %s: HTTP %d", h.Name, resp.StatusCode)
-	}
-	return nil
 }
 
 // nodeLeftBy reports whether the shared Ironic still has a node with the server's boot MAC (the

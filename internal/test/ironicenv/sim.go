@@ -127,6 +127,12 @@ func (c Control) SetGlobalFaults(set fault.Set) error {
 // ClearAllFaults clears every fault, global and per server.
 func (c Control) ClearAllFaults() error { return c.do(http.MethodDelete, "/v1/faults", nil, nil) }
 
+// FactoryReset returns a server to the state bmcsim created it in (off, BIOS defaults, factory
+// firmware, blank disk), keeping its life counters.
+func (c Control) FactoryReset(server string) error {
+	return c.do(http.MethodPost, "/v1/servers/"+url.PathEscape(server)+"/factory-reset", nil, nil)
+}
+
 // Server reads one server's whole state.
 func (c Control) Server(name string) (control.Detail, error) {
 	var d control.Detail
