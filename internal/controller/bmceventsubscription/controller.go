@@ -354,10 +354,10 @@ func listRefused(err error) bool {
 }
 
 // leaveUnlisted lets a deleted subscription with no recorded id go although the BMC refused to list
-// its subscriptions. Mostly nothing was created: a create starts with the same list, so a BMC
-// that always refuses it never got one. But a create whose answer was lost (sent while the list
-// still worked) may have left one, and no status field records a create sent; holding the
-// deletion for ever would not find it either, so the Warning names the destination to look for.
+// its subscriptions. Mostly nothing was created: a create whose answer came records its id. But a
+// create whose answer was lost may have left one, and no status field records a create sent;
+// holding the deletion for ever would not find it either, so the Warning names the destination to
+// look for.
 func (s *scope) leaveUnlisted(err error) {
 	s.release = true
 	// The destination first: the note is cut at the API server's limit, the BMC's text may be long.
@@ -375,10 +375,14 @@ func (s *scope) create(host provisioner.Host) (ctrl.Result, error) {
 	}
 	version := headersVersion(secret, headers)
 	want := provisioner.EventSubscription{Destination: s.sub.Spec.Destination, Context: s.sub.Spec.Context, HTTPHeaders: headers}
-	if id, err := s.takeOver(host, want); err != nil || id != "" {
-		if err != nil {
-			return s.failed(err, "reading the subscriptions of the BMC")
-		}
+	switch id, err := s.takeOver(host, want); {
+	case listRefused(err):
+		// A BMC that refuses the list for good (an account that may create subscriptions but not
+		// read them) would otherwise never get one: it is created without the look, as metal3
+		// always does. Only a create whose answer is lost can then be doubled.
+	case err != nil:
+		return s.failed(err, "reading the subscriptions of the BMC")
+	case id != "":
 		s.succeeded()
 		s.sub.Status.SubscriptionID, s.sub.Status.Error, s.headersVersion = id, "", version
 		s.events.Normal(ReasonCreated, "Create", "Subscription "+id+" found on the BMC of host "+s.host.Name+" (an earlier create whose answer was lost) and taken over")

@@ -420,6 +420,32 @@ func TestSubscriptionDeletedWhileTheBMCRefusesTheList(t *testing.T) {
 	}
 }
 
+// A BMC that refuses to list its subscriptions for good (an account that may create but not read
+// them) still gets the subscription: the look for a lost create is skipped, not waited on.
+func TestSubscriptionCreatedWhileTheBMCRefusesTheList(t *testing.T) {
+	ns := env.Namespace(t)
+	b := newBMC()
+	startWith(t, ns, b)
+	companiontest.NewHost(t, env.Client, b.Fixture, ns, "h")
+	b.failLists(errRefusedList)
+	create(t, newSubscription(ns, "s", "h", false))
+	waitSub(t, ns, "s", "created", func(s *metal3.BMCEventSubscription) bool {
+		return s.Status.SubscriptionID != "" && s.Status.Error == ""
+	})
+	if n := b.Count(ns, "h", fixture.OpCreateSubscription); n != 1 {
+		t.Errorf("%d creations reached the BMC, want 1", n)
+	}
+	if n := b.listCount(); n == 0 {
+		t.Error("the BMC was never asked for its subscriptions: the look for a lost create was skipped without trying")
+	}
+
+	deleteSub(t, ns, "s")
+	waitSubGone(t, ns, "s")
+	if subs := b.Subscriptions(ns, "h"); len(subs) != 0 {
+		t.Errorf("BMC still has %v after the deletion", subs)
+	}
+}
+
 // A subscription created before its host (GitOps) says the host is missing, and no longer once the
 // host exists, although it is not registered yet.
 func TestSubscriptionBeforeItsHost(t *testing.T) {
