@@ -237,6 +237,39 @@ func TestNamespaceChangeKeepsUserNamespace(t *testing.T) {
 	}
 }
 
+// TestNamespaceChangeWaitsForThePullSecret: kmod, pulled with a pull Secret, is served from
+// namespace A. Changed to B, which has no such Secret: nothing moves (the new driver could not
+// pull its image): Errored/InvalidSpec naming the field and the Secret, a Warning, the driver and
+// status.namespace stay in A, and B is created so that the Secret can be put there. With the
+// Secret in B, the driver moves.
+func TestNamespaceChangeWaitsForThePullSecret(t *testing.T) {
+	h := start(t)
+	h.node("x", kernelX, true)
+	h.push("vendor/kmod:" + kernelX)
+	oldNS, newNS := h.recipeNamespace(), h.name("moved")
+	sr := h.servedWithPullSecret(oldNS)
+
+	h.update(sr.Name, func(sr *sro.SpecialResource) { sr.Spec.Namespace = newNS })
+	want := fmt.Sprintf("spec.driverContainer.pullSecret: Secret %s/pull not found (moving from namespace %s: the driver there keeps running until this is fixed)", newNS, oldNS)
+	got := h.waitSR(sr.Name, "Errored InvalidSpec", isTrue(sro.ConditionErrored, sro.ReasonInvalidSpec))
+	if msg := conditionMessage(got, sro.ConditionErrored); msg != want {
+		t.Fatalf("message %q, want %q", msg, want)
+	}
+	h.waitWarning(sr.Name, sro.ReasonInvalidSpec, want)
+	if ds := h.daemonSets(sr.Name)[kernelX]; ds.Namespace != oldNS || got.Status.Namespace != oldNS {
+		t.Fatalf("while the Secret is missing in %s: driver in %q, status.namespace %q; want both %s", newNS, ds.Namespace, got.Status.Namespace, oldNS)
+	}
+	poll.Until(t, "namespace "+newNS+" created for the Secret", func() (bool, string) {
+		err := env.Client.Get(context.Background(), client.ObjectKey{Name: newNS}, &corev1.Namespace{})
+		return err == nil, fmt.Sprint(err)
+	})
+
+	if err := env.Client.Create(context.Background(), h.pullSecret(newNS)); err != nil {
+		t.Fatal(err)
+	}
+	h.finishMove(sr.Name, oldNS, newNS)
+}
+
 // moveDriver changes the SpecialResource's namespace from oldNS to newNS and plays the old
 // driver's stop: it waits until the SpecialResource waits for its driver pod in oldNS (its
 // DaemonSet deleted, nothing applied in newNS, status.namespace still oldNS), deletes that pod
@@ -245,6 +278,12 @@ func TestNamespaceChangeKeepsUserNamespace(t *testing.T) {
 func (h *harness) moveDriver(srName, oldNS, newNS string) {
 	h.t.Helper()
 	h.update(srName, func(sr *sro.SpecialResource) { sr.Spec.Namespace = newNS })
+	h.finishMove(srName, oldNS, newNS)
+}
+
+// finishMove is moveDriver once spec.namespace names newNS.
+func (h *harness) finishMove(srName, oldNS, newNS string) {
+	h.t.Helper()
 	got := h.waitSR(srName, "waiting for the driver in "+oldNS, func(sr *sro.SpecialResource) bool {
 		return isTrue(sro.ConditionProgressing, sro.ReasonHandlingState)(sr) &&
 			strings.Contains(conditionMessage(sr, sro.ConditionProgressing), "moving to namespace "+newNS+": waiting for 1 driver pods in "+oldNS+" to stop first")

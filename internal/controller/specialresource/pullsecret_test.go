@@ -202,19 +202,8 @@ func TestPullSecretGoneNodeFollowsKernel(t *testing.T) {
 	h.push("vendor/kmod:" + kernelX)
 	h.push("vendor/kmod:" + kernelY)
 	ns := h.recipeNamespace()
-	newSecret := func() *corev1.Secret {
-		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull"}, Type: corev1.SecretTypeDockerConfigJson,
-			Data: dockerConfig(h.registry, "user", "pw")}
-	}
-	if err := env.Client.Create(context.Background(), newSecret()); err != nil {
-		t.Fatal(err)
-	}
-	sr := h.specialResource("kmod")
-	sr.Spec.Namespace = ns
-	sr.Spec.DriverContainer.PullSecret = "pull"
-	h.create(sr)
-	h.runDaemonSet(h.waitDaemonSets(sr.Name, kernelX)[kernelX], 1)
-	h.waitSR(sr.Name, "Ready", isTrue(sro.ConditionReady, ""))
+	newSecret := func() *corev1.Secret { return h.pullSecret(ns) }
+	sr := h.servedWithPullSecret(ns)
 	l1 := naming.StateLabel(sr.Name, "1000")
 	poll.Until(t, "node a labelled", func() (bool, string) { return h.nodeNamed("a").Labels[l1] == "Ready", "" })
 
@@ -241,4 +230,26 @@ func TestPullSecretGoneNodeFollowsKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitDaemonSets(sr.Name, kernelY)
+}
+
+// pullSecret is a pull Secret "pull" in namespace ns that the test registry accepts.
+func (h *harness) pullSecret(ns string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull"}, Type: corev1.SecretTypeDockerConfigJson,
+		Data: dockerConfig(h.registry, "user", "pw")}
+}
+
+// servedWithPullSecret creates the pull Secret in ns and kmod, in ns with that Secret, runs its
+// driver on kernel X and waits until it is Ready.
+func (h *harness) servedWithPullSecret(ns string) *sro.SpecialResource {
+	h.t.Helper()
+	if err := env.Client.Create(context.Background(), h.pullSecret(ns)); err != nil {
+		h.t.Fatal(err)
+	}
+	sr := h.specialResource("kmod")
+	sr.Spec.Namespace = ns
+	sr.Spec.DriverContainer.PullSecret = "pull"
+	h.create(sr)
+	h.runDaemonSet(h.waitDaemonSets(sr.Name, kernelX)[kernelX], 1)
+	h.waitSR(sr.Name, "Ready", isTrue(sro.ConditionReady, ""))
+	return sr
 }
