@@ -1,12 +1,15 @@
 package clusteroperator
 
 import (
+	"bytes"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
+	"sigs.k8s.io/yaml"
 )
 
 var t0 = time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
@@ -183,9 +186,55 @@ func TestRelatedObjects(t *testing.T) {
 	if want := []string{"metal3", "metal3-baremetal-operator", "metal3-image-customization"}; !slices.Equal(deployments, want) {
 		t.Errorf("related Deployments %v, want %v", deployments, want)
 	}
+	for _, want := range rbacObjects(t) {
+		if !slices.Contains(refs, want) {
+			t.Errorf("related objects lack %s %s/%s, which the release payload ships", want.Resource, want.Namespace, want.Name)
+		}
+	}
 	co := New()
 	Apply(co, State{Reason: ReasonDeployComplete}, "", refs, t0)
 	if Apply(co, State{Reason: ReasonDeployComplete}, "", RelatedObjects("openshift-machine-api"), t0) {
 		t.Error("the same related objects again reported a change")
 	}
+}
+
+// rbacObjects are the objects of the release payload's RBAC manifest, as related-object references.
+func rbacObjects(t *testing.T) []configv1.ObjectReference {
+	t.Helper()
+	raw, err := os.ReadFile("../../../../manifests/0000_31_cluster-baremetal-operator_05_rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resources := map[string]string{"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings", "Role": "roles",
+		"RoleBinding": "rolebindings", "ServiceAccount": "serviceaccounts"}
+	var out []configv1.ObjectReference
+	for _, doc := range bytes.Split(raw, []byte("\n---")) {
+		var obj struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Metadata   struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal(doc, &obj); err != nil {
+			t.Fatal(err)
+		}
+		if obj.Kind == "" {
+			continue
+		}
+		resource, ok := resources[obj.Kind]
+		if !ok {
+			t.Fatalf("the RBAC manifest has a %s, which this test does not know", obj.Kind)
+		}
+		group := ""
+		if g, _, versioned := strings.Cut(obj.APIVersion, "/"); versioned {
+			group = g
+		}
+		out = append(out, configv1.ObjectReference{Group: group, Resource: resource, Namespace: obj.Metadata.Namespace, Name: obj.Metadata.Name})
+	}
+	if len(out) < 5 {
+		t.Fatalf("%d objects in the RBAC manifest, want at least the operator's 5", len(out))
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/metalforge/metalforge/internal/controller/provisioning/render"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/secrets"
 )
 
 // RBACName is the name of the operator's ClusterRole, Role, their bindings and its
@@ -39,7 +40,8 @@ var metal3Resources = []struct {
 
 // RelatedObjects are what `oc adm must-gather` collects for the operator: its namespace, every
 // metal3.io resource, the Deployments of the stack (the image-customization-controller's too,
-// which a stack without it simply lacks) and the operator's RBAC.
+// which a stack without it simply lacks) and the operator's RBAC, the Role and RoleBinding that
+// let it read the cluster's pull secret in openshift-config included.
 func RelatedObjects(namespace string) []configv1.ObjectReference {
 	refs := []configv1.ObjectReference{{Group: "", Resource: "namespaces", Name: namespace}}
 	for _, r := range metal3Resources {
@@ -57,6 +59,8 @@ func RelatedObjects(namespace string) []configv1.ObjectReference {
 		configv1.ObjectReference{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings", Name: RBACName},
 		configv1.ObjectReference{Group: "rbac.authorization.k8s.io", Resource: "roles", Namespace: namespace, Name: RBACName},
 		configv1.ObjectReference{Group: "rbac.authorization.k8s.io", Resource: "rolebindings", Namespace: namespace, Name: RBACName},
+		configv1.ObjectReference{Group: "rbac.authorization.k8s.io", Resource: "roles", Namespace: secrets.ClusterPullSecretNamespace, Name: RBACName},
+		configv1.ObjectReference{Group: "rbac.authorization.k8s.io", Resource: "rolebindings", Namespace: secrets.ClusterPullSecretNamespace, Name: RBACName},
 		configv1.ObjectReference{Group: "", Resource: "serviceaccounts", Namespace: namespace, Name: RBACName},
 	)
 }
