@@ -193,7 +193,7 @@ func (s *scope) run() (ctrl.Result, error) {
 		// the finalizer must not hold it when its owner's garbage collection deletes it.
 		s.release = s.host == nil || deleting
 		if s.host == nil && !deleting && !companion.OwnedByHost(s.di) {
-			s.setMessage(ReasonNoHost, fmt.Sprintf("metadata.name: no BareMetalHost %q in this namespace: a DataImage is attached to the host of the same name", s.di.Name))
+			s.setMessage(ReasonNoHost, "Validate", fmt.Sprintf("metadata.name: no BareMetalHost %q in this namespace: a DataImage is attached to the host of the same name", s.di.Name))
 		}
 		return ctrl.Result{}, nil
 	}
@@ -212,7 +212,7 @@ func (s *scope) run() (ctrl.Result, error) {
 	}
 	if !deleting {
 		if err := ValidateURL(s.di.Spec.URL); err != nil {
-			s.setMessage(ReasonInvalid, err.Error())
+			s.setMessage(ReasonInvalid, "Validate", err.Error())
 			return ctrl.Result{}, nil
 		}
 		s.clearMessage("spec.url:")
@@ -233,7 +233,7 @@ func (s *scope) run() (ctrl.Result, error) {
 		// Nothing can be attached to this host: nothing to detach either.
 		s.release = deleting
 		if !deleting {
-			s.setMessage(ReasonFailed, Message(err.Error()))
+			s.setMessage(ReasonFailed, "Attach", Message(err.Error()))
 		}
 		return ctrl.Result{}, nil
 	}
@@ -262,7 +262,7 @@ func (s *scope) run() (ctrl.Result, error) {
 		return ctrl.Result{}, nil
 	case st.Error != "" && s.retryLater():
 		// Our last detach failed: said, and tried again after RetryDelay.
-		s.setMessage(ReasonFailed, Message("detaching: "+st.Error))
+		s.setMessage(ReasonFailed, "Detach", Message("detaching: "+st.Error))
 		return ctrl.Result{RequeueAfter: s.r.Config.RetryDelay}, nil
 	}
 	return s.detach()
@@ -283,7 +283,7 @@ func (s *scope) detach() (ctrl.Result, error) {
 	}
 	now := metav1.Now()
 	if res.Failed() {
-		s.setMessage(ReasonFailed, Message("detaching: "+res.ErrorMessage))
+		s.setMessage(ReasonFailed, "Detach", Message("detaching: "+res.ErrorMessage))
 		s.di.Status.LastReconciled = &metav1.Time{Time: now.Truncate(time.Second)}
 		return ctrl.Result{RequeueAfter: s.r.Config.RetryDelay}, nil
 	}
@@ -312,7 +312,7 @@ func (s *scope) provisionerError(err error, deleting bool, doing string) (ctrl.R
 		return res, err2
 	}
 	if deleting {
-		s.setMessage(ReasonFailed, UnansweredMessage(err))
+		s.setMessage(ReasonFailed, "Detach", UnansweredMessage(err))
 	}
 	return ctrl.Result{RequeueAfter: s.r.Config.ProvisionerRetry}, nil
 }
@@ -346,7 +346,7 @@ func (s *scope) adopt(deleting bool) error {
 
 // setMessage records a problem the user must fix in status.error.message (the attach count is
 // left alone) and announces it when it is new.
-func (s *scope) setMessage(reason, msg string) {
+func (s *scope) setMessage(reason, action, msg string) {
 	e := s.di.Status.Error
 	if e != nil && e.Message == msg {
 		return
@@ -356,17 +356,16 @@ func (s *scope) setMessage(reason, msg string) {
 		s.di.Status.Error = e
 	}
 	e.Message = msg
-	s.events.Warning(reason, "Validate", msg)
+	s.events.Warning(reason, action, msg)
 }
 
 // clearMessage removes a message this controller wrote (its field prefix), once it no longer
-// holds; the attach count stays.
+// holds. The count goes with it: a count without a message would read as an attach under way.
 func (s *scope) clearMessage(prefix string) {
 	e := s.di.Status.Error
 	if e == nil || !strings.HasPrefix(e.Message, prefix) {
 		return
 	}
-	// Dropped whole: a count without a message would read as an attach under way.
 	s.di.Status.Error = nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,6 +52,15 @@ func TestDeletionWhileProvisionerUnavailable(t *testing.T) {
 		return di.Status.Error != nil && di.Status.Error.Message == want
 	})
 	companiontest.WaitEvent(t, env.Client, ns, "DataImage", name, dataimage.ReasonFailed+": "+want)
+	var events corev1.EventList
+	if err := env.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.Message == want && e.Action != "Detach" {
+			t.Errorf("event %q has action %q, want Detach", e.Message, e.Action)
+		}
+	}
 
 	companiontest.SetHostStatus(t, env.Client, h, func(st *metal3.BareMetalHostStatus) {
 		st.Provisioning.State, st.PoweredOn = metal3.StateProvisioned, true
