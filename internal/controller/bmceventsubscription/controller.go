@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -248,7 +249,7 @@ func (s *scope) run() (ctrl.Result, error) {
 		// Nothing known on the BMC and no way to look (a host never registered, paused, gone):
 		// nothing to wait for. A create whose answer was lost may have left one.
 		s.release = true
-		if s.sub.Status.Error != "" {
+		if mayHaveCreated(s.sub.Status.Error) {
 			s.events.Warning(ReasonLeft, "Delete", "A create of this subscription failed or was not answered: one may remain on the BMC")
 		}
 		return ctrl.Result{}, nil
@@ -396,6 +397,17 @@ func (s *scope) create(host provisioner.Host) (ctrl.Result, error) {
 	s.sub.Status.SubscriptionID, s.sub.Status.Error, s.headersVersion = id, "", version
 	s.events.Normal(ReasonCreated, "Create", "Subscription "+id+" created on the BMC of host "+s.host.Name)
 	return ctrl.Result{RequeueAfter: companion.Jitter(s.r.Config.Resync)}, nil
+}
+
+// mayHaveCreated: status.error does not rule out a create sent with no id recorded (one that
+// failed or was not answered). A problem of the subscription's own spec (a missing or invalid
+// headers Secret, an invalid destination) stopped every create before it was sent; the no-host
+// message may have replaced a failed create's error, so it does not rule one out.
+func mayHaveCreated(statusError string) bool {
+	if statusError == "" {
+		return false
+	}
+	return !strings.HasPrefix(statusError, "spec.") || strings.HasPrefix(statusError, "spec.hostName:")
 }
 
 // unreachable: the host's BMC cannot be reached through the provisioner for good (the host is

@@ -293,6 +293,41 @@ func TestSubscriptionDeletedBeforeRegistration(t *testing.T) {
 	waitSubGone(t, ns, "s")
 }
 
+// A subscription deleted while its host is not registered (here: its registration lost) goes at
+// once. When a problem of its own spec (its headers Secret missing) stopped every create, nothing
+// may remain on the BMC; after a failed create, a Warning says one may.
+func TestSubscriptionDeletedUnregisteredWarnsOnlyAfterACreate(t *testing.T) {
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	start(t, ns, fix)
+	hosts := map[string]*metal3.BareMetalHost{}
+	for name, secret := range map[string]bool{"never-created": false, "create-failed": true} {
+		hosts[name] = companiontest.NewHost(t, env.Client, fix, ns, name)
+		if secret {
+			create(t, builder.DataSecret(ns, name+"-headers", "Authorization", token))
+			fix.FailNextFor(ns, name, fixture.OpCreateSubscription, 100)
+		}
+		sub := newSubscription(ns, name, name, true)
+		sub.Spec.HTTPHeadersRef.Name = name + "-headers"
+		create(t, sub)
+	}
+	waitSub(t, ns, "never-created", "the missing Secret said", func(s *metal3.BMCEventSubscription) bool {
+		return strings.HasPrefix(s.Status.Error, "spec.httpHeadersRef: Secret")
+	})
+	waitSub(t, ns, "create-failed", "the failed create said", func(s *metal3.BMCEventSubscription) bool {
+		return strings.HasPrefix(s.Status.Error, "creating the subscription on the BMC")
+	})
+	for _, name := range []string{"never-created", "create-failed"} {
+		companiontest.SetHostStatus(t, env.Client, hosts[name], func(st *metal3.BareMetalHostStatus) { st.Provisioning.ID = "" })
+		deleteSub(t, ns, name)
+		waitSubGone(t, ns, name)
+	}
+	companiontest.WaitEvent(t, env.Client, ns, "BMCEventSubscription", "create-failed", ReasonLeft)
+	if left := companiontest.Events(t, env.Client, ns, "BMCEventSubscription", "never-created"); companiontest.Count(left, ReasonLeft) != 0 {
+		t.Errorf("events %q: a subscription no create was sent for may not remain on the BMC", left)
+	}
+}
+
 // Deleting a subscription whose create looked failed removes what that create left on the BMC.
 func TestSubscriptionDeletedAfterALostCreate(t *testing.T) {
 	ns := env.Namespace(t)
