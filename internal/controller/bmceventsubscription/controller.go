@@ -289,7 +289,13 @@ func (s *scope) run() (ctrl.Result, error) {
 	}
 	if id := s.sub.Status.SubscriptionID; id != "" {
 		exists, err := s.r.Provisioner.EventSubscriptionExists(s.ctx, host, id)
-		if err != nil {
+		switch {
+		case listRefused(err):
+			// A BMC that took the create but refuses to list its subscriptions (the check reads
+			// the list) cannot say whether it still has this one: kept, as metal3 never checks.
+			// A changed headers Secret is still renewed below, by the recorded id.
+			exists = true
+		case err != nil:
 			return s.failed(err, "checking the subscription on the BMC")
 		}
 		s.succeeded()
@@ -401,8 +407,9 @@ func (s *scope) create(host provisioner.Host) (ctrl.Result, error) {
 
 // mayHaveCreated: status.error does not rule out a create sent with no id recorded (one that
 // failed or was not answered). A problem of the subscription's own spec (a missing or invalid
-// headers Secret, an invalid destination) stopped every create before it was sent; the no-host
-// message may have replaced a failed create's error, so it does not rule one out.
+// headers Secret, an invalid destination) stops every create while it lasts; the no-host message
+// may have replaced a failed create's error, so it does not rule one out. status.error keeps only
+// the last error: a create lost before a spec problem that came later goes unwarned.
 func mayHaveCreated(statusError string) bool {
 	if statusError == "" {
 		return false

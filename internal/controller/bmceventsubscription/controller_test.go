@@ -366,10 +366,16 @@ func (b *bmc) FindEventSubscriptions(ctx context.Context, host provisioner.Host,
 	return b.Fixture.FindEventSubscriptions(ctx, host, sub)
 }
 
+// EventSubscriptionExists reads the same list as FindEventSubscriptions, as the Ironic
+// provisioner's does: failLists fails both.
 func (b *bmc) EventSubscriptionExists(ctx context.Context, host provisioner.Host, id string) (bool, error) {
 	b.mu.Lock()
 	b.checks++
+	err := b.listErr
 	b.mu.Unlock()
+	if err != nil {
+		return false, err
+	}
 	return b.Fixture.EventSubscriptionExists(ctx, host, id)
 }
 
@@ -472,6 +478,14 @@ func TestSubscriptionCreatedWhileTheBMCRefusesTheList(t *testing.T) {
 	}
 	if n := b.listCount(); n == 0 {
 		t.Error("the BMC was never asked for its subscriptions: the look for a lost create was skipped without trying")
+	}
+	// Its checks, refused too, keep it: no error, no second create.
+	b.waitCalls(t, "checks", b.checkCount, b.checkCount(), 2)
+	if got := waitSub(t, ns, "s", "kept", func(*metal3.BMCEventSubscription) bool { return true }); got.Status.Error != "" || got.Status.SubscriptionID == "" {
+		t.Errorf("after refused checks: id %q, error %q; want the id kept and no error", got.Status.SubscriptionID, got.Status.Error)
+	}
+	if n := b.Count(ns, "h", fixture.OpCreateSubscription); n != 1 {
+		t.Errorf("%d creations after refused checks, want 1", n)
 	}
 
 	deleteSub(t, ns, "s")

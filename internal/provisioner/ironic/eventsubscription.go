@@ -286,13 +286,13 @@ func redfishFault(raw string) bool { return strings.HasPrefix(raw, "Redfish ") }
 
 var bmcStatusPattern = regexp.MustCompile(`returned code (\d{3})\b`)
 
-// bmcUnavailable reports a Redfish failure worth waiting out: the BMC answered 5xx, or could not
-// be reached. A BMC answer of 4xx, or anything else (no EventService, an answer sushy could not
-// read), is the BMC's refusal.
+// bmcUnavailable reports a Redfish failure worth waiting out: the BMC answered 5xx, 408 or 429
+// (busy: a request timeout, too many requests), or could not be reached. Another 4xx answer, or
+// anything else (no EventService, an answer sushy could not read), is the BMC's refusal.
 func bmcUnavailable(raw string) bool {
 	if m := bmcStatusPattern.FindStringSubmatch(raw); m != nil {
 		code, _ := strconv.Atoi(m[1])
-		return code >= http.StatusInternalServerError
+		return code >= http.StatusInternalServerError || code == http.StatusRequestTimeout || code == http.StatusTooManyRequests
 	}
 	return strings.HasPrefix(raw, "Redfish connection failed") || strings.Contains(raw, "Unable to connect to")
 }

@@ -73,6 +73,8 @@ func TestEventSubscriptionBMCUnavailable(t *testing.T) {
 		refusedCreate: false,
 		"Redfish exception occurred. Error: HTTP GET http://bmc/redfish/v1/EventService returned code 500. Base.1.18.InternalError: injected": true,
 		"Redfish exception occurred. Error: HTTP POST http://bmc/x returned code 409. Base.1.18.ResourceInUse: full":                          false,
+		"Redfish exception occurred. Error: HTTP GET http://bmc/redfish/v1/EventService/Subscriptions returned code 429. Too many requests":   true,
+		"Redfish exception occurred. Error: HTTP GET http://bmc/redfish/v1/EventService/Subscriptions returned code 408. Request timeout":     true,
 		"Redfish connection failed for node x: Unable to connect to https://bmc/redfish/v1. Error: refused":                                   true,
 		"Redfish exception occurred. Error: The attribute EventService is missing from the resource /redfish/v1":                              false,
 	} {
