@@ -344,8 +344,9 @@ func (s *scope) adopt(deleting bool) error {
 	}, &s.r.written)
 }
 
-// setMessage records a problem the user must fix in status.error.message (the attach count is
-// left alone) and announces it when it is new.
+// setMessage records a problem in status.error.message (the attach count is left alone): one the
+// user must fix, or a detach that failed or waits for the provisioner. Announced when it is new,
+// with action, what failed.
 func (s *scope) setMessage(reason, action, msg string) {
 	e := s.di.Status.Error
 	if e != nil && e.Message == msg {

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
+	"github.com/metalforge/metalforge/internal/sro/image"
 	"github.com/metalforge/metalforge/internal/sro/message"
 	"github.com/metalforge/metalforge/internal/sro/recipe"
 )
@@ -96,7 +97,6 @@ func (r *Reconciler) moveOut(s *scope) (outcome, bool, error) {
 	if len(s.in.oldNamespaces) == 0 {
 		return outcome{}, false, nil
 	}
-	s.fx.leaveOld = true
 	where := inNamespaces(s.in.oldNamespaces)
 	workloads := 0
 	for _, gvk := range workloadKinds {
@@ -106,6 +106,12 @@ func (r *Reconciler) moveOut(s *scope) (outcome, bool, error) {
 		}
 		workloads += len(items)
 	}
+	if workloads > 0 {
+		if out, stop, err := r.pullSecretForMove(s); stop || err != nil {
+			return out, stop, err
+		}
+	}
+	s.fx.leaveOld = true
 	wait, lost, err := r.podsToStop(s.ctx, s.sr, where)
 	if err != nil {
 		return outcome{}, false, err
@@ -122,6 +128,26 @@ func (r *Reconciler) moveOut(s *scope) (outcome, bool, error) {
 		msg += "; " + notWaitedFor(lost)
 	}
 	return progressing(sro.ReasonHandlingState, message.Sanitize(msg), "", r.Config.WaitPoll), true, nil
+}
+
+// pullSecretForMove: a move needs the pull Secret in the new namespace before it removes the
+// driver in the old one. Without it the new driver's pods could not pull their image and would
+// wait in ImagePullBackOff with no driver loaded anywhere; and an image the registry showed before
+// is not looked up again (images), so nothing else would notice. The move waits, Errored naming
+// the field, while the old driver serves (hold); a namespace the operator creates is created
+// first, so that the Secret can be put there. Checked only while old workloads remain: once they
+// are deleted, the move goes on whatever happens to the Secret (images reports it when a lookup
+// needs it).
+func (r *Reconciler) pullSecretForMove(s *scope) (outcome, bool, error) {
+	if !image.Used(s.sr.Spec.DriverContainer) {
+		return outcome{}, false, nil
+	}
+	_, problem, err := r.pullSecret(s)
+	if err != nil || problem == "" {
+		return outcome{}, false, err
+	}
+	msg := fmt.Sprintf("%s (moving from namespace %s: the driver there keeps running until this is fixed)", problem, strings.Join(s.in.oldNamespaces, ", "))
+	return errored(sro.ReasonInvalidSpec, message.Sanitize(msg), r.Config.RetryDelay), true, nil
 }
 
 // leaveOldNamespaces is the move's write (write.go, last): one step of removeOwned over the old

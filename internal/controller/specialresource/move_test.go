@@ -241,7 +241,7 @@ func TestNamespaceChangeKeepsUserNamespace(t *testing.T) {
 // namespace A. Changed to B, which has no such Secret: nothing moves (the new driver could not
 // pull its image): Errored/InvalidSpec naming the field and the Secret, a Warning, the driver and
 // status.namespace stay in A, and B is created so that the Secret can be put there. With the
-// Secret in B, the driver moves.
+// Secret in B, the driver moves, and goes on moving when the Secret goes once A's driver is removed.
 func TestNamespaceChangeWaitsForThePullSecret(t *testing.T) {
 	h := start(t)
 	h.node("x", kernelX, true)
@@ -265,6 +265,14 @@ func TestNamespaceChangeWaitsForThePullSecret(t *testing.T) {
 	})
 
 	if err := env.Client.Create(context.Background(), h.pullSecret(newNS)); err != nil {
+		t.Fatal(err)
+	}
+	// Once the old driver is removed, the move goes on without the Secret: stopping there would
+	// leave no driver anywhere (the new one has its image recorded, and pulls it when it runs).
+	h.waitSR(sr.Name, "the move under way", func(sr *sro.SpecialResource) bool {
+		return strings.Contains(conditionMessage(sr, sro.ConditionProgressing), "moving to namespace "+newNS+": waiting for 1 driver pods")
+	})
+	if err := env.Client.Delete(context.Background(), h.pullSecret(newNS)); err != nil {
 		t.Fatal(err)
 	}
 	h.finishMove(sr.Name, oldNS, newNS)

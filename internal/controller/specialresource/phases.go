@@ -17,7 +17,6 @@ import (
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/controller/cacheview"
 	"github.com/metalforge/metalforge/internal/controller/conditions"
-	"github.com/metalforge/metalforge/internal/sro/image"
 	"github.com/metalforge/metalforge/internal/sro/kernel"
 	"github.com/metalforge/metalforge/internal/sro/message"
 	"github.com/metalforge/metalforge/internal/sro/naming"
@@ -120,7 +119,7 @@ func (r *Reconciler) ensureNamespace(s *scope) (outcome, bool, error) {
 	switch {
 	case apierrors.IsNotFound(err):
 		s.fx.createNamespace = newNamespace(s.sr, name)
-		return r.pullSecretForMove(s)
+		return outcome{}, false, nil
 	case err != nil:
 		return outcome{}, false, fmt.Errorf("reading namespace %s: %w", name, err)
 	case !ns.DeletionTimestamp.IsZero():
@@ -129,26 +128,7 @@ func (r *Reconciler) ensureNamespace(s *scope) (outcome, bool, error) {
 	if owner := metav1.GetControllerOf(ns); owner != nil && owner.Kind == "SpecialResource" && owner.UID != s.sr.UID {
 		return errored(sro.ReasonNamespaceConflict, fmt.Sprintf("namespace %s belongs to SpecialResource %s", name, owner.Name), r.Config.Resync), true, nil
 	}
-	return r.pullSecretForMove(s)
-}
-
-// pullSecretForMove: a move (move.go) needs the pull Secret in the new namespace before it stops
-// the driver in the old one. Without it the new driver's pods could not pull their image and would
-// wait in ImagePullBackOff with no driver loaded anywhere; and an image the registry showed
-// before is not looked up again (images), so nothing else would notice. The move waits, Errored
-// naming the field, while the old driver serves (hold); a namespace the operator creates is
-// created first, so that the Secret can be put there.
-func (r *Reconciler) pullSecretForMove(s *scope) (outcome, bool, error) {
-	from := s.sr.Status.Namespace
-	if from == "" || from == s.in.namespace || !image.Used(s.sr.Spec.DriverContainer) {
-		return outcome{}, false, nil
-	}
-	_, problem, err := r.pullSecret(s)
-	if err != nil || problem == "" {
-		return outcome{}, false, err
-	}
-	msg := fmt.Sprintf("%s (moving from namespace %s: the driver there keeps running until this is fixed)", problem, from)
-	return errored(sro.ReasonInvalidSpec, message.Sanitize(msg), r.Config.RetryDelay), true, nil
+	return outcome{}, false, nil
 }
 
 // newNamespace is the namespace the operator creates: owned by the SpecialResource, allowed to
