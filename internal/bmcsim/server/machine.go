@@ -118,9 +118,14 @@ func (s *Server) PowerOff() {
 	s.enqueue(op)
 }
 
-// WriteDisk records that an image was written to the root disk.
+// WriteDisk records that an image was written to the root disk. A server that is off writes
+// nothing: its agent is stopped on the run queue a moment after the power off (a ForceOff, a
+// factory reset), and a write it finishes meanwhile must not reach the disk.
 func (s *Server) WriteDisk(imageURL string) {
 	s.update(func(st *State) bool {
+		if st.Power != PowerOn {
+			return false
+		}
 		st.DiskImage = imageURL
 		st.DiskWrites++
 		return true

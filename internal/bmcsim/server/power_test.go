@@ -86,3 +86,25 @@ func TestLateStopSparesANewerAgent(t *testing.T) {
 		t.Errorf("a later power-off: runner events %v, want [stop]", got)
 	}
 }
+
+// TestNoDiskWriteWhileOff: an agent that finishes writing the disk after its server was switched
+// off (its stop still on the run queue) or factory reset leaves the disk as it is.
+func TestNoDiskWriteWhileOff(t *testing.T) {
+	cfg := config.Default()
+	cfg.Hosts = 1
+	f, err := New(cfg, Options{Runner: &recordingRunner{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	s := f.Servers[0]
+	if err := s.Reset(ResetOn); err != nil {
+		t.Fatal(err)
+	}
+	s.WriteDisk("http://images/a.qcow2")
+	s.FactoryReset()
+	s.WriteDisk("http://images/b.qcow2")
+	if st := s.Snapshot(); st.DiskImage != "" || st.DiskWrites != 1 {
+		t.Errorf("after a write while off: disk %q, %d writes; want blank, 1", st.DiskImage, st.DiskWrites)
+	}
+}
