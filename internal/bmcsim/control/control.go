@@ -70,21 +70,15 @@ func New(f *server.Fleet) http.Handler {
 		writeJSON(w, http.StatusOK, out)
 	})
 	mux.HandleFunc("GET /v1/servers/{name}", func(w http.ResponseWriter, r *http.Request) {
-		s := lookup(w, f, r)
-		if s == nil {
-			return
+		if s := lookup(w, f, r); s != nil {
+			writeDetail(w, f, s)
 		}
-		st := s.Snapshot()
-		writeJSON(w, http.StatusOK, Detail{Summary: summary(f, s, st), State: st})
 	})
 	mux.HandleFunc("POST /v1/servers/{name}/factory-reset", func(w http.ResponseWriter, r *http.Request) {
-		s := lookup(w, f, r)
-		if s == nil {
-			return
+		if s := lookup(w, f, r); s != nil {
+			s.FactoryReset()
+			writeDetail(w, f, s)
 		}
-		s.FactoryReset()
-		st := s.Snapshot()
-		writeJSON(w, http.StatusOK, Detail{Summary: summary(f, s, st), State: st})
 	})
 	mux.HandleFunc("GET /v1/servers/{name}/faults", func(w http.ResponseWriter, r *http.Request) {
 		if s := lookup(w, f, r); s != nil {
@@ -113,6 +107,12 @@ func New(f *server.Fleet) http.Handler {
 		}
 	})
 	return mux
+}
+
+// writeDetail answers with the server's whole state.
+func writeDetail(w http.ResponseWriter, f *server.Fleet, s *server.Server) {
+	st := s.Snapshot()
+	writeJSON(w, http.StatusOK, Detail{Summary: summary(f, s, st), State: st})
 }
 
 func summary(f *server.Fleet, s *server.Server, st server.State) Summary {
