@@ -151,7 +151,8 @@ func labels(req Request) map[string]string {
 	}
 }
 
-// gitContext is the source as kaniko wants it: git://host/path#ref. kaniko fetches ref as a git
+// gitContext is the source as kaniko wants it: git://host/path#ref (kaniko clones it over https,
+// or over http when the Job sets GIT_PULL_METHOD, which it does for an http:// source). kaniko fetches ref as a git
 // reference, so a bare name is taken for a branch (refs/heads/<ref>): a tag must be written
 // refs/tags/<tag> and a commit as its full 40-character id (the API's GitSource.Ref says so). Not
 // guessed: a name can be a branch and a tag at once, and a short hex name a branch or a commit.

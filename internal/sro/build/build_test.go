@@ -93,6 +93,24 @@ func TestJobSpec(t *testing.T) {
 	}
 }
 
+// TestJobGitPullMethod: kaniko clones a git context over https unless GIT_PULL_METHOD says
+// http, so a Job for an http:// source says it and one for https:// leaves the default.
+func TestJobGitPullMethod(t *testing.T) {
+	sr := &sro.SpecialResource{ObjectMeta: metav1.ObjectMeta{Name: "kmod", UID: "u1"}}
+	for uri, want := range map[string]string{"http://gitea.lab/kmod.git": "http", "https://g/kmod": "", "git://g/kmod": ""} {
+		job := Job{}.job(Request{Owner: sr, Namespace: "ns", Name: "b", Kernel: "6.1.0", Image: "r/kmod:6.1.0", Git: sro.GitSource{URI: uri}})
+		got := ""
+		for _, e := range job.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == "GIT_PULL_METHOD" {
+				got = e.Value
+			}
+		}
+		if got != want {
+			t.Errorf("%s: GIT_PULL_METHOD %q, want %q", uri, got, want)
+		}
+	}
+}
+
 // TestOpenShiftVolumesNamed: the refusal of an OpenShift build names the artifacts fields that
 // are set, so that status and events say which one to remove.
 func TestOpenShiftVolumesNamed(t *testing.T) {

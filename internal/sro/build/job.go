@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -72,6 +73,11 @@ func (j Job) job(req Request) *batchv1.Job {
 		Containers:    []corev1.Container{{Name: "kaniko", Image: img, Args: args}},
 	}
 	c := &pod.Containers[0]
+	if strings.HasPrefix(req.Git.URI, "http://") {
+		// kaniko clones the git:// context over https unless told otherwise: a plain-http
+		// server (a lab's git mirror) would refuse it.
+		c.Env = append(c.Env, corev1.EnvVar{Name: "GIT_PULL_METHOD", Value: "http"})
+	}
 	if req.PushSecret != "" {
 		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "docker-config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName: req.PushSecret,
