@@ -197,20 +197,29 @@ func ConfigKey(secret *corev1.Secret) string {
 	return ""
 }
 
+// HasCredentials reports whether the pull Secret has an entry the kubelet would use for image
+// ref (false for no Secret, an unreadable one or an unparsable reference), so that a refusal
+// can say whether credentials were sent at all.
+func HasCredentials(secret *corev1.Secret, ref string) bool {
+	kc, err := Keychain(secret)
+	if err != nil || secret == nil {
+		return false
+	}
+	parsed, err := name.ParseReference(ref)
+	if err != nil {
+		return false
+	}
+	_, ok := credentialsFor(kc.(secretKeychain).cf.AuthConfigs, parsed.Context().String())
+	return ok
+}
+
 type secretKeychain struct{ cf *configfile.ConfigFile }
 
 func (k secretKeychain) Resolve(target authn.Resource) (authn.Authenticator, error) {
-	key := target.RegistryStr()
-	if key == name.DefaultRegistry {
-		key = authn.DefaultAuthKey
+	ac, ok := credentialsFor(k.cf.AuthConfigs, target.String())
+	if !ok {
+		return authn.Anonymous, nil
 	}
-	for _, candidate := range []string{key, "https://" + key, "http://" + key} {
-		ac, ok := k.cf.AuthConfigs[candidate]
-		if !ok {
-			continue
-		}
-		return authn.FromConfig(authn.AuthConfig{Username: ac.Username, Password: ac.Password, Auth: ac.Auth,
-			IdentityToken: ac.IdentityToken, RegistryToken: ac.RegistryToken}), nil
-	}
-	return authn.Anonymous, nil
+	return authn.FromConfig(authn.AuthConfig{Username: ac.Username, Password: ac.Password, Auth: ac.Auth,
+		IdentityToken: ac.IdentityToken, RegistryToken: ac.RegistryToken}), nil
 }

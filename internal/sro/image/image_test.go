@@ -99,6 +99,10 @@ func TestRemoteExists(t *testing.T) {
 		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"` + host + `":{"username":"vendor","password":"s3cret"}}}`)}}
 	legacy := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "old"}, Type: corev1.SecretTypeDockercfg,
 		Data: map[string][]byte{corev1.DockerConfigKey: []byte(`{"http://` + host + `":{"auth":"dmVuZG9yOnMzY3JldA=="}}`)}}
+	keyed := func(key string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "keyed"}, Type: corev1.SecretTypeDockerConfigJson,
+			Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"` + key + `":{"username":"vendor","password":"s3cret"}}}`)}}
+	}
 	ctx := context.Background()
 	tests := map[string]struct {
 		ref     string
@@ -108,6 +112,9 @@ func TestRemoteExists(t *testing.T) {
 	}{
 		"present":               {ref: present, secret: secret, want: true},
 		"legacy dockercfg":      {ref: present, secret: legacy, want: true},
+		"key with API suffix":   {ref: present, secret: keyed("https://" + host + "/v2/"), want: true},
+		"key with repository":   {ref: present, secret: keyed(host + "/vendor"), want: true},
+		"key for another repo":  {ref: present, secret: keyed(host + "/other"), wantErr: "looking up image"},
 		"absent tag":            {ref: host + "/vendor/kmod:6.1.0", secret: secret},
 		"absent repository":     {ref: host + "/vendor/other:6.1.0", secret: secret},
 		"no credentials: error": {ref: present, wantErr: "looking up image"},

@@ -169,6 +169,10 @@ func RefusalMessage(secret *corev1.Secret, img string, refused error) string {
 		return fmt.Sprintf("%s: not set, and the registry refused anonymous access to image %s: %s (a private image needs a pull Secret, or the image does not exist)",
 			PullSecretField, img, RegistryError(refused))
 	}
+	if !image.HasCredentials(secret, img) {
+		return fmt.Sprintf("%s: Secret %s/%s has no credentials for image %s (no auths key names its registry or repository), and the registry refused anonymous access: %s",
+			PullSecretField, secret.Namespace, secret.Name, img, RegistryError(refused))
+	}
 	return fmt.Sprintf("%s: the registry refused the credentials of Secret %s/%s for image %s: %s",
 		PullSecretField, secret.Namespace, secret.Name, img, RegistryError(refused))
 }

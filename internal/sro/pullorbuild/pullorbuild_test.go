@@ -217,7 +217,12 @@ func TestRefusedCredentials(t *testing.T) {
 // a refusal.
 func TestCheckRefused(t *testing.T) {
 	sr := &sro.SpecialResource{ObjectMeta: metav1.ObjectMeta{Name: "kmod"}}
-	pull := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pull"}}
+	withKey := func(key string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pull"},
+			Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"` + key + `":{"username":"u","password":"p"}}}`)}}
+	}
+	// r/kmod:1 is on Docker Hub.
+	pull, elsewhere := withKey("docker.io"), withKey("quay.io")
 	for name, tc := range map[string]struct {
 		err     error
 		secret  *corev1.Secret
@@ -226,6 +231,8 @@ func TestCheckRefused(t *testing.T) {
 	}{
 		"401 with a Secret": {err: &transport.Error{StatusCode: http.StatusUnauthorized}, secret: pull, refused: true,
 			message: "spec.driverContainer.pullSecret: the registry refused the credentials of Secret ns/pull for image r/kmod:1: HTTP 401 Unauthorized"},
+		"401, the Secret has nothing for this registry": {err: &transport.Error{StatusCode: http.StatusUnauthorized}, secret: elsewhere, refused: true,
+			message: "spec.driverContainer.pullSecret: Secret ns/pull has no credentials for image r/kmod:1 (no auths key names its registry or repository), and the registry refused anonymous access: HTTP 401 Unauthorized"},
 		"403 anonymous": {err: &transport.Error{StatusCode: http.StatusForbidden}, refused: true,
 			message: "spec.driverContainer.pullSecret: not set, and the registry refused anonymous access to image r/kmod:1: HTTP 403 Forbidden"},
 		"503": {err: &transport.Error{StatusCode: http.StatusServiceUnavailable}, secret: pull,
