@@ -26,6 +26,9 @@ const EventNoteLimit = 1024
 // setting of a BIOS, far below the API's 32768-byte limit on metav1.Condition messages.
 const ConditionMessageLimit = 4096
 
+// redactedMark is what the BMC address parser puts in place of an address's user information.
+const redactedMark = "<redacted>@"
+
 // ellipsis marks a cut.
 const ellipsis = "…"
 
@@ -103,13 +106,19 @@ func Cap(s string, limit int) string {
 
 // FieldErrors is errs with their values and details redacted: an admission webhook's answer
 // reaches the client, the API server's audit log and GitOps tools' status, and the values it
-// refuses include URLs with credentials in them (url.Parse's errors quote them too).
+// refuses include URLs with credentials in them (url.Parse's errors quote them too). A value
+// with an "@" that neither Redact nor the BMC address parser (redactedMark) took for user information ("https:/user:pw@host" with one
+// slash, "user:pw@host/path" with no scheme, a password with a space) may still hold one: it is
+// left out of the answer, whose field and detail still say what is wrong.
 func FieldErrors(errs field.ErrorList) field.ErrorList {
 	out := make(field.ErrorList, len(errs))
 	for i, e := range errs {
 		c := *e
 		if v, ok := c.BadValue.(string); ok {
 			c.BadValue = Redact(v)
+			if r := c.BadValue.(string); strings.Contains(strings.NewReplacer("***@", "", redactedMark, "").Replace(r), "@") {
+				c.BadValue = field.OmitValueType{}
+			}
 		}
 		c.Detail = Redact(c.Detail)
 		out[i] = &c

@@ -342,11 +342,29 @@ func TestRejectionsDoNotEchoURLCredentials(t *testing.T) {
 			t.Errorf("image URL %s rejection: %v", statustext.Redact(url), err)
 		}
 	}
-	hfc := &metal3.HostFirmwareComponents{Spec: metal3.HostFirmwareComponentsSpec{Updates: []metal3.FirmwareUpdate{
-		{Component: "bmc", URL: "gopher://user:s3cret@fw.example/bmc.bin"},
-	}}}
-	if _, err := (&HostFirmwareComponentsValidator{}).ValidateCreate(context.Background(), hfc); err == nil || strings.Contains(err.Error(), "s3cret") {
-		t.Errorf("firmware URL rejection: %v", err)
+	// User information Redact does not take for one: one slash after the scheme, no scheme, a
+	// space in the password. The value is left out; the field is still named.
+	hidden := []string{"https:/user:s3cret@mirror.example/os.qcow2", "user:s3cret@mirror.example/os.qcow2", "https://user:s3 cret@mirror.example/os.qcow2"}
+	for _, url := range hidden {
+		host = validHost()
+		host.Spec.Image.URL = url
+		if _, err := (&BareMetalHostValidator{}).ValidateCreate(context.Background(), host); err == nil || strings.Contains(err.Error(), "s3") || !strings.Contains(err.Error(), "spec.image.url") {
+			t.Errorf("image URL %q rejection: %v", url, err)
+		}
+	}
+	for _, url := range append([]string{"gopher://user:s3cret@fw.example/bmc.bin"}, hidden...) {
+		hfc := &metal3.HostFirmwareComponents{Spec: metal3.HostFirmwareComponentsSpec{Updates: []metal3.FirmwareUpdate{
+			{Component: "bmc", URL: url},
+		}}}
+		if _, err := (&HostFirmwareComponentsValidator{}).ValidateCreate(context.Background(), hfc); err == nil || strings.Contains(err.Error(), "s3") {
+			t.Errorf("firmware URL %q rejection: %v", url, err)
+		}
+	}
+	for _, url := range hidden {
+		sub := &metal3.BMCEventSubscription{Spec: metal3.BMCEventSubscriptionSpec{HostName: "h", Destination: url}}
+		if _, err := (&BMCEventSubscriptionValidator{}).ValidateCreate(context.Background(), sub); err == nil || strings.Contains(err.Error(), "s3") || !strings.Contains(err.Error(), "spec.destination") {
+			t.Errorf("event destination %q rejection: %v", url, err)
+		}
 	}
 }
 

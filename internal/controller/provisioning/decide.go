@@ -134,7 +134,7 @@ func paused(prov *metal3.Provisioning) bool {
 // once, then the images file.
 func invalid(o *observed) string {
 	if errs := webhooks.ValidateProvisioningOn(o.prov, string(o.features.Platform), o.features.Modes); len(errs) > 0 {
-		return errs.ToAggregate().Error()
+		return statustext.FieldErrors(errs).ToAggregate().Error()
 	}
 	if o.imagesErr != nil {
 		return o.imagesErr.Error()

@@ -315,6 +315,18 @@ func TestInvalidMessageHasNoCredentials(t *testing.T) {
 			t.Errorf("credentials in %q", e)
 		}
 	}
+	// User information the cleaner does not take for one (one slash after the scheme): the
+	// value is left out, the field still named.
+	spec.ProvisioningOSDownloadURL = "https:/mirror-user:hunter22@mirror.example/rhcos.qcow2.gz?sha256=" + strings.Repeat("a", 64)
+	p = mustDecide(t, world(&spec, configv1.BareMetalPlatformType))
+	if p.state.Reason != clusteroperator.ReasonInvalidConfiguration || !strings.Contains(p.state.Message, "provisioningOSDownloadURL") {
+		t.Fatalf("state %q (%s), want %q naming the field", p.state.Reason, p.state.Message, clusteroperator.ReasonInvalidConfiguration)
+	}
+	for _, e := range append([]string{p.state.Message}, notes(p)...) {
+		if strings.Contains(e, "hunter22") {
+			t.Errorf("credentials in %q", e)
+		}
+	}
 }
 
 func notes(p *plan) []string {
