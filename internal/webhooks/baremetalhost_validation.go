@@ -162,6 +162,12 @@ func validateBMC(host *metal3.BareMetalHost, spec *field.Path) field.ErrorList {
 			errs = append(errs, field.Forbidden(path, detail))
 		}
 	}
+	if host.Spec.InspectionMode == metal3.InspectionModeFast && access.Interfaces.Inspect == "" {
+		// As metal3's webhook: the provisioner would inspect with the agent instead, booting a
+		// ramdisk over the provisioning network the user chose fast inspection to do without.
+		errs = append(errs, field.Invalid(spec.Child("inspectionMode"), host.Spec.InspectionMode, fmt.Sprintf(
+			"BMC address type %q cannot inspect out-of-band; use agent (the default), or a Redfish-based BMC address", access.Type)))
+	}
 	if !macRequired && mac == "" && host.InspectionDisabled() {
 		errs = append(errs, field.Required(macPath,
 			"required when inspection is disabled (spec.inspectionMode or the inspect.metal3.io annotation): the NIC to provision through is not discovered then"))

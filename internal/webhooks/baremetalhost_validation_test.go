@@ -305,6 +305,17 @@ func TestValidateBareMetalHost(t *testing.T) {
 			h.Spec.InspectionMode = metal3.InspectionModeDisabled
 			h.Annotations = map[string]string{metal3.InspectAnnotationPrefix: "disabled"}
 		}},
+		"fast inspection on a BMC that cannot inspect out-of-band": {
+			mutate: func(h *metal3.BareMetalHost) {
+				h.Spec.BMC.Address = "ipmi://10.0.0.1"
+				h.Spec.InspectionMode = metal3.InspectionModeFast
+				h.Spec.RAID = nil
+			},
+			want: []string{"spec.inspectionMode: Invalid value"}, detail: `BMC address type "ipmi" cannot inspect out-of-band`,
+		},
+		"fast inspection on a Redfish BMC": {mutate: func(h *metal3.BareMetalHost) {
+			h.Spec.InspectionMode = metal3.InspectionModeFast
+		}},
 		"re-inspection request with inspection mode fast": {mutate: func(h *metal3.BareMetalHost) {
 			h.Spec.InspectionMode = metal3.InspectionModeFast
 			h.Annotations = map[string]string{metal3.InspectAnnotationPrefix: ""}

@@ -331,6 +331,9 @@ func TestImageUseOfStates(t *testing.T) {
 		"registering an externally provisioned one": {metal3.StateRegistering, host(func(h *metal3.BareMetalHost) { h.Spec.ExternallyProvisioned = true }), imageLeft},
 		"inspecting boots the agent":                {metal3.StateInspecting, host(nil), imageBooted},
 		"fast inspection reads the BMC":             {metal3.StateInspecting, host(func(h *metal3.BareMetalHost) { h.Spec.InspectionMode = metal3.InspectionModeFast }), imageKept},
+		"fast inspection on a BMC without it boots the agent": {metal3.StateInspecting, host(func(h *metal3.BareMetalHost) {
+			h.Spec.InspectionMode, h.Spec.BMC.Address = metal3.InspectionModeFast, "ipmi://10.0.0.1"
+		}), imageBooted},
 		"inspection disabled while inspecting": {metal3.StateInspecting, host(func(h *metal3.BareMetalHost) {
 			h.Spec.InspectionMode = metal3.InspectionModeDisabled
 		}), imageKept},

@@ -2,6 +2,7 @@ package host
 
 import (
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/bmc"
 )
 
 // This file is the state machine's declaration: the transitions (every edge a host may take) and,
@@ -274,11 +275,12 @@ func registeringImage(h *metal3.BareMetalHost) imageUse {
 	return imageKept
 }
 
-// inspectingImage: fast inspection reads the BMC instead of booting the agent; an inspection
-// disabled while the host inspected boots nothing more (skipInspection), but the preparing that
-// follows may: kept.
+// inspectingImage: fast inspection reads the BMC instead of booting the agent (when the BMC can:
+// the provisioner inspects with the agent otherwise, for a host admitted before the webhook
+// refused that); an inspection disabled while the host inspected boots nothing more
+// (skipInspection), but the preparing that follows may: kept.
 func inspectingImage(h *metal3.BareMetalHost) imageUse {
-	if h.Spec.InspectionMode == metal3.InspectionModeFast || h.InspectionDisabled() {
+	if fastInspection(h) || h.InspectionDisabled() {
 		return imageKept
 	}
 	return imageBooted
@@ -310,4 +312,13 @@ func servicingImage(h *metal3.BareMetalHost) imageUse {
 		return imageBooted
 	}
 	return imageDeleted
+}
+
+// fastInspection: spec.inspectionMode fast, and a BMC that inspects out-of-band.
+func fastInspection(h *metal3.BareMetalHost) bool {
+	if h.Spec.InspectionMode != metal3.InspectionModeFast {
+		return false
+	}
+	access, err := bmc.Parse(h.Spec.BMC.Address)
+	return err == nil && access.Interfaces.Inspect != ""
 }
