@@ -32,11 +32,16 @@ func validateRAID(raid *metal3.RAIDConfig, path *field.Path) field.ErrorList {
 		errs = append(errs, field.Forbidden(swPath, "cannot be set together with hardwareRAIDVolumes: use hardware or software RAID, not both"))
 	}
 
+	names := map[string]bool{}
 	for i, v := range raid.HardwareRAIDVolumes {
 		p := hwPath.Index(i)
 		if !slices.Contains(hardwareRAIDLevels, v.Level) {
 			errs = append(errs, field.NotSupported(p.Child("level"), v.Level, hardwareRAIDLevels))
 		}
+		if v.Name != "" && names[v.Name] {
+			errs = append(errs, field.Duplicate(p.Child("name"), v.Name))
+		}
+		names[v.Name] = true
 		if v.SizeGibibytes != nil && *v.SizeGibibytes < 0 {
 			errs = append(errs, field.Invalid(p.Child("sizeGibibytes"), *v.SizeGibibytes, "must be 0 or more (0 uses the whole capacity)"))
 		}
@@ -64,6 +69,11 @@ func validateRAID(raid *metal3.RAIDConfig, path *field.Path) field.ErrorList {
 		p := swPath.Index(i)
 		if !slices.Contains(softwareRAIDLevels, v.Level) {
 			errs = append(errs, field.NotSupported(p.Child("level"), v.Level, softwareRAIDLevels))
+		} else if i == 0 && v.Level != "1" {
+			// The agent boots from the first device: only a mirror has a whole copy of it on
+			// each disk (Ironic refuses anything else; the provisioner would only say so when
+			// preparing).
+			errs = append(errs, field.Invalid(p.Child("level"), v.Level, `the first software RAID volume must be RAID "1"`))
 		}
 		if v.SizeGibibytes != nil && *v.SizeGibibytes < 0 {
 			errs = append(errs, field.Invalid(p.Child("sizeGibibytes"), *v.SizeGibibytes, "must be 0 or more (0 uses the whole capacity)"))

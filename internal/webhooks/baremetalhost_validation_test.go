@@ -207,6 +207,18 @@ func TestValidateBareMetalHost(t *testing.T) {
 			},
 			want: []string{"spec.raid.softwareRAIDVolumes[0].level: Unsupported value"}, detail: `"1+0"`,
 		},
+		"software RAID whose first volume is not a mirror": {
+			mutate: func(h *metal3.BareMetalHost) {
+				h.Spec.RAID = &metal3.RAIDConfig{SoftwareRAIDVolumes: []metal3.SoftwareRAIDVolume{{Level: "0"}, {Level: "1"}}}
+			},
+			want: []string{"spec.raid.softwareRAIDVolumes[0].level: Invalid value"}, detail: `must be RAID "1"`,
+		},
+		"two hardware RAID volumes of one name": {
+			mutate: func(h *metal3.BareMetalHost) {
+				h.Spec.RAID.HardwareRAIDVolumes = []metal3.HardwareRAIDVolume{{Level: "1", Name: "root"}, {Level: "0", Name: "root"}, {Level: "0"}, {Level: "0"}}
+			},
+			want: []string{"spec.raid.hardwareRAIDVolumes[1].name: Duplicate value"},
+		},
 		"software RAID with one physical disk": {
 			mutate: func(h *metal3.BareMetalHost) {
 				h.Spec.RAID = &metal3.RAIDConfig{SoftwareRAIDVolumes: []metal3.SoftwareRAIDVolume{
