@@ -2,6 +2,8 @@ package webhooks
 
 import (
 	"fmt"
+	"net/url"
+	"path"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -39,8 +41,11 @@ func ValidateHostFirmwareComponents(hfc *metal3.HostFirmwareComponents) field.Er
 
 		if u.URL == "" {
 			errs = append(errs, field.Required(p.Child("url"), "the firmware image to flash: an "+quoteSchemes(firmwareURLSchemes)+" URL"))
-		} else if _, err := parseURL(u.URL, firmwareURLSchemes...); err != nil {
+		} else if parsed, err := parseURL(u.URL, firmwareURLSchemes...); err != nil {
 			errs = append(errs, field.Invalid(p.Child("url"), u.URL, fmt.Sprintf("%v (firmware for %q)", err, u.Component)))
+		} else if strings.EqualFold(parsed.Scheme, "file") && !ironicLocalFile(parsed) {
+			errs = append(errs, field.Invalid(p.Child("url"), u.URL, fmt.Sprintf(
+				"a file URL names a file on Ironic's host: file:///<absolute path>, with no host but localhost (firmware for %q)", u.Component)))
 		}
 	}
 	return errs
@@ -48,4 +53,10 @@ func ValidateHostFirmwareComponents(hfc *metal3.HostFirmwareComponents) field.Er
 
 func validNICID(id string) bool {
 	return id != "" && !strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r == 0x7f })
+}
+
+// ironicLocalFile: a file URL Ironic can copy, as the HostFirmwareComponents controller checks
+// it: no host (or localhost) and an absolute path to a file.
+func ironicLocalFile(u *url.URL) bool {
+	return (u.Host == "" || u.Host == "localhost") && strings.HasPrefix(u.Path, "/") && path.Clean(u.Path) != "/"
 }

@@ -46,6 +46,15 @@ func TestValidateHostFirmwareComponents(t *testing.T) {
 			updates: []metal3.FirmwareUpdate{{Component: "bios"}},
 			want:    []string{"spec.updates[0].url: Required value"},
 		},
+		"file URL on Ironic's host": {updates: []metal3.FirmwareUpdate{{Component: "bios", URL: "file:///shared/html/fw/bios.exe"}}},
+		"file URL with another host": {
+			updates: []metal3.FirmwareUpdate{{Component: "bios", URL: "file://fw.example/bios.exe"}},
+			want:    []string{"spec.updates[0].url: Invalid value"}, detail: "file:///<absolute path>",
+		},
+		"file URL of no file": {
+			updates: []metal3.FirmwareUpdate{{Component: "bios", URL: "file:///"}},
+			want:    []string{"spec.updates[0].url: Invalid value"}, detail: "file:///<absolute path>",
+		},
 		"URL that is not a URL": {
 			updates: []metal3.FirmwareUpdate{{Component: "bios", URL: "bios.exe"}},
 			want:    []string{"spec.updates[0].url: Invalid value"}, detail: `http://, https:// or file://`,

@@ -77,6 +77,9 @@ func validateURL(raw string) error {
 		if (u.Host == "" || u.Host == "localhost") && strings.HasPrefix(u.Path, "/") && path.Clean(u.Path) != "/" {
 			return nil
 		}
+		if !strings.Contains(raw, "@") {
+			return fmt.Errorf("%q names no file on Ironic's host: write file:///<absolute path>, with no host but localhost", raw)
+		}
 	}
 	if strings.Contains(raw, "@") && (err != nil || !strings.Contains(statustext.Redact(raw), "***@")) {
 		// User information the status text cleaner does not remove (unparsable: a password with
