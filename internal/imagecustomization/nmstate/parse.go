@@ -299,8 +299,12 @@ func parseBond(o *object, in *Interface) error {
 			if err := checkIfname(p); err != nil {
 				return fieldErr(index(la.field(key), i), "%s", err)
 			}
+			if slices.Contains(b.Ports, p) {
+				// One keyfile per port: a second would be the same file, which Ignition refuses.
+				return fieldErr(index(la.field(key), i), "%q is listed twice (port and slaves are one list)", p)
+			}
+			b.Ports = append(b.Ports, p)
 		}
-		b.Ports = append(b.Ports, ports...)
 	}
 	if err := la.finish("mode", "options", "port", "slaves"); err != nil {
 		return err
