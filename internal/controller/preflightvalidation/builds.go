@@ -24,8 +24,13 @@ const reasonBuildStarted = "BuildStarted"
 // hostPaths or claims; Job builds need a kubernetes.io/dockerconfigjson pull Secret) turns its
 // check into an Error, reported as the SpecialResource controller reports it (RecipeFailure, the
 // builder's words), with one Warning event, and is not tried again until the SpecialResource or
-// the PreflightValidation changes, or (for the pull Secret) the Secret's format does.
+// the PreflightValidation changes, or (for the pull Secret) the Secret's format does. A build the
+// API server refuses to create (its namespace missing or terminating, a quota, an admission
+// policy) is that check's Error, looked at again after RetryDelay, rather than a failure of the
+// whole reconcile: the other checks go on, and the status says why. A failed deletion of a
+// finished build is returned, after the other checks are done.
 func (r *Reconciler) writeBuilds(ctx context.Context, pv *sro.PreflightValidation, checks []*check, evs *events.List) error {
+	var cleanupErr error
 	prev := map[string]sro.SpecialResourceVerification{}
 	for _, s := range pv.Status.SRStatuses {
 		prev[s.Name] = s
@@ -40,7 +45,8 @@ func (r *Reconciler) writeBuilds(ctx context.Context, pv *sro.PreflightValidatio
 					pushSecretKey: c.start.PushSecretKey, final: !errors.Is(err, build.ErrDockerConfigJSONNeeded),
 					reason: fmt.Sprintf("cannot start %s %s: %v", r.Builder.Kind(), c.start.Name, err)})
 			case err != nil:
-				return err
+				c.status, c.reason, c.final, c.start = sro.VerificationError,
+					fmt.Sprintf("cannot start %s %s in namespace %s: %v", r.Builder.Kind(), c.start.Name, c.start.Namespace, err), false, nil
 			default:
 				evs.NormalAbout(c.sr, reasonBuildStarted, "Build", fmt.Sprintf("Building %s of SpecialResource %s for kernel %s (%s %s)",
 					c.image, c.name, pv.Spec.KernelVersion, r.Builder.Kind(), c.start.Name))
@@ -54,13 +60,13 @@ func (r *Reconciler) writeBuilds(ctx context.Context, pv *sro.PreflightValidatio
 			}
 		}
 		if c.cleanup[1] != "" {
-			if err := r.Builder.Delete(ctx, c.cleanup[0], c.cleanup[1]); err != nil {
-				return err
+			if err := r.Builder.Delete(ctx, c.cleanup[0], c.cleanup[1]); err != nil && cleanupErr == nil {
+				cleanupErr = err
 			}
 		}
 	}
 	r.refusals.set(pv.Name, after)
-	return nil
+	return cleanupErr
 }
 
 // refuse makes the check the Error of a build the builder refused.

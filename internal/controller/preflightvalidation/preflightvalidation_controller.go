@@ -170,9 +170,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		checks = append(checks, c)
 	}
 	var evs events.List
-	if err := r.writeBuilds(ctx, pv, checks, &evs); err != nil {
-		return ctrl.Result{}, err
-	}
+	// The status is written whatever a build deletion's failure: it is returned after.
+	cleanupErr := r.writeBuilds(ctx, pv, checks, &evs)
 	helper := patch.NewHelper(r.Client, pv, &r.tracker)
 	if verified := setStatus(pv, checks, r.now()); verified != nil {
 		if *verified {
@@ -185,6 +184,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		return ctrl.Result{}, err
 	}
 	evs.Emit(r.Recorder, pv)
+	if cleanupErr != nil {
+		return ctrl.Result{}, cleanupErr
+	}
 	if !retry(checks) {
 		return ctrl.Result{}, nil
 	}

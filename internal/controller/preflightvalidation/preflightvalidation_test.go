@@ -331,3 +331,37 @@ func TestPreflightFailedBuild(t *testing.T) {
 		t.Fatalf("d: %+v", v)
 	}
 }
+
+// TestPreflightBuildThatCannotStart: the API server refuses the build of one SpecialResource (its
+// namespace does not exist). That check is an Error naming the build's namespace, the others are
+// still checked and written, and the upgrade is blocked as failed; once the namespace exists, the
+// build starts at the next look.
+func TestPreflightBuildThatCannotStart(t *testing.T) {
+	w := startWorld(t)
+	a := w.specialResource("a", false)
+	w.push("vendor/a:" + kernelZ)
+	missing := env.Namespace(t) + "-missing"
+	b := w.specialResource("b", true, func(sr *sro.SpecialResource) { sr.Spec.Namespace = missing })
+	pv := &sro.PreflightValidation{ObjectMeta: metav1.ObjectMeta{Name: "upgrade-" + a.Name}, Spec: sro.PreflightValidationSpec{KernelVersion: kernelZ}}
+	if err := env.Client.Create(context.Background(), pv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) })
+
+	w.waitUpgradeable(configv1.ConditionFalse, sroclusteroperator.ReasonPreflightFailed, b.Name)
+	poll.Until(t, "b an Error naming its namespace, a checked", func() (bool, string) {
+		got := getPV(t, pv.Name)
+		vb, va := verification(got, b.Name), verification(got, a.Name)
+		return vb.VerificationStatus == sro.VerificationError && strings.Contains(vb.StatusReason, "cannot start") &&
+			strings.Contains(vb.StatusReason, missing) && va.VerificationStatus == sro.VerificationTrue, fmt.Sprintf("a %+v, b %+v", va, vb)
+	})
+
+	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: missing}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: missing}}) })
+	poll.Until(t, "b building once its namespace exists", func() (bool, string) {
+		v := verification(getPV(t, pv.Name), b.Name)
+		return v.VerificationStatus == sro.VerificationFalse && len(w.buildJobs(missing)) == 1, fmt.Sprintf("%+v", v)
+	})
+}
