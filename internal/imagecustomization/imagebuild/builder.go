@@ -85,6 +85,11 @@ func New(cfg Config) (*Builder, error) {
 		statics: map[string]*imagestore.Record{}, validIDs: map[string]string{},
 	}
 	b.sums.init(b)
+	if cfg.MinimalISO {
+		if err := removeStaleStaging(cfg.Store.Dir()); err != nil {
+			return nil, err
+		}
+	}
 	for _, arch := range cfg.Catalog.Arches() {
 		if err := b.prepare(arch, cfg.Catalog.For(arch)); err != nil {
 			return nil, fmt.Errorf("architecture %s: %w", arch, err)
@@ -171,6 +176,25 @@ func archRootfsURL(hostURL, arch, hostArch string) (string, error) {
 	u.Path = strings.TrimSuffix(u.Path, ext) + "_" + arch + ext
 	u.RawPath = ""
 	return u.String(), nil
+}
+
+// removeStaleStaging removes the staging directories (minimal-<random>) of minimal ISO templates
+// whose writing a crash interrupted: each holds the base ISO's large files (100 MB and more), and
+// the work directory outlives the process, so a crash loop would fill the disk. Only directories:
+// the templates themselves are minimal-<arch>.iso files.
+func removeStaleStaging(dir string) error {
+	stale, err := filepath.Glob(filepath.Join(dir, "minimal-*"))
+	if err != nil {
+		return err
+	}
+	for _, p := range stale {
+		if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+			if err := os.RemoveAll(p); err != nil {
+				return fmt.Errorf("removing a stale minimal ISO staging directory: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // minimalTemplate writes (once per base and URL) the minimal ISO every host's ISO is made of.

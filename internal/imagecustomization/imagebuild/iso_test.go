@@ -5,7 +5,9 @@ import (
 	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -234,12 +236,23 @@ func TestMinimalISO(t *testing.T) {
 	area := extract(t, img, "/images/ignition.img")
 	_, config := unpackArea(t, area)
 	checkConfig(t, config, "http://192.0.2.2:6385", "")
-	// A restart finds the template and serves the same image under the same name.
+	// A restart finds the template and serves the same image under the same name; the staging
+	// directory of a template write a crash interrupted is removed.
+	stale := filepath.Join(e.store.Dir(), "minimal-123456")
+	must(t, os.MkdirAll(stale, 0o700))
+	must(t, os.WriteFile(filepath.Join(stale, "initrd.img"), []byte("left by a crash"), 0o600))
+	staleRecord := filepath.Join(e.store.Dir(), "images", ".tmp-123456")
+	must(t, os.WriteFile(staleRecord, []byte("{"), 0o600))
 	e.start(e.store.Dir())
 	again, built, err := e.b.Prepare(t.Context(), request("c"))
 	must(t, err)
 	if built || again.Image != rec.Image {
 		t.Errorf("after a restart: built %t, %s vs %s", built, again.Image, rec.Image)
+	}
+	for _, p := range []string{stale, staleRecord} {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s left after a restart: %v", p, err)
+		}
 	}
 }
 

@@ -90,6 +90,10 @@ func (s *Store) load() error {
 	}
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
+		if strings.HasPrefix(e.Name(), ".tmp-") {
+			_ = os.Remove(p) // a write a crash interrupted (writeFile)
+			continue
+		}
 		if !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
