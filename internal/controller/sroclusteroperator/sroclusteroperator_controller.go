@@ -140,6 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (ctrl.R
 	if r.Namespace != "" {
 		co.Status.RelatedObjects = append(co.Status.RelatedObjects, configv1.ObjectReference{Resource: "namespaces", Name: r.Namespace})
 	}
+	co.Status.RelatedObjects = append(co.Status.RelatedObjects, driverNamespaces(srs.Items, r.Namespace)...)
 	alert := 0.0
 	if c := find(co.Status.Conditions, configv1.OperatorUpgradeable); c != nil && c.Status == configv1.ConditionFalse {
 		alert = 1
@@ -152,6 +153,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (ctrl.R
 		return ctrl.Result{}, fmt.Errorf("writing the status of ClusterOperator %s: %w", r.Name, err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// driverNamespaces are the namespaces the SpecialResources' drivers run in (their DaemonSets,
+// builds and build logs), sorted, without the operator's own: must-gather collects the related
+// objects, and a driver that does not load is diagnosed there.
+func driverNamespaces(srs []sro.SpecialResource, operator string) []configv1.ObjectReference {
+	var names []string
+	for i := range srs {
+		if ns := srs[i].TargetNamespace(); ns != operator && !slices.Contains(names, ns) {
+			names = append(names, ns)
+		}
+	}
+	slices.Sort(names)
+	out := make([]configv1.ObjectReference, len(names))
+	for i, ns := range names {
+		out[i] = configv1.ObjectReference{Resource: "namespaces", Name: ns}
+	}
+	return out
 }
 
 // Conditions are the ClusterOperator's conditions (without times) for these objects.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -130,6 +131,11 @@ func TestClusterOperatorWritten(t *testing.T) {
 		p := find(co.Status.Conditions, configv1.OperatorProgressing)
 		return p.Status == configv1.ConditionTrue && strings.Contains(p.Message, "co-test"), fmt.Sprintf("%+v", p)
 	})
+	// must-gather collects the related objects: the driver's namespace is one.
+	if !slices.Contains(co.Status.RelatedObjects, configv1.ObjectReference{Resource: "namespaces", Name: "co-test"}) ||
+		!slices.Contains(co.Status.RelatedObjects, configv1.ObjectReference{Resource: "namespaces", Name: "sro"}) {
+		t.Errorf("related objects %+v: want the operator's namespace and the SpecialResource's (co-test)", co.Status.RelatedObjects)
+	}
 	if p := find(co.Status.Conditions, configv1.OperatorProgressing); !p.LastTransitionTime.After(started.Time) {
 		t.Errorf("Progressing changed but its time did not move")
 	}
