@@ -405,13 +405,16 @@ func provisionStateChanging(n *nodes.Node) bool {
 
 // decidePowerOn: last is the power change this provisioner asked for last ("" when none): asked,
 // not pending, not on, and Ironic recorded an error means the power on failed.
-func decidePowerOn(n *nodes.Node, last string, force bool) decision {
+func decidePowerOn(n *nodes.Node, last string) decision {
 	switch {
 	case n.PowerState == powerOn:
 		return do(actDone)
 	case n.TargetPowerState == powerOn:
 		return do(actWaitShort)
-	case last == powerOn && n.LastError != "" && !force:
+	case last == powerOn && n.LastError != "":
+		// Reported even when forced: the report clears last, so the next call asks again, and
+		// a BMC that keeps failing shows its errors (a forced call that never reported one
+		// retried for ever with nothing in status).
 		return fail("Power on failed", n)
 	case provisionStateChanging(n):
 		return do(actWaitShort) // Ironic refuses power changes during a provision state change
@@ -429,7 +432,9 @@ func decidePowerOff(n *nodes.Node, mode metal3.RebootMode, last string, force bo
 		return do(actWaitShort)
 	case n.DisablePowerOff:
 		return decision{act: actFail, msg: "power off is disabled for this host (spec.disablePowerOff)"}
-	case last == powerOff && n.LastError != "" && !force:
+	case last == powerOff && n.LastError != "":
+		// Reported even when forced (see decidePowerOn): a host deleted with a BMC that cannot
+		// power it off reaches the error count at which deletion goes on without it.
 		return fail("Power off failed", n)
 	case provisionStateChanging(n):
 		return do(actWaitShort)

@@ -279,23 +279,27 @@ func TestDecideServicing(t *testing.T) {
 func TestDecidePower(t *testing.T) {
 	soft, hard := metal3.RebootModeSoft, metal3.RebootModeHard
 	checkDecisions(t, map[string]decideCase{
-		"on: done":                   {got: decidePowerOn(node(nodes.Active, power(powerOn, "")), "", false), want: actDone},
-		"on: pending":                {got: decidePowerOn(node(nodes.Active, power(powerOff, powerOn)), powerOn, false), want: actWaitShort},
-		"on: start":                  {got: decidePowerOn(node(nodes.Active, power(powerOff, "")), "", false), want: actPowerOn},
-		"on: tried and failed":       {got: decidePowerOn(node(nodes.Active, power(powerOff, ""), lastError("timeout")), powerOn, false), want: actFail, wantMsg: "Power on failed: timeout"},
-		"on: failed, forced":         {got: decidePowerOn(node(nodes.Active, power(powerOff, ""), lastError("timeout")), powerOn, true), want: actPowerOn},
-		"on: old error, not ours":    {got: decidePowerOn(node(nodes.Active, power(powerOff, ""), lastError("old")), "", false), want: actPowerOn},
-		"on: provision state change": {got: decidePowerOn(node(nodes.Deploying, power(powerOff, ""), target("active")), "", false), want: actWaitShort},
-		"off: done":                  {got: decidePowerOff(node(nodes.Active, power(powerOff, "")), soft, "", false), want: actDone},
-		"off: soft":                  {got: decidePowerOff(node(nodes.Active, power(powerOn, "")), soft, "", false), want: actSoftPowerOff},
-		"off: hard":                  {got: decidePowerOff(node(nodes.Active, power(powerOn, "")), hard, "", false), want: actPowerOff},
-		"off: forced":                {got: decidePowerOff(node(nodes.Active, power(powerOn, "")), soft, "", true), want: actPowerOff},
-		"off: soft did not take":     {got: decidePowerOff(node(nodes.Active, power(powerOn, ""), lastError("timeout")), soft, softPowerOff, false), want: actPowerOff},
-		"off: pending soft":          {got: decidePowerOff(node(nodes.Active, power(powerOn, softPowerOff)), soft, softPowerOff, false), want: actWaitShort},
-		"off: hard failed":           {got: decidePowerOff(node(nodes.Active, power(powerOn, ""), lastError("bmc")), hard, powerOff, false), want: actFail, wantMsg: "Power off failed: bmc"},
+		"on: done":                    {got: decidePowerOn(node(nodes.Active, power(powerOn, "")), ""), want: actDone},
+		"on: pending":                 {got: decidePowerOn(node(nodes.Active, power(powerOff, powerOn)), powerOn), want: actWaitShort},
+		"on: start":                   {got: decidePowerOn(node(nodes.Active, power(powerOff, "")), ""), want: actPowerOn},
+		"on: tried and failed":        {got: decidePowerOn(node(nodes.Active, power(powerOff, ""), lastError("timeout")), powerOn), want: actFail, wantMsg: "Power on failed: timeout"},
+		"on: failure reported, again": {got: decidePowerOn(node(nodes.Active, power(powerOff, ""), lastError("timeout")), ""), want: actPowerOn},
+		"on: old error, not ours":     {got: decidePowerOn(node(nodes.Active, power(powerOff, ""), lastError("old")), ""), want: actPowerOn},
+		"on: provision state change":  {got: decidePowerOn(node(nodes.Deploying, power(powerOff, ""), target("active")), ""), want: actWaitShort},
+		"off: done":                   {got: decidePowerOff(node(nodes.Active, power(powerOff, "")), soft, "", false), want: actDone},
+		"off: soft":                   {got: decidePowerOff(node(nodes.Active, power(powerOn, "")), soft, "", false), want: actSoftPowerOff},
+		"off: hard":                   {got: decidePowerOff(node(nodes.Active, power(powerOn, "")), hard, "", false), want: actPowerOff},
+		"off: forced":                 {got: decidePowerOff(node(nodes.Active, power(powerOn, "")), soft, "", true), want: actPowerOff},
+		"off: soft did not take":      {got: decidePowerOff(node(nodes.Active, power(powerOn, ""), lastError("timeout")), soft, softPowerOff, false), want: actPowerOff},
+		"off: pending soft":           {got: decidePowerOff(node(nodes.Active, power(powerOn, softPowerOff)), soft, softPowerOff, false), want: actWaitShort},
+		// Deletion powers off forced: its failures are reported too (errorCount reaches the
+		// limit at which deletion goes on), and the call after a report asks again.
+		"off: forced failed":           {got: decidePowerOff(node(nodes.Active, power(powerOn, ""), lastError("bmc")), hard, powerOff, true), want: actFail, wantMsg: "Power off failed: bmc"},
+		"off: failure reported, again": {got: decidePowerOff(node(nodes.Active, power(powerOn, ""), lastError("bmc")), hard, "", true), want: actPowerOff},
+		"off: hard failed":             {got: decidePowerOff(node(nodes.Active, power(powerOn, ""), lastError("bmc")), hard, powerOff, false), want: actFail, wantMsg: "Power off failed: bmc"},
 		// A failed state keeps its target, and Ironic takes power changes there.
 		"off: inspect failed keeps its target": {got: decidePowerOff(node(nodes.InspectFail, power(powerOn, ""), target("manageable")), hard, "", false), want: actPowerOff},
-		"on: clean failed keeps its target":    {got: decidePowerOn(node(nodes.CleanFail, power(powerOff, ""), target("available")), "", false), want: actPowerOn},
+		"on: clean failed keeps its target":    {got: decidePowerOn(node(nodes.CleanFail, power(powerOff, ""), target("available")), ""), want: actPowerOn},
 		"off: disabled":                        {got: decidePowerOff(node(nodes.Active, power(powerOn, ""), func(n *nodes.Node) { n.DisablePowerOff = true }), hard, "", false), want: actFail, wantMsg: "disablePowerOff"},
 	})
 }

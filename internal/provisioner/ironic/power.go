@@ -20,15 +20,15 @@ const (
 	softRebooting = string(nodes.SoftRebooting)
 )
 
-// PowerOn turns the host on. A power on Ironic tried and could not do is a failure (unless
-// force), reported once; the next call tries again.
-func (p *Provisioner) PowerOn(ctx context.Context, host provisioner.Host, force bool) (provisioner.Result, error) {
+// PowerOn turns the host on. A power on Ironic tried and could not do is a failure, reported
+// once, forced or not; the next call tries again (force changes nothing here).
+func (p *Provisioner) PowerOn(ctx context.Context, host provisioner.Host, _ bool) (provisioner.Result, error) {
 	ctx = withOp(ctx, "power")
 	s, n, err := p.getNode(ctx, host)
 	if err != nil {
 		return provisioner.Result{}, err
 	}
-	return p.power(ctx, s, n, host, decidePowerOn(p.powerNode(n), p.lastPower(n), force))
+	return p.power(ctx, s, n, host, decidePowerOn(p.powerNode(n), p.lastPower(n)))
 }
 
 // PowerOff turns the host off: soft (ACPI) by default with fallback to hard when the BMC cannot do
