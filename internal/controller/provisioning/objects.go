@@ -123,12 +123,28 @@ func stored(o *observed, desired client.Object) client.Object {
 	return obj
 }
 
+// serviceCAAnnotations ask OpenShift's service-ca operator to inject its CA into a webhook
+// configuration or to issue a Service's serving certificate. OpenShift's cluster-baremetal-operator
+// set them on the webhook configurations and Services it made; this operator issues those
+// certificates itself (PlanTLS), so on the objects it claims they are removed: left, service-ca
+// and this operator would overwrite each other's caBundle at every change, and the API server
+// would refuse BareMetalHost and Provisioning writes whenever service-ca's CA was in place.
+var serviceCAAnnotations = []string{
+	"service.beta.openshift.io/inject-cabundle",
+	"service.beta.openshift.io/serving-cert-secret-name",
+	"service.alpha.openshift.io/serving-cert-secret-name",
+}
+
 // mergeMetadata adds desired's labels, annotations and owner references to merged, keeping what
 // others put there (the machine-api-operator's own annotation stays: ours wins when both are
-// present, and a downgrade finds what it left).
+// present, and a downgrade finds what it left), but for serviceCAAnnotations.
 func mergeMetadata(merged, desired client.Object) {
 	merged.SetLabels(union(merged.GetLabels(), desired.GetLabels()))
-	merged.SetAnnotations(union(merged.GetAnnotations(), desired.GetAnnotations()))
+	annotations := union(merged.GetAnnotations(), desired.GetAnnotations())
+	for _, a := range serviceCAAnnotations {
+		delete(annotations, a)
+	}
+	merged.SetAnnotations(annotations)
 	refs := merged.GetOwnerReferences()
 	for _, want := range desired.GetOwnerReferences() {
 		found := false

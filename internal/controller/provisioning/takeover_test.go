@@ -2,14 +2,17 @@ package provisioning
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/platform"
@@ -133,5 +136,30 @@ func TestTakeOverSelector(t *testing.T) {
 	poll.Until(t, "a new metal3 Deployment", func() (bool, string) {
 		d := deployment(t, op.ns, render.Metal3Deployment)
 		return d != nil && d.UID != before.UID && d.Spec.Selector.MatchLabels["api"] == "", "not yet"
+	})
+}
+
+// TestTakeOverDropsServiceCAAnnotations: OpenShift's operator asked service-ca to inject its CA
+// into the webhook configuration; claimed, the configuration carries this operator's CA and no
+// longer that request (service-ca and the operator would overwrite each other's caBundle).
+func TestTakeOverDropsServiceCAAnnotations(t *testing.T) {
+	op := setup(t, options{noStart: true})
+	const inject = "service.beta.openshift.io/inject-cabundle"
+	old := &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: render.BMOWebhookConfig,
+		Annotations: map[string]string{inject: "true", "example.com/keep": "1"}}}
+	if err := env.Client.Create(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), old) })
+	op.start(t, "")
+	createProvisioning(t, disabled, nil)
+	deployComplete(t, op.ns) // the webhook is configured once the baremetal-operator runs
+	poll.Until(t, "the webhook configuration claimed without service-ca's annotation", func() (bool, string) {
+		got := &admissionv1.ValidatingWebhookConfiguration{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: render.BMOWebhookConfig}, got); err != nil {
+			return false, err.Error()
+		}
+		_, injected := got.Annotations[inject]
+		return !injected && got.Annotations["example.com/keep"] == "1" && len(got.Webhooks) > 0, fmt.Sprintf("%v, %d webhooks", got.Annotations, len(got.Webhooks))
 	})
 }
