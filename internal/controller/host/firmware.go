@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -41,6 +42,9 @@ type firmwareInputs struct {
 	// half of what the user asked: applying without it, or aborting a servicing because the
 	// changes look gone, would lose the change.
 	uncheckedSettings, uncheckedUpdates bool
+	// invalidSettings / invalidUpdates: their controller judged the current spec invalid (Valid
+	// False), so nothing of it is pending: a live update under way is aborted, and says why.
+	invalidSettings, invalidUpdates bool
 	// settingsChanged and updatesChanged are the objects' status.lastUpdated (zero without one):
 	// their status last changed then (a spec edit judged, or new values read).
 	settingsChanged, updatesChanged time.Time
@@ -70,6 +74,8 @@ func (r *Reconciler) loadFirmwareChanges(ctx context.Context, s *hostScope) erro
 		switch ready, judged := changeReady(hfs.Status.Conditions, string(metal3.FirmwareSettingsChangeDetected), string(metal3.FirmwareSettingsValid), hfs.Generation); {
 		case !judged && len(hfs.Spec.Settings) > 0:
 			fw.uncheckedSettings = true
+		case judged && !valid(hfs.Status.Conditions, string(metal3.FirmwareSettingsValid)):
+			fw.invalidSettings = true
 		case ready:
 			schema, err := r.settingTypes(ctx, hfs)
 			if err != nil {
@@ -92,6 +98,8 @@ func (r *Reconciler) loadFirmwareChanges(ctx context.Context, s *hostScope) erro
 		switch ready, judged := changeReady(hfc.Status.Conditions, string(metal3.HostFirmwareComponentsChangeDetected), string(metal3.HostFirmwareComponentsValid), hfc.Generation); {
 		case !judged && len(hfc.Spec.Updates) > 0:
 			fw.uncheckedUpdates = true
+		case judged && !valid(hfc.Status.Conditions, string(metal3.HostFirmwareComponentsValid)):
+			fw.invalidUpdates = true
 		case ready:
 			fw.updates = hfc.PendingUpdates()
 		}
@@ -104,9 +112,10 @@ func (r *Reconciler) loadFirmwareChanges(ctx context.Context, s *hostScope) erro
 
 // settingTypes is the schema of the host's settings, from the FirmwareSchema its
 // HostFirmwareSettings names (nil without one): what tells a String "0042" from the Integer 42
-// when deciding which settings differ, as the settings controller did. Read from the API: the
-// manager caches FirmwareSchemas without their schema (hostfirmwaresettings.CacheViews); only a
-// host with a valid change pending reads it.
+// when deciding which settings differ, as the settings controller did. The manager caches
+// FirmwareSchemas without their schema (hostfirmwaresettings.CacheViews): the cache gives the
+// object's resourceVersion, and the schema is read from the API once per version and remembered
+// (every host with a valid change pending needs it at every reconcile; a fleet shares a few).
 func (r *Reconciler) settingTypes(ctx context.Context, hfs *metal3.HostFirmwareSettings) (map[string]metal3.SettingSchema, error) {
 	ref := hfs.Status.FirmwareSchema
 	if ref == nil || ref.Name == "" {
@@ -116,17 +125,50 @@ func (r *Reconciler) settingTypes(ctx context.Context, hfs *metal3.HostFirmwareS
 	if key.Namespace == "" {
 		key.Namespace = hfs.Namespace
 	}
+	cached := &metal3.FirmwareSchema{}
+	if err := r.Client.Get(ctx, key, cached, cacheview.ReadOnly); err == nil {
+		if known, ok := r.schemas.get(key, cached.ResourceVersion); ok {
+			return known, nil
+		}
+	}
 	schema := &metal3.FirmwareSchema{}
 	switch err := r.APIReader.Get(ctx, key, schema); {
 	case apierrors.IsNotFound(err):
 		// Being recreated (the settings controller names it before it exists in the cache):
 		// compared as settings of unknown type until then.
+		r.schemas.forget(key)
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("reading firmware schema %s: %w", key, err)
 	}
+	r.schemas.put(key, schema.ResourceVersion, schema.Spec.Schema)
 	return schema.Spec.Schema, nil
 }
+
+// schemaMemory is the settings schema of each FirmwareSchema read, by its resourceVersion (a new
+// version is read again). The maps are only read.
+type schemaMemory struct {
+	m sync.Map // types.NamespacedName → versionedSchema
+}
+
+type versionedSchema struct {
+	version string
+	schema  map[string]metal3.SettingSchema
+}
+
+func (m *schemaMemory) get(key types.NamespacedName, version string) (map[string]metal3.SettingSchema, bool) {
+	v, ok := m.m.Load(key)
+	if !ok || version == "" || v.(versionedSchema).version != version {
+		return nil, false
+	}
+	return v.(versionedSchema).schema, true
+}
+
+func (m *schemaMemory) put(key types.NamespacedName, version string, schema map[string]metal3.SettingSchema) {
+	m.m.Store(key, versionedSchema{version: version, schema: schema})
+}
+
+func (m *schemaMemory) forget(key types.NamespacedName) { m.m.Delete(key) }
 
 // changeReady: a change was detected and found valid (ready); judged: both conditions were
 // computed for the current generation.
@@ -134,6 +176,12 @@ func changeReady(conds []metav1.Condition, changed, valid string, generation int
 	c, v := conditions.Get(conds, changed), conditions.Get(conds, valid)
 	judged = c != nil && v != nil && c.ObservedGeneration == generation && v.ObservedGeneration == generation
 	return judged && c.Status == metav1.ConditionTrue && v.Status == metav1.ConditionTrue, judged
+}
+
+// valid: the Valid condition is True.
+func valid(conds []metav1.Condition, condType string) bool {
+	c := conditions.Get(conds, condType)
+	return c != nil && c.Status == metav1.ConditionTrue
 }
 
 // loadUpdatePolicy reads the host's HostUpdatePolicy (same name), if any.

@@ -95,6 +95,18 @@ func handleMatchProfile(*hostScope) outcome { return advance(metal3.StatePrepari
 
 func handlePreparing(s *hostScope) outcome {
 	run, running := s.preparations.get(s.host.UID)
+	if running && run.done {
+		if !s.leftPreparingNow() {
+			// The preparation ended, but the status write that recorded it failed: it is ended
+			// again from memory. Asking anew would be a different request (the updates it applied
+			// are recorded in HostFirmwareComponents now, no longer pending): a second cleaning
+			// that applies the settings again.
+			return s.endPreparation(run, true)
+		}
+		// Ended earlier in this reconcile, and the host came back: a new preparation.
+		s.preparations.forget(s.host.UID)
+		run, running = preparation{}, false
+	}
 	// A request is made of judged changes only: one not judged yet is waited for, unless the
 	// request of a preparation under way is kept.
 	unchecked := s.in.firmware.uncheckedSettings || s.in.firmware.uncheckedUpdates
@@ -125,7 +137,22 @@ func handlePreparing(s *hostScope) outcome {
 		}
 		return out
 	}
-	s.preparations.forget(s.host.UID)
+	return s.endPreparation(run, running && !retried)
+}
+
+// leftPreparingNow: this reconcile moved the host out of preparing already.
+func (s *hostScope) leftPreparingNow() bool {
+	return slices.ContainsFunc(s.fx.transitions, func(t [2]metal3.ProvisioningState) bool { return t[0] == metal3.StatePreparing })
+}
+
+// endPreparation records what the preparation run applied and moves the host on: to available,
+// or (changedWhileRunning, when asked) to a preparation of what was asked while it ran. The run
+// is remembered as done until a reconcile sees the host out of preparing, so that a failed status
+// write does not make the next reconcile start it again.
+func (s *hostScope) endPreparation(run preparation, changedWhileRunning bool) outcome {
+	run.done = true
+	s.preparations.put(s.host.UID, run)
+	s.preparations.markEnded(s.host.UID, s.wall)
 	st := &s.host.Status.Provisioning
 	st.RAID, st.RootDeviceHints = run.raid, run.hints
 	switch {
@@ -136,7 +163,7 @@ func handlePreparing(s *hostScope) outcome {
 		// The spec changed while the preparation ran: only what it applied is recorded.
 		s.recordServicedUpdates(run.data.FirmwareUpdates)
 	}
-	if running && !retried {
+	if changedWhileRunning {
 		if next, ok := s.changedWhileRunning(run); ok {
 			// What was asked while the preparation ran goes next, at once: once available, the
 			// host would take a change judged before it became available for one the preparation
@@ -209,13 +236,34 @@ func (s *hostScope) prepareData() provisioner.PrepareData {
 }
 
 // needsPreparing: the RAID or root device hints in spec differ from what was applied, or the
-// firmware changes ask for something new since the host became available (metal3 prepares an
+// firmware changes ask for something new since the host's last preparation (metal3 prepares an
 // available host again for them).
 func (s *hostScope) needsPreparing() bool {
 	spec, st := s.host.Spec, s.host.Status.Provisioning
 	return (spec.RAID != nil && !reflect.DeepEqual(spec.RAID, st.RAID)) ||
 		(spec.RootDeviceHints != nil && !reflect.DeepEqual(spec.RootDeviceHints, st.RootDeviceHints)) ||
-		firmwareChangedSince(s.in.firmware, availableSince(s.host, s.now.Time))
+		firmwareChangedSince(s.in.firmware, s.firmwareCutoff())
+}
+
+// firmwareCutoff is the time from which a pending firmware change is one the host's last
+// preparation did not have. It is when the host became available: its last preparation ended
+// then. A host that came back from deprovisioning (its deprovisioning ended as it became
+// available) had its last preparation before it started provisioning: a change made while it was
+// provisioning or provisioned (a setting waiting for the next preparation, a live update that
+// failed) is new to it, and the host prepares for it before it provisions again. A preparation
+// ended in this process at or after that deprovisioning (the API's times are seconds: a quick one
+// can end in the same second) puts the cutoff back to when the host became available.
+func (s *hostScope) firmwareCutoff() time.Time {
+	since := availableSince(s.host, s.now.Time)
+	history := s.host.Status.OperationHistory
+	provisioned, deprovisioned := history.Provision.Start.Time, history.Deprovision.End.Time
+	if provisioned.IsZero() || deprovisioned.Before(provisioned) || deprovisioned.Before(since) {
+		return since
+	}
+	if ended, ok := s.preparations.endedAt(s.host.UID); ok && !ended.Before(deprovisioned) {
+		return since
+	}
+	return provisioned
 }
 
 // firmwareChangedSince: a firmware change waits to be judged, or a pending valid change's object

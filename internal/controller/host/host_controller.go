@@ -103,6 +103,8 @@ type Reconciler struct {
 	finished finishedServicings
 	// preparations remembers the request of each running preparation (preparing_memory.go).
 	preparations runningPreparations
+	// schemas remembers the settings schema of each FirmwareSchema read (settingTypes).
+	schemas schemaMemory
 	// dataImages remembers our last write of each host's DataImage status.
 	dataImages patch.Tracker
 	// images remembers our last write of each host's PreprovisioningImage (imageMemory).
@@ -388,7 +390,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *hostScope) error {
 	r.retries.forget(host.UID)
 	r.refusals.forget(host.UID)
 	r.finished.forget(host.UID)
-	r.preparations.forget(host.UID)
+	r.preparations.forgetHost(host.UID)
 	return r.removeFinalizer(ctx, host)
 }
 

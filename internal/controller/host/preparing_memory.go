@@ -2,6 +2,7 @@ package host
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -17,11 +18,17 @@ import (
 // added meanwhile takes the host through preparing once more (as a change made while it is
 // available does), alone. Servicing keeps its request the same way (servicing.go).
 //
+// A preparation that ended stays, marked done, until a reconcile sees the host out of preparing:
+// when the status write that ends it fails, the next reconcile ends it again from memory rather
+// than start a second cleaning (finishedServicings does the same for live updates).
+//
 // Memory only: after an operator restart in the middle of a preparation the host asks with what
 // it reads then, as before. An entry lasts while the host is preparing: any reconcile that sees
-// the host in another state forgets it, so a later preparation never inherits it.
+// the host in another state forgets it, so a later preparation never inherits it. When each
+// host's last preparation ended is kept apart, for as long as the host exists (firmwareCutoff).
 type runningPreparations struct {
-	m sync.Map // types.UID → preparation
+	m     sync.Map // types.UID → preparation
+	ended sync.Map // types.UID → time.Time
 }
 
 // preparation is what a preparation applies, and what the host records once it is done.
@@ -33,6 +40,8 @@ type preparation struct {
 	// applied is what the preparations before this one applied since the host entered preparing
 	// (changes made while one ran go next): firmware settings and updates.
 	applied provisioner.PrepareData
+	// done: the provisioner finished it; the host is moving on.
+	done bool
 }
 
 func (r *runningPreparations) get(uid types.UID) (preparation, bool) {
@@ -55,5 +64,32 @@ func (r *runningPreparations) put(uid types.UID, p preparation) {
 func (r *runningPreparations) forget(uid types.UID) {
 	if r != nil {
 		r.m.Delete(uid)
+	}
+}
+
+// markEnded records when the host's preparation ended (the wall clock, not the API's seconds).
+func (r *runningPreparations) markEnded(uid types.UID, at time.Time) {
+	if r != nil {
+		r.ended.Store(uid, at)
+	}
+}
+
+// endedAt is when the host's last preparation ended, if this process saw it end.
+func (r *runningPreparations) endedAt(uid types.UID) (time.Time, bool) {
+	if r == nil {
+		return time.Time{}, false
+	}
+	v, ok := r.ended.Load(uid)
+	if !ok {
+		return time.Time{}, false
+	}
+	return v.(time.Time), true
+}
+
+// forgetHost forgets everything about a host that is gone.
+func (r *runningPreparations) forgetHost(uid types.UID) {
+	if r != nil {
+		r.m.Delete(uid)
+		r.ended.Delete(uid)
 	}
 }

@@ -241,9 +241,11 @@ func (s *hostScope) fail(t metal3.ErrorType, msg string) outcome {
 	s.fx.hostErrors = append(s.fx.hostErrors, t)
 	s.event(eventWarning, errorReason(t), "Failure", msg)
 	n := st.ErrorCount
-	if t == metal3.ProvisioningError {
+	if t == metal3.ProvisioningError && !s.deleting() {
 		// The cleaning between two deployments of an image ends with errorCount 0: the earlier
-		// failed attempts (provisioningFailCount) keep the backoff growing.
+		// failed attempts (provisioningFailCount) keep the backoff growing. Not while the host is
+		// deleted: its cleaning is given up after maxDeleteErrors failures, which would otherwise
+		// take hours after a few failed deployments.
 		n += st.ProvisioningFailCount
 	}
 	d := s.cfg.Backoff(n)

@@ -53,8 +53,8 @@ var LiveUpdateTransitions = []OperationalTransition{
 	{metal3.OperationalStatusServicing, metal3.OperationalStatusOK, "changes applied; applied updates recorded in HostFirmwareComponents status.updates"},
 	{metal3.OperationalStatusServicing, metal3.OperationalStatusError, "a service step failed; errorType servicing error, with the provisioner's message"},
 	{metal3.OperationalStatusError, metal3.OperationalStatusServicing, "retry; after the error backoff, up to --servicing-retries times, or at once when the pending changes changed"},
-	{metal3.OperationalStatusError, metal3.OperationalStatusOK, "abort; the pending changes were removed"},
-	{metal3.OperationalStatusServicing, metal3.OperationalStatusOK, "abort; the pending changes were removed while the provisioner waits"},
+	{metal3.OperationalStatusError, metal3.OperationalStatusOK, "abort; the pending changes were removed, or an edit their controller judged invalid left none"},
+	{metal3.OperationalStatusServicing, metal3.OperationalStatusOK, "abort; the pending changes were removed (or judged invalid) while the provisioner waits"},
 }
 
 // servicing: a live update is running, or failed and waits for the user.
@@ -195,9 +195,9 @@ func (s *hostScope) continueServicing() outcome {
 	switch {
 	case applied == nil && data.Empty():
 		if len(res.StagedSettings) > 0 {
-			s.endServicing(eventWarning, reasonServicingAborted, abortedWithStagedSettings(res.StagedSettings))
+			s.endServicing(eventWarning, reasonServicingAborted, abortedWithStagedSettings(s.abortCause(), res.StagedSettings))
 		} else {
-			s.endServicing(eventNormal, reasonServicingAborted, "Live update aborted: its changes were removed")
+			s.endServicing(eventNormal, reasonServicingAborted, "Live update aborted: "+s.abortCause())
 		}
 		return repeat()
 	case applied == nil:
@@ -208,15 +208,15 @@ func (s *hostScope) continueServicing() outcome {
 	if data.Empty() {
 		// The changes were taken back and the provisioner aborted, after steps that applied
 		// something: recorded as a finished run, announced as the abort it was.
-		return s.completeServicing(*applied, abortedAfter(*applied, res.StagedSettings))
+		return s.completeServicing(*applied, abortedAfter(*applied, s.abortCause(), res.StagedSettings))
 	}
 	return s.completeServicing(*applied)
 }
 
 // abortedAfter is the event of an abort that reports what its steps applied before it (and
 // which BIOS settings the BMC was sent and applies at the next boot, if any).
-func abortedAfter(applied provisioner.Serviced, staged []string) events.Event {
-	note := "Live update aborted after applying " + describeServiced(applied) + ": its changes were removed"
+func abortedAfter(applied provisioner.Serviced, cause string, staged []string) events.Event {
+	note := "Live update aborted after applying " + describeServiced(applied) + ": " + cause
 	if len(staged) > 0 {
 		return events.Event{Type: eventWarning, Reason: reasonServicingAborted, Note: stagedSettingsNote(note, staged)}
 	}
@@ -306,8 +306,27 @@ func (s *hostScope) endServicing(eventType, reason, note string) {
 // abortedWithStagedSettings is the note of an abort that could not take back the BIOS settings the
 // provisioner had already sent to the BMC: the server's next boot applies them, and nothing shows
 // them until the provisioner reads the BIOS again.
-func abortedWithStagedSettings(names []string) string {
-	return stagedSettingsNote("Live update aborted: its changes were removed", names)
+func abortedWithStagedSettings(cause string, names []string) string {
+	return stagedSettingsNote("Live update aborted: "+cause, names)
+}
+
+// abortCause says why a live update's changes are gone: removed, or (an edit their controller
+// judged invalid) no longer valid, which the object's Valid condition explains; metal3 aborts
+// then too, and the valid part of the spec is applied at a later reboot once it is fixed.
+func (s *hostScope) abortCause() string {
+	fw, policy := s.in.firmware, s.in.policy
+	var invalid []string
+	if policy.settings && fw.invalidSettings {
+		invalid = append(invalid, "HostFirmwareSettings")
+	}
+	if policy.updates && fw.invalidUpdates {
+		invalid = append(invalid, "HostFirmwareComponents")
+	}
+	if len(invalid) == 0 {
+		return "its changes were removed"
+	}
+	return "its changes are no longer valid (see the Valid condition of " + strings.Join(invalid, " and ") +
+		"); fixed, they apply at a later reboot"
 }
 
 // stagedSettingsNote adds the BIOS settings the BMC was sent and applies at the next boot to an

@@ -271,6 +271,39 @@ func TestServicingAbortWarnsOfStagedSettings(t *testing.T) {
 	}
 }
 
+// TestServicingAbortedByAnInvalidEdit: a live update that failed is aborted when an edit makes the
+// HostFirmwareSettings invalid (as metal3 does: nothing valid is pending), and the abort's event
+// says the changes are no longer valid, not that they were removed.
+func TestServicingAbortedByAnInvalidEdit(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startWithFirmware(t, ns, fix, func(c *Config) { c.ServicingRetries = 0 })
+	provisionedWithFirmware(t, ns, "h", &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot})
+
+	fix.FailNextFor(ns, "h", fixture.OpService, 1)
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
+	reboot(t, ns, "h")
+	waitHost(t, ns, "h", "servicing error", func(h *metal3.BareMetalHost) bool {
+		return h.Status.ErrorType == metal3.ServicingError
+	})
+	hfs := setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled", "NoSuchSetting": "1"})
+	if c := companiontest.Condition(hfs.Status.Conditions, metal3.FirmwareSettingsValid); c.Status != metav1.ConditionFalse {
+		t.Fatalf("Valid %s: want False for an unknown setting", c.Status)
+	}
+	waitHost(t, ns, "h", "aborted and OK", func(h *metal3.BareMetalHost) bool {
+		return h.Status.OperationalStatus == metal3.OperationalStatusOK && h.Status.ErrorType == ""
+	})
+	var aborted []corev1.Event
+	poll.Until(t, "the abort's event", func() (bool, string) {
+		aborted = hostEvents(t, ns, "h", reasonServicingAborted)
+		return len(aborted) > 0, fmt.Sprint(eventsFor(t, ns, "h", true))
+	})
+	if e := aborted[0]; len(aborted) != 1 || !strings.Contains(e.Message, "its changes are no longer valid (see the Valid condition of HostFirmwareSettings)") {
+		t.Fatalf("the abort's events: %+v; want one saying the changes are no longer valid", aborted)
+	}
+}
+
 // TestServicingWaitsForDetachedAndPausedHosts: a detached or paused host is not serviced until it
 // is attached or unpaused; then it is.
 func TestServicingWaitsForDetachedAndPausedHosts(t *testing.T) {

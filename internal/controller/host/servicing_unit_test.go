@@ -182,3 +182,30 @@ func TestImageErrorMessagesCountOnce(t *testing.T) {
 		t.Fatalf("after the fix: %s; want the retry running with its count 1", describe(s.host))
 	}
 }
+
+// TestDeletionBackoffIgnoresFailedDeployments: the failed deployments of a host
+// (provisioningFailCount) stretch the backoff of the cleaning between two attempts, not that of
+// a deleted host's cleaning, which is given up after maxDeleteErrors failures.
+func TestDeletionBackoffIgnoresFailedDeployments(t *testing.T) {
+	for name, tc := range map[string]struct {
+		deleted bool
+		want    int
+	}{
+		"between two deployments": {want: 5},
+		"deleted":                 {deleted: true, want: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := &metal3.BareMetalHost{Status: metal3.BareMetalHostStatus{ProvisioningFailCount: 4}}
+			if tc.deleted {
+				h.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			}
+			var got int
+			cfg := Config{Backoff: func(n int) time.Duration { got = n; return time.Minute }}
+			s := &hostScope{cfg: &cfg, host: h}
+			s.fail(metal3.ProvisioningError, "cleaning failed")
+			if got != tc.want {
+				t.Errorf("backoff asked for %d failures, want %d", got, tc.want)
+			}
+		})
+	}
+}

@@ -104,7 +104,7 @@ var setups = map[Transition]func(t *testing.T, s *hostScope, fix *fixture.Fixtur
 		registerIn(t, s, fix)
 		s.host.Annotations[metal3.InspectAnnotationPrefix] = ""
 	},
-	{metal3.StateAvailable, metal3.StatePreparing, "spec.raid or spec.rootDeviceHints differ from status, or a firmware change made since the host became available"}: func(t *testing.T, s *hostScope, fix *fixture.Fixture) {
+	{metal3.StateAvailable, metal3.StatePreparing, "spec.raid or spec.rootDeviceHints differ from status, or a firmware change made since the host's last preparation"}: func(t *testing.T, s *hostScope, fix *fixture.Fixture) {
 		t.Helper()
 		registerIn(t, s, fix)
 		s.host.Spec.RootDeviceHints = &metal3.RootDeviceHints{DeviceName: "/dev/sdb"}

@@ -39,7 +39,7 @@ var Transitions = []Transition{
 	{metal3.StateReady, metal3.StateAvailable, "legacy name of available"},
 	{metal3.StateAvailable, metal3.StateExternallyProvisioned, "spec.externallyProvisioned set"},
 	{metal3.StateAvailable, metal3.StateInspecting, "inspect.metal3.io annotation (re-inspection)"},
-	{metal3.StateAvailable, metal3.StatePreparing, "spec.raid or spec.rootDeviceHints differ from status, or a firmware change made since the host became available"},
+	{metal3.StateAvailable, metal3.StatePreparing, "spec.raid or spec.rootDeviceHints differ from status, or a firmware change made since the host's last preparation"},
 	{metal3.StateAvailable, metal3.StateProvisioning, "online, image or custom deploy not yet provisioned, retry cap not reached"},
 	{metal3.StateProvisioning, metal3.StateProvisioned, "image written"},
 	{metal3.StateProvisioning, metal3.StateDeprovisioning, "provisioning failed (provisioningFailCount+1), or image or custom deploy removed or changed"},
