@@ -359,7 +359,9 @@ func TestPreflightBuildThatCannotStart(t *testing.T) {
 	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: missing}}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: missing}}) })
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: missing}})
+	})
 	poll.Until(t, "b building once its namespace exists", func() (bool, string) {
 		v := verification(getPV(t, pv.Name), b.Name)
 		return v.VerificationStatus == sro.VerificationFalse && len(w.buildJobs(missing)) == 1, fmt.Sprintf("%+v", v)
