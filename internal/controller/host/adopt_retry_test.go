@@ -97,3 +97,31 @@ func TestRetriedAdoptionClearsErrorCount(t *testing.T) {
 		t.Errorf("the reboot powered off %q, want soft", n.LastPowerOffMode)
 	}
 }
+
+// TestLostNodeRegistrationFollowedToItsEnd: a provisioned host whose node the provisioner lost is
+// enrolled again, and that registration (which takes a while: Ironic checks the BMC) is followed
+// until it ends before the host adopts the node: a check that fails is the host's provisioned
+// registration error, not an adoption of a node that never finished registering.
+func TestLostNodeRegistrationFollowedToItsEnd(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{LateFailures: true, PollInterval: 50 * time.Millisecond})
+	startOperator(t, ns, fix, func(c *Config) { c.Backoff = func(int) time.Duration { return time.Hour } })
+	createHost(t, withImage(ns))
+	waitState(t, ns, "h", metal3.StateProvisioned)
+	registered := fix.RegisterCalls(ns, "h")
+
+	fix.SetLatency(fixture.OpRegister, 500*time.Millisecond)
+	fix.FailNextFor(ns, "h", fixture.OpRegister, 1)
+	fix.Forget(ns, "h")
+	poll.Until(t, "the failed registration reported", func() (bool, string) {
+		h := getHost(t, ns, "h")
+		return h.Status.ErrorType == metal3.ProvisionedRegistrationError, describe(h)
+	})
+	if n := fix.Count(ns, "h", fixture.OpAdopt); n != 0 {
+		t.Fatalf("adopted %d times a node whose registration failed", n)
+	}
+	if n := fix.RegisterCalls(ns, "h") - registered; n < 2 {
+		t.Fatalf("registration asked %d times: not followed to its end", n)
+	}
+}

@@ -158,6 +158,13 @@ func (s *hostScope) registerOnce() (outcome, bool) {
 		st.Provisioning.ID = id
 	}
 	if out, done := s.follow(res, errType, "the provisioner to register the host and check its BMC"); !done {
+		if res.Busy {
+			// Followed until it ends, whatever else the next reconcile sees: a host registered
+			// anew on a new node (its node lost) has the node's ID and unchanged inputs, and
+			// would act on a node still checking its BMC, which a BMC check that fails leaves
+			// (Ironic's enroll) with only an internal error to show.
+			s.regs.deferred(s.host.UID)
+		}
 		return out, false
 	}
 	s.registered, s.needsRegistration = true, false
