@@ -217,7 +217,7 @@ func TestSubscriptionProblems(t *testing.T) {
 func TestSubscriptionOfADetachedHost(t *testing.T) {
 	ns := env.Namespace(t)
 	fix := fixture.New(fixture.Config{})
-	start(t, ns, fix)
+	cache := startWith(t, ns, fix)
 	companiontest.NewHost(t, env.Client, fix, ns, "h")
 	create(t, newSubscription(ns, "s", "h", false))
 	waitSub(t, ns, "s", "created", func(s *metal3.BMCEventSubscription) bool { return s.Status.SubscriptionID != "" })
@@ -231,6 +231,16 @@ func TestSubscriptionOfADetachedHost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The controller reads the host from the manager's cache: deleted before the annotation
+	// reaches it, the subscription would be deleted from a BMC the test says is detached.
+	poll.Until(t, "the detached host in the controller's cache", func() (bool, string) {
+		cur := &metal3.BareMetalHost{}
+		if err := cache.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "h"}, cur); err != nil {
+			return false, err.Error()
+		}
+		_, detached := cur.Annotations[metal3.DetachedAnnotation]
+		return detached, fmt.Sprint(cur.Annotations)
+	})
 	deleteSub(t, ns, "s")
 	waitSubGone(t, ns, "s")
 	companiontest.WaitEvent(t, env.Client, ns, "BMCEventSubscription", "s", ReasonLeft)
