@@ -43,7 +43,7 @@ func ValidateHostFirmwareComponents(hfc *metal3.HostFirmwareComponents) field.Er
 			errs = append(errs, field.Required(p.Child("url"), "the firmware image to flash: an "+quoteSchemes(firmwareURLSchemes)+" URL"))
 		} else if parsed, err := parseURL(u.URL, firmwareURLSchemes...); err != nil {
 			errs = append(errs, field.Invalid(p.Child("url"), u.URL, fmt.Sprintf("%v (firmware for %q)", err, u.Component)))
-		} else if strings.EqualFold(parsed.Scheme, "file") && !ironicLocalFile(parsed) {
+		} else if strings.EqualFold(parsed.Scheme, "file") && !IronicLocalFile(parsed) {
 			errs = append(errs, field.Invalid(p.Child("url"), u.URL, fmt.Sprintf(
 				"a file URL names a file on Ironic's host: file:///<absolute path>, with no host but localhost (firmware for %q)", u.Component)))
 		}
@@ -55,8 +55,8 @@ func validNICID(id string) bool {
 	return id != "" && !strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r == 0x7f })
 }
 
-// ironicLocalFile: a file URL Ironic can copy, as the HostFirmwareComponents controller checks
-// it: no host (or localhost) and an absolute path to a file.
-func ironicLocalFile(u *url.URL) bool {
+// IronicLocalFile: a file URL Ironic can copy: no host (or localhost) and an absolute path to a
+// file. The HostFirmwareComponents controller checks its URLs with it too.
+func IronicLocalFile(u *url.URL) bool {
 	return (u.Host == "" || u.Host == "localhost") && strings.HasPrefix(u.Path, "/") && path.Clean(u.Path) != "/"
 }

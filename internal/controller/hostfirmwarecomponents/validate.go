@@ -3,11 +3,11 @@ package hostfirmwarecomponents
 import (
 	"fmt"
 	"net/url"
-	"path"
 	"slices"
 	"strings"
 
 	"github.com/metalforge/metalforge/internal/statustext"
+	"github.com/metalforge/metalforge/internal/webhooks"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 )
@@ -74,7 +74,7 @@ func validateURL(raw string) error {
 			return nil
 		}
 	case u.Scheme == "file":
-		if (u.Host == "" || u.Host == "localhost") && strings.HasPrefix(u.Path, "/") && path.Clean(u.Path) != "/" {
+		if webhooks.IronicLocalFile(u) {
 			return nil
 		}
 		if !strings.Contains(raw, "@") {

@@ -163,6 +163,15 @@ func Keychain(secret *corev1.Secret) (authn.Keychain, error) {
 	if secret == nil {
 		return authn.NewMultiKeychain(), nil
 	}
+	cf, err := dockerConfig(secret)
+	if err != nil {
+		return nil, err
+	}
+	return secretKeychain{cf: cf}, nil
+}
+
+// dockerConfig parses a pull Secret's docker config, without its credential helpers.
+func dockerConfig(secret *corev1.Secret) (*configfile.ConfigFile, error) {
 	var data []byte
 	switch ConfigKey(secret) {
 	case corev1.DockerConfigJsonKey:
@@ -178,7 +187,7 @@ func Keychain(secret *corev1.Secret) (authn.Keychain, error) {
 		return nil, fmt.Errorf("pull Secret %s/%s: not a valid docker config", secret.Namespace, secret.Name)
 	}
 	cf.CredentialsStore, cf.CredentialHelpers = "", nil
-	return secretKeychain{cf: cf}, nil
+	return cf, nil
 }
 
 // ConfigKey is the key of the pull Secret whose docker config Keychain reads:
@@ -201,15 +210,18 @@ func ConfigKey(secret *corev1.Secret) string {
 // ref (false for no Secret, an unreadable one or an unparsable reference), so that a refusal
 // can say whether credentials were sent at all.
 func HasCredentials(secret *corev1.Secret, ref string) bool {
-	kc, err := Keychain(secret)
-	if err != nil || secret == nil {
+	if secret == nil {
+		return false
+	}
+	cf, err := dockerConfig(secret)
+	if err != nil {
 		return false
 	}
 	parsed, err := name.ParseReference(ref)
 	if err != nil {
 		return false
 	}
-	_, ok := credentialsFor(kc.(secretKeychain).cf.AuthConfigs, parsed.Context().String())
+	_, ok := credentialsFor(cf.AuthConfigs, parsed.Context().String())
 	return ok
 }
 
