@@ -71,10 +71,10 @@ func (r *Reconciler) loadFirmwareChanges(ctx context.Context, s *hostScope) erro
 	case err != nil:
 		return fmt.Errorf("reading host firmware settings %s: %w", key, err)
 	default:
-		switch ready, judged := changeReady(hfs.Status.Conditions, string(metal3.FirmwareSettingsChangeDetected), string(metal3.FirmwareSettingsValid), hfs.Generation); {
+		switch ready, judged, invalid := changeReady(hfs.Status.Conditions, string(metal3.FirmwareSettingsChangeDetected), string(metal3.FirmwareSettingsValid), hfs.Generation); {
 		case !judged && len(hfs.Spec.Settings) > 0:
 			fw.uncheckedSettings = true
-		case judged && !valid(hfs.Status.Conditions, string(metal3.FirmwareSettingsValid)):
+		case invalid:
 			fw.invalidSettings = true
 		case ready:
 			schema, err := r.settingTypes(ctx, hfs)
@@ -95,10 +95,10 @@ func (r *Reconciler) loadFirmwareChanges(ctx context.Context, s *hostScope) erro
 	default:
 		fw.specUpdates = append([]metal3.FirmwareUpdate{}, hfc.Spec.Updates...)
 		fw.statusUpdates = slices.Clone(hfc.Status.Updates)
-		switch ready, judged := changeReady(hfc.Status.Conditions, string(metal3.HostFirmwareComponentsChangeDetected), string(metal3.HostFirmwareComponentsValid), hfc.Generation); {
+		switch ready, judged, invalid := changeReady(hfc.Status.Conditions, string(metal3.HostFirmwareComponentsChangeDetected), string(metal3.HostFirmwareComponentsValid), hfc.Generation); {
 		case !judged && len(hfc.Spec.Updates) > 0:
 			fw.uncheckedUpdates = true
-		case judged && !valid(hfc.Status.Conditions, string(metal3.HostFirmwareComponentsValid)):
+		case invalid:
 			fw.invalidUpdates = true
 		case ready:
 			fw.updates = hfc.PendingUpdates()
@@ -171,17 +171,12 @@ func (m *schemaMemory) put(key types.NamespacedName, version string, schema map[
 func (m *schemaMemory) forget(key types.NamespacedName) { m.m.Delete(key) }
 
 // changeReady: a change was detected and found valid (ready); judged: both conditions were
-// computed for the current generation.
-func changeReady(conds []metav1.Condition, changed, valid string, generation int64) (ready, judged bool) {
+// computed for the current generation; invalid: judged, and Valid is not True.
+func changeReady(conds []metav1.Condition, changed, valid string, generation int64) (ready, judged, invalid bool) {
 	c, v := conditions.Get(conds, changed), conditions.Get(conds, valid)
 	judged = c != nil && v != nil && c.ObservedGeneration == generation && v.ObservedGeneration == generation
-	return judged && c.Status == metav1.ConditionTrue && v.Status == metav1.ConditionTrue, judged
-}
-
-// valid: the Valid condition is True.
-func valid(conds []metav1.Condition, condType string) bool {
-	c := conditions.Get(conds, condType)
-	return c != nil && c.Status == metav1.ConditionTrue
+	invalid = judged && v.Status != metav1.ConditionTrue
+	return judged && c.Status == metav1.ConditionTrue && !invalid, judged, invalid
 }
 
 // loadUpdatePolicy reads the host's HostUpdatePolicy (same name), if any.
