@@ -270,6 +270,12 @@ type KernelStatus struct {
 	KernelVersion string `json:"kernelVersion"`
 	// Nodes is how many selected nodes run this kernel.
 	Nodes int32 `json:"nodes"`
+	// ClusterVersion is the cluster version this kernel's templates are rendered with: the
+	// cluster's version when the kernel was first seen, kept through later upgrades, so that an
+	// upgrade does not change the image of a kernel nodes still run (old SRO rendered each kernel
+	// with its own release's version too).
+	// +optional
+	ClusterVersion string `json:"clusterVersion,omitempty"`
 	// Image is the driver image for this kernel.
 	// +optional
 	Image string `json:"image,omitempty"`

@@ -19,8 +19,12 @@ import (
 // values are the template variables for kernel k (empty k: the values of manifests that are not
 // kernel-affine).
 func (r *Reconciler) values(s *scope, g *kernelGroup) recipe.Values {
+	cv := s.in.clusterVersion
+	if g != nil {
+		cv = kernelClusterVersion(s, g.kernel)
+	}
 	v := recipe.Values{
-		ClusterVersion: s.in.clusterVersion, ClusterVersionMajorMinor: kernel.MajorMinor(s.in.clusterVersion),
+		ClusterVersion: cv, ClusterVersionMajorMinor: kernel.MajorMinor(cv),
 		Namespace: s.in.namespace, PushSecretName: s.sr.Spec.DriverContainer.PullSecret, SpecialResource: s.sr,
 		Dependencies: map[string]recipe.Dependency{},
 	}
@@ -169,6 +173,18 @@ func (r *Reconciler) imageState(s *scope, in pullorbuild.Input) (ki kernelImage,
 // image may well appear (a mirror catching up).
 func newBuildFailure(res pullorbuild.Result, prev *sro.KernelStatus) bool {
 	return res.State == sro.ImageBuildFailed && !res.Unconfirmed && (prev == nil || prev.ImageState != sro.ImageBuildFailed)
+}
+
+// kernelClusterVersion is the cluster version kernel k's templates are rendered with: the one its
+// status entry keeps (the cluster's when the kernel was first seen), else the cluster's now. During
+// an upgrade the cluster's version changes long before the nodes reboot: a kernel still running
+// keeps its image (no rebuild, no driver roll under MCO's drains), and a kernel first seen during
+// the upgrade gets the new version.
+func kernelClusterVersion(s *scope, k string) string {
+	if prev := kernelStatus(s.sr, k); prev != nil && prev.ClusterVersion != "" {
+		return prev.ClusterVersion
+	}
+	return s.in.clusterVersion
 }
 
 // kernelStatus is the status entry of kernel k, or nil.

@@ -129,6 +129,50 @@ func TestKernelChange(t *testing.T) {
 	}
 }
 
+// TestUpgradeKeepsARunningKernelsClusterVersion: an image template with the cluster version. An
+// upgrade changes the cluster's version long before the nodes reboot: the kernel the nodes still
+// run keeps the version it was first rendered with (its image, its DaemonSet, no build), and the
+// kernel nodes reboot into during the upgrade gets the new one.
+func TestUpgradeKeepsARunningKernelsClusterVersion(t *testing.T) {
+	h := start(t)
+	h.node("a", kernelX, true)
+	h.node("b", kernelX, true)
+	h.push("vendor/kmod:4.14-" + kernelX)
+	h.push("vendor/kmod:4.15-" + kernelY)
+	sr := h.specialResource("kmod")
+	sr.Spec.DriverContainer.Image = h.registry + "/vendor/kmod:{{.ClusterVersionMajorMinor}}-{{.KernelFullVersion}}"
+	h.create(sr)
+	dss := h.waitDaemonSets(sr.Name, kernelX)
+	h.runDaemonSet(dss[kernelX], 2)
+	got := h.waitSR(sr.Name, "Ready on X", isTrue(sro.ConditionReady, ""))
+	if cv := got.Status.Kernels[0].ClusterVersion; cv != "4.14.3" {
+		t.Fatalf("kernel X's cluster version %q, want 4.14.3", cv)
+	}
+	xImage := dss[kernelX].Spec.Template.Spec.Containers[0].Image
+
+	h.setClusterVersion("4.15.1")
+	h.setKernel("a", kernelY)
+	dss = h.waitDaemonSets(sr.Name, kernelX, kernelY)
+	if img := dss[kernelX].Spec.Template.Spec.Containers[0].Image; img != xImage {
+		t.Fatalf("kernel X's image changed with the cluster version: %s, was %s", img, xImage)
+	}
+	if img, want := dss[kernelY].Spec.Template.Spec.Containers[0].Image, h.registry+"/vendor/kmod:4.15-"+kernelY; img != want {
+		t.Fatalf("kernel Y's image %s, want %s", img, want)
+	}
+	h.runDaemonSet(dss[kernelX], 1)
+	h.runDaemonSet(dss[kernelY], 1)
+	got = h.waitSR(sr.Name, "Ready on X and Y", isTrue(sro.ConditionReady, ""))
+	for _, k := range got.Status.Kernels {
+		want := map[string]string{kernelX: "4.14.3", kernelY: "4.15.1"}[k.KernelVersion]
+		if k.ClusterVersion != want || k.ImageState != sro.ImageExists {
+			t.Errorf("kernel %s: cluster version %q, image %s %s; want %s and an existing image", k.KernelVersion, k.ClusterVersion, k.Image, k.ImageState, want)
+		}
+	}
+	if n := h.builder.started(sr.Name); n != 0 {
+		t.Fatalf("%d builds started: the images exist", n)
+	}
+}
+
 func (h *harness) nodes() []corev1.Node {
 	h.t.Helper()
 	var list corev1.NodeList

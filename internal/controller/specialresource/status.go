@@ -56,7 +56,7 @@ func setStatus(sr *sro.SpecialResource, s *scope, out outcome, now metav1.Time) 
 func kernelStatuses(sr *sro.SpecialResource, s *scope) []sro.KernelStatus {
 	out := make([]sro.KernelStatus, 0, len(s.in.kernels))
 	for _, g := range s.in.kernels {
-		ks := sro.KernelStatus{KernelVersion: g.kernel, Nodes: int32(len(g.nodes))}
+		ks := sro.KernelStatus{KernelVersion: g.kernel, Nodes: int32(len(g.nodes)), ClusterVersion: kernelClusterVersion(s, g.kernel)}
 		if prev := kernelStatus(sr, g.kernel); prev != nil {
 			ks.Image, ks.ImageState, ks.DaemonSet, ks.Available = prev.Image, prev.ImageState, prev.DaemonSet, prev.Available
 		}

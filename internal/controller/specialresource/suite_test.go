@@ -53,6 +53,8 @@ type harness struct {
 
 	mu   sync.Mutex
 	logs map[string]string // pod name → log
+	// clusterVersion is what the operator reads as the cluster's version (setClusterVersion).
+	clusterVersion string
 
 	// reconciler is the operator's controller (a test makes it forget, as a restart does).
 	reconciler *Reconciler
@@ -126,7 +128,7 @@ func start(t *testing.T, opts ...func(*options)) *harness {
 	}
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(reg.Close)
-	h := &harness{t: t, registry: strings.TrimPrefix(reg.URL, "http://"), id: "t" + naming.Hash(t.Name()), logs: map[string]string{}}
+	h := &harness{t: t, registry: strings.TrimPrefix(reg.URL, "http://"), id: "t" + naming.Hash(t.Name()), logs: map[string]string{}, clusterVersion: "4.14.3"}
 
 	cacheOpts, clientOpts, err := cacheview.Options(nil, CacheViews(true)...)
 	if err != nil {
@@ -150,7 +152,11 @@ func start(t *testing.T, opts ...func(*options)) *harness {
 			defer h.mu.Unlock()
 			return h.logs[pod], nil
 		},
-		ClusterVersion: func(context.Context) (string, error) { return "4.14.3", nil },
+		ClusterVersion: func(context.Context) (string, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			return h.clusterVersion, nil
+		},
 	}
 	h.client = &countingClient{Client: mgr.GetClient(), creates: map[string]int{}}
 	r.Client = h.client
@@ -260,6 +266,14 @@ func (h *harness) push(repoTag string) string {
 
 // specialResource is a SpecialResource of the built-in recipe selecting the test's hardware,
 // with its image in the test's registry.
+// setClusterVersion changes the cluster's version, as an upgrade's start does (ClusterVersion's
+// desired version).
+func (h *harness) setClusterVersion(v string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.clusterVersion = v
+}
+
 func (h *harness) specialResource(name string) *sro.SpecialResource {
 	return &sro.SpecialResource{
 		ObjectMeta: metav1.ObjectMeta{Name: h.name(name)},
