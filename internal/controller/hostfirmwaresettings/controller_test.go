@@ -202,6 +202,23 @@ func TestValidationRules(t *testing.T) {
 		c.Message != "Settings that differ from the host's: PowerOnDelaySeconds, ProcTurboMode" {
 		t.Errorf("valid change: ChangeDetected %+v", c)
 	}
+
+	// A spec that copies the host's settings, a read-only one included, asks for no change: it is
+	// not judged (metal3 validates only a spec that differs), so GitOps copies of status stay Valid.
+	model := hfs.Status.Settings["SystemModelName"]
+	if model == "" {
+		t.Fatalf("the host reports no SystemModelName: %v", hfs.Status.Settings)
+	}
+	gen = setSpec(t, ns, "h", metal3.DesiredSettingsMap{"SystemModelName": str(model), "ProcTurboMode": str(hfs.Status.Settings["ProcTurboMode"])})
+	hfs = waitHFS(t, ns, "h", "a copy of the host's settings judged", func(hfs *metal3.HostFirmwareSettings) bool {
+		return current(hfs) && hfs.Generation == gen
+	})
+	if c := condition(hfs, metal3.FirmwareSettingsValid); c.Status != metav1.ConditionTrue || c.Reason != "Success" {
+		t.Errorf("a copy of the host's settings: Valid %+v", c)
+	}
+	if c := condition(hfs, metal3.FirmwareSettingsChangeDetected); c.Status != metav1.ConditionFalse {
+		t.Errorf("a copy of the host's settings: ChangeDetected %+v", c)
+	}
 }
 
 // TestRereadsWriteOnlyChanges: periodic re-reads of unchanged settings write nothing; a setting

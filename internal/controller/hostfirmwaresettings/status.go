@@ -58,9 +58,14 @@ func setStatus(hfs *metal3.HostFirmwareSettings, obs observed, now time.Time) ev
 	}
 	conditions.Set(&st.Conditions, change, gen, now)
 
-	errs := validateSettings(hfs.Spec.Settings, obs.schema)
-	if len(obs.settings) == 0 && len(hfs.Spec.Settings) > 0 {
-		errs = []error{errNoSettings}
+	// Only a spec that asks for a change is judged (metal3 validates only a spec that differs
+	// from the host's settings): a copy of status.settings, read-only settings included, is valid.
+	var errs []error
+	if len(changed) > 0 {
+		errs = validateSettings(hfs.Spec.Settings, obs.schema)
+		if len(obs.settings) == 0 {
+			errs = []error{errNoSettings}
+		}
 	}
 	prev := conditions.Get(st.Conditions, string(metal3.FirmwareSettingsValid))
 	wasInvalid, prevMsg := prev != nil && prev.Status == metav1.ConditionFalse, ""
