@@ -130,6 +130,9 @@ func (c *cleaner) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Re
 func (r *Reconciler) usersOfDeletedSchema() handler.EventHandler {
 	return handler.Funcs{
 		DeleteFunc: func(ctx context.Context, e ctrlevent.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			// Gone for the API: the memory of having created it a moment ago (which stops a
+			// create the cache does not show yet) would keep its users from creating it again.
+			r.schemas.forget(client.ObjectKeyFromObject(e.Object))
 			var users metal3.HostFirmwareSettingsList
 			if err := r.Client.List(ctx, &users, client.InNamespace(e.Object.GetNamespace()),
 				client.MatchingFields{schemaRefField: e.Object.GetName()}); err != nil {
