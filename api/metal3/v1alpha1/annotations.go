@@ -57,8 +57,9 @@ const (
 	SecretsFinalizer = BareMetalHostFinalizer + "/secret"
 	// HardwareDataFinalizer is put on HardwareData by the host controller.
 	HardwareDataFinalizer = BareMetalHostFinalizer + "/hardwareData"
-	// HostPreprovisioningImageFinalizer is put on a PreprovisioningImage by the host controller, so
-	// the image stays usable while the host still needs it during deletion.
+	// HostPreprovisioningImageFinalizer is a finalizer another controller may put on a
+	// PreprovisioningImage to keep its image served (ICC waits for it); the baremetal-operator
+	// adds none: it deletes the image only once the host no longer boots the agent.
 	HostPreprovisioningImageFinalizer = BareMetalHostFinalizer + "/preprovisioningImage"
 	// PreprovisioningImageFinalizer is put on a PreprovisioningImage by the image controller, which
 	// discards the built image before removing it.
