@@ -102,3 +102,13 @@ func (t *Tracker) Forget(key types.NamespacedName) {
 	defer t.mu.Unlock()
 	delete(t.entries, key)
 }
+
+// Len is how many objects the tracker remembers.
+func (t *Tracker) Len() int {
+	if t == nil {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.entries)
+}

@@ -222,6 +222,7 @@ func (r *Reconciler) deleteOwned(ctx context.Context, sr *sro.SpecialResource, g
 		if err := r.Client.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting %s %s: %w", gvk.Kind, objName(keyOf(u)), err)
 		}
+		r.applied.forget(u)
 	}
 	return nil
 }

@@ -118,6 +118,7 @@ func TestKernelChange(t *testing.T) {
 	h.runDaemonSet(dss[kernelX], 1)
 	h.runDaemonSet(dss[kernelY], 1)
 	h.waitSR(sr.Name, "Ready on X and Y", isTrue(sro.ConditionReady, ""))
+	remembered := h.reconciler.applied.size()
 
 	h.setKernel("b", kernelY)
 	h.waitDaemonSets(sr.Name, kernelY)
@@ -126,6 +127,11 @@ func TestKernelChange(t *testing.T) {
 	})
 	if got.Status.NodesMatching != 2 {
 		t.Fatalf("status %s", describe(got))
+	}
+	// The pruned DaemonSet of X is forgotten: the memory of applied objects does not grow with
+	// every kernel upgrade for the life of the process.
+	if n := h.reconciler.applied.size(); n >= remembered {
+		t.Fatalf("%d applied objects remembered after X's DaemonSet was deleted, %d before", n, remembered)
 	}
 }
 

@@ -168,6 +168,7 @@ func (r *Reconciler) pruneAndLabel(ctx context.Context, s *scope) error {
 		if err := r.Client.Delete(ctx, u, client.PropagationPolicy("Background")); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting %s %s: %w", u.GetKind(), objName(keyOf(u)), err)
 		}
+		r.applied.forget(u)
 		if k := u.GetAnnotations()[sro.KernelAnnotation]; k != "" && u.GetKind() == "DaemonSet" {
 			s.fx.events.Normal(reasonKernelRemoved, "DeleteDaemonSet", fmt.Sprintf("Deleted DaemonSet %s: no selected node runs kernel %s any more", u.GetName(), k))
 		}
