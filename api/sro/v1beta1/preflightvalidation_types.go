@@ -9,6 +9,12 @@ type PreflightValidationSpec struct {
 	// source.
 	// +kubebuilder:validation:MinLength=1
 	KernelVersion string `json:"kernelVersion"`
+	// ClusterVersion the cluster will run after the upgrade (e.g. 4.15.2), for templates that use
+	// ClusterVersion or ClusterVersionMajorMinor: a kernel first seen during the upgrade is
+	// rendered with the upgrade's version. Unset, such a SpecialResource is not verified
+	// (Unknown, naming this field): the current version would check another image.
+	// +optional
+	ClusterVersion string `json:"clusterVersion,omitempty"`
 }
 
 // VerificationStatus is the result of a SpecialResource's preflight check.

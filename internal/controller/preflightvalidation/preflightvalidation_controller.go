@@ -38,7 +38,8 @@ type Reconciler struct {
 	Recorder  recorder.EventRecorder
 	Registry  image.Registry
 	Builder   build.Builder
-	// ClusterVersion is given to templates (the current version: the upgrade's is not known).
+	// ClusterVersion is given to templates when spec.clusterVersion is empty (the current version;
+	// a SpecialResource whose rendering depends on it is then not verified).
 	ClusterVersion func(ctx context.Context) (string, error)
 	// RetryDelay is how often a PreflightValidation that is not verified looks again (builds
 	// and SpecialResources wake it sooner).
@@ -152,9 +153,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	if err := r.Client.List(ctx, &srs); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing SpecialResources: %w", err)
 	}
-	version, err := r.ClusterVersion(ctx)
-	if err != nil {
-		return ctrl.Result{}, err
+	version := pv.Spec.ClusterVersion
+	if version == "" {
+		var err error
+		if version, err = r.ClusterVersion(ctx); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	v := newVerifier(ctx, r, pv, srs.Items, version)
 	var checks []*check

@@ -307,6 +307,45 @@ func TestUpgradeableFalseThenTrue(t *testing.T) {
 	})
 }
 
+// TestPreflightClusterVersionTemplate: a driver image that depends on the cluster version is not
+// verified with the current version (the upgrade renders the new kernel with its own): Unknown,
+// naming spec.clusterVersion, even with the current version's image in the registry; with
+// spec.clusterVersion, the upgrade's image is checked.
+func TestPreflightClusterVersionTemplate(t *testing.T) {
+	w := startWorld(t)
+	sr := w.specialResource("cv", false, func(sr *sro.SpecialResource) {
+		sr.Spec.DriverContainer.Image = w.registry + "/vendor/cv:{{.ClusterVersionMajorMinor}}-{{.KernelFullVersion}}"
+	})
+	w.push("vendor/cv:4.15-" + kernelZ) // the current version's: not what the upgrade will run
+	w.push("vendor/cv:4.16-" + kernelZ)
+	pv := &sro.PreflightValidation{ObjectMeta: metav1.ObjectMeta{Name: "upgrade-" + sr.Name}, Spec: sro.PreflightValidationSpec{KernelVersion: kernelZ}}
+	if err := env.Client.Create(context.Background(), pv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) })
+	var v sro.SpecialResourceVerification
+	poll.Until(t, "cv judged", func() (bool, string) {
+		v = verification(getPV(t, pv.Name), sr.Name)
+		return v.VerificationStatus != "" && v.StatusReason != "", fmt.Sprintf("%+v", v)
+	})
+	if v.VerificationStatus != sro.VerificationUnknown || !strings.HasPrefix(v.StatusReason, "spec.clusterVersion: ") {
+		t.Fatalf("without spec.clusterVersion: %+v; want Unknown naming spec.clusterVersion", v)
+	}
+
+	got := getPV(t, pv.Name)
+	got.Spec.ClusterVersion = "4.16.1"
+	if err := env.Client.Update(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "cv verified with the upgrade's version", func() (bool, string) {
+		v = verification(getPV(t, pv.Name), sr.Name)
+		return v.VerificationStatus == sro.VerificationTrue, fmt.Sprintf("%+v", v)
+	})
+	if want := w.registry + "/vendor/cv:4.16-" + kernelZ; v.Image != want {
+		t.Fatalf("image %s, want %s", v.Image, want)
+	}
+}
+
 // TestPreflightFailedBuild: a failed build makes the SpecialResource's check Error and the
 // ClusterOperator Upgradeable=False with PreflightValidationFailed and the build's reason; a
 // SpecialResource with no image and no source is False.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/image"
 	"github.com/metalforge/metalforge/internal/sro/kernel"
@@ -12,6 +14,10 @@ import (
 	"github.com/metalforge/metalforge/internal/sro/recipe"
 	"github.com/metalforge/metalforge/internal/sro/validation"
 )
+
+// sentinelClusterVersion is a version no cluster runs: a spec that renders otherwise with it
+// depends on the cluster version.
+const sentinelClusterVersion = "999.999.999"
 
 // verifier checks every SpecialResource for one kernel, each after the dependencies whose image
 // it uses: as the SpecialResource controller renders a SpecialResource only once its
@@ -98,11 +104,24 @@ func (v *verifier) verify(sr *sro.SpecialResource) (check, error) {
 		return fail(sro.VerificationUnknown, "waiting for dependencies: "+strings.Join(ds.waiting, "; "))
 	}
 	k, ns := v.kernel, sr.TargetNamespace()
-	vals := recipe.WithKernel(recipe.Values{Namespace: ns, ClusterVersion: v.clusterVersion, ClusterVersionMajorMinor: kernel.MajorMinor(v.clusterVersion),
-		PushSecretName: sr.Spec.DriverContainer.PullSecret, SpecialResource: sr, Dependencies: ds.values}, k, nil)
-	first, err := recipe.FirstPass(sr, vals)
+	values := func(clusterVersion string) recipe.Values {
+		return recipe.WithKernel(recipe.Values{Namespace: ns, ClusterVersion: clusterVersion, ClusterVersionMajorMinor: kernel.MajorMinor(clusterVersion),
+			PushSecretName: sr.Spec.DriverContainer.PullSecret, SpecialResource: sr, Dependencies: ds.values}, k, nil)
+	}
+	first, err := recipe.FirstPass(sr, values(v.clusterVersion))
 	if err != nil {
 		return specError(err.Error())
+	}
+	if v.pv.Spec.ClusterVersion == "" {
+		// The upgrade renders the new kernel with its own version (the SpecialResource controller
+		// keeps each kernel's): a spec that renders otherwise with another version cannot be
+		// checked with the current one.
+		other, err := recipe.FirstPass(sr, values(sentinelClusterVersion))
+		if err == nil && !equality.Semantic.DeepEqual(first.Spec, other.Spec) {
+			c.final = true
+			return fail(sro.VerificationUnknown, "spec.clusterVersion: the driver image or build of kernel "+k+
+				" depends on the cluster version; set spec.clusterVersion to the version the cluster upgrades to")
+		}
 	}
 	img, err := image.For(first.Spec.DriverContainer, k)
 	if err != nil {
