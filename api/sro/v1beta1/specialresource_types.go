@@ -315,6 +315,11 @@ type SpecialResourceStatus struct {
 	// ObservedGeneration is the generation this status was computed from.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// ReadyGeneration is the last generation the SpecialResource was Ready at: Progressing at that
+	// generation is a driver pod coming up on a rebooted or new node, not a rollout of the spec
+	// (the ClusterOperator's Progressing counts only rollouts, as OpenShift asks).
+	// +optional
+	ReadyGeneration int64 `json:"readyGeneration,omitempty"`
 	// Conditions: Ready, Progressing and Errored; exactly one of them is True.
 	// +optional
 	// +listType=map

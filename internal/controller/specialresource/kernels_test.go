@@ -76,8 +76,8 @@ func TestOneDaemonSetPerKernel(t *testing.T) {
 	}
 	h.runDaemonSet(dss[kernelY], 2)
 	got = h.waitSR(sr.Name, "Ready", isTrue(sro.ConditionReady, sro.ReasonSuccess))
-	if got.Status.NodesServed != 5 || got.Status.State != "Ready" {
-		t.Fatalf("Ready: %s", describe(got))
+	if got.Status.NodesServed != 5 || got.Status.State != "Ready" || got.Status.ReadyGeneration != got.Generation {
+		t.Fatalf("Ready: %s, ready generation %d of %d", describe(got), got.Status.ReadyGeneration, got.Generation)
 	}
 	poll.Until(t, "state 1000 on every hardware node", func() (bool, string) {
 		for _, n := range h.nodes() {

@@ -31,6 +31,9 @@ func setStatus(sr *sro.SpecialResource, s *scope, out outcome, now metav1.Time) 
 		conditions.Set(&st.Conditions, c, sr.Generation, now.Time)
 	}
 	st.ObservedGeneration = sr.Generation
+	if out.condition == sro.ConditionReady {
+		st.ReadyGeneration = sr.Generation
+	}
 	st.State = out.state
 	// During a move, the namespace left stays named until nothing of ours is left in it: the
 	// record a restarted operator finishes the move from (move.go).

@@ -39,7 +39,13 @@ const (
 	ReasonPreflightPending   = "PreflightValidationPending"
 	ReasonPreflightFailed    = "PreflightValidationFailed"
 	ReasonProgressing        = "SpecialResourcesProgressing"
+	ReasonErrored            = "SpecialResourcesErrored"
 )
+
+// DegradedAfter is how long a SpecialResource stays Errored before the ClusterOperator is
+// Degraded: OpenShift's Degraded is a failure that persists and needs an administrator, not one
+// a retry may end (a registry briefly refusing, a build being retried).
+const DegradedAfter = 10 * time.Minute
 
 var metricUpgradeAlert = prometheus.NewGauge(prometheus.GaugeOpts{
 	Name: "sro_upgrade_alert",
@@ -91,13 +97,23 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// conditionsChanged passes SpecialResources created, deleted, or whose True condition changed.
+// conditionsChanged passes SpecialResources created, deleted, edited, or whose True condition or
+// ready generation changed.
 func conditionsChanged() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, okO := e.ObjectOld.(*sro.SpecialResource)
 		n, okN := e.ObjectNew.(*sro.SpecialResource)
-		return !okO || !okN || trueCondition(o) != trueCondition(n)
+		return !okO || !okN || trueCondition(o) != trueCondition(n) || o.Generation != n.Generation ||
+			o.Status.ReadyGeneration != n.Status.ReadyGeneration || erroredMessage(o) != erroredMessage(n)
 	}}
+}
+
+// erroredMessage is the message of sr's Errored condition when True (Degraded repeats it).
+func erroredMessage(sr *sro.SpecialResource) string {
+	if c := conditions.Get(sr.Status.Conditions, sro.ConditionErrored); c != nil && c.Status == metav1.ConditionTrue {
+		return c.Message
+	}
+	return ""
 }
 
 func trueCondition(sr *sro.SpecialResource) string {
@@ -119,7 +135,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (ctrl.R
 	if err := r.Client.List(ctx, &srs); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing SpecialResources: %w", err)
 	}
-	want := Conditions(pvs.Items, srs.Items)
+	want, recheck := Conditions(pvs.Items, srs.Items, r.now())
 	co := &configv1.ClusterOperator{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: r.Name}, co); apierrors.IsNotFound(err) {
 		co = &configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: r.Name, Labels: map[string]string{sro.OwnedLabel: naming.LabelValue(r.Name)}}}
@@ -146,13 +162,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (ctrl.R
 		alert = 1
 	}
 	metricUpgradeAlert.Set(alert)
+	// Nothing wakes the controller when a SpecialResource has been Errored for DegradedAfter.
+	res := ctrl.Result{RequeueAfter: recheck}
 	if equality.Semantic.DeepEqual(before.Status, co.Status) {
-		return ctrl.Result{}, nil
+		return res, nil
 	}
 	if err := r.Client.Status().Patch(ctx, co, client.MergeFrom(before)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing the status of ClusterOperator %s: %w", r.Name, err)
 	}
-	return ctrl.Result{}, nil
+	return res, nil
 }
 
 // driverNamespaces are the namespaces the SpecialResources' drivers run in (their DaemonSets,
@@ -173,28 +191,53 @@ func driverNamespaces(srs []sro.SpecialResource, operator string) []configv1.Obj
 	return out
 }
 
-// Conditions are the ClusterOperator's conditions (without times) for these objects.
-func Conditions(pvs []sro.PreflightValidation, srs []sro.SpecialResource) []configv1.ClusterOperatorStatusCondition {
+// Conditions are the ClusterOperator's conditions (without times) for these objects at now, and
+// when to look again (0: no need) for a SpecialResource Errored for less than DegradedAfter.
+//
+// Progressing counts the SpecialResources rolling out their spec: Progressing and not yet Ready at
+// their generation. One that was Ready at it and waits for a driver pod on a node that rebooted
+// (every node, during an upgrade) or joined is not (OpenShift: not Progressing only because
+// DaemonSets adjust to a node reboot or scale-up). Degraded names those Errored for DegradedAfter.
+func Conditions(pvs []sro.PreflightValidation, srs []sro.SpecialResource, now time.Time) ([]configv1.ClusterOperatorStatusCondition, time.Duration) {
 	cond := func(t configv1.ClusterStatusConditionType, st configv1.ConditionStatus, reason, msg string) configv1.ClusterOperatorStatusCondition {
 		return configv1.ClusterOperatorStatusCondition{Type: t, Status: st, Reason: reason, Message: message.Sanitize(msg)}
 	}
-	var progressing []string
+	var progressing, errored []string
+	var recheck time.Duration
 	for _, sr := range srs {
-		if conditions.IsTrue(sr.Status.Conditions, sro.ConditionProgressing) {
+		if !sr.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if conditions.IsTrue(sr.Status.Conditions, sro.ConditionProgressing) && sr.Status.ReadyGeneration < sr.Generation {
 			progressing = append(progressing, sr.Name)
+		}
+		if c := conditions.Get(sr.Status.Conditions, sro.ConditionErrored); c != nil && c.Status == metav1.ConditionTrue {
+			if left := DegradedAfter - now.Sub(c.LastTransitionTime.Time); left > 0 {
+				if recheck == 0 || left < recheck {
+					recheck = left
+				}
+			} else {
+				errored = append(errored, sr.Name+": "+c.Message)
+			}
 		}
 	}
 	slices.Sort(progressing)
+	slices.Sort(errored)
+	degraded := cond(configv1.OperatorDegraded, configv1.ConditionFalse, ReasonAsExpected, "")
+	if len(errored) > 0 {
+		degraded = cond(configv1.OperatorDegraded, configv1.ConditionTrue, ReasonErrored,
+			fmt.Sprintf("Errored for more than %s: %s", DegradedAfter, strings.Join(errored, "; ")))
+	}
 	out := []configv1.ClusterOperatorStatusCondition{
 		cond(configv1.OperatorAvailable, configv1.ConditionTrue, ReasonAsExpected, fmt.Sprintf("managing %d SpecialResources", len(srs))),
-		cond(configv1.OperatorDegraded, configv1.ConditionFalse, ReasonAsExpected, ""),
+		degraded,
 	}
 	if len(progressing) > 0 {
 		out = append(out, cond(configv1.OperatorProgressing, configv1.ConditionTrue, ReasonProgressing, "progressing: "+message.List(progressing)))
 	} else {
 		out = append(out, cond(configv1.OperatorProgressing, configv1.ConditionFalse, ReasonAsExpected, ""))
 	}
-	return append(out, upgradeable(pvs))
+	return append(out, upgradeable(pvs)), recheck
 }
 
 // upgradeable is False while some PreflightValidation is not verified: Failed when a

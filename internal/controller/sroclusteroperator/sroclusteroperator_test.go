@@ -76,6 +76,50 @@ func TestUpgradeable(t *testing.T) {
 	}
 }
 
+// TestDegradedAndProgressing: one row per rule of the Degraded and Progressing conditions.
+func TestDegradedAndProgressing(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	sr := func(name string, gen, readyGen int64, cond, msg string, since time.Duration) sro.SpecialResource {
+		s := sro.SpecialResource{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: gen}}
+		s.Status.ReadyGeneration = readyGen
+		conditions.Set(&s.Status.Conditions, conditions.True(cond, "R", msg), gen, now.Add(-since))
+		return s
+	}
+	tests := map[string]struct {
+		srs                   []sro.SpecialResource
+		degraded, progressing configv1.ConditionStatus
+		msg                   []string
+		recheck               time.Duration
+	}{
+		"errored a moment":  {srs: []sro.SpecialResource{sr("a", 1, 0, sro.ConditionErrored, "build failed", 4*time.Minute)}, degraded: configv1.ConditionFalse, progressing: configv1.ConditionFalse, recheck: 6 * time.Minute},
+		"errored for long":  {srs: []sro.SpecialResource{sr("a", 1, 0, sro.ConditionErrored, "build failed", 11*time.Minute), sr("b", 1, 0, sro.ConditionErrored, "image missing", time.Minute)}, degraded: configv1.ConditionTrue, progressing: configv1.ConditionFalse, msg: []string{"a: build failed"}, recheck: 9 * time.Minute},
+		"a rollout":         {srs: []sro.SpecialResource{sr("a", 2, 1, sro.ConditionProgressing, "", time.Minute)}, degraded: configv1.ConditionFalse, progressing: configv1.ConditionTrue},
+		"the first install": {srs: []sro.SpecialResource{sr("a", 1, 0, sro.ConditionProgressing, "", time.Minute)}, degraded: configv1.ConditionFalse, progressing: configv1.ConditionTrue},
+		"a node rebooting":  {srs: []sro.SpecialResource{sr("a", 2, 2, sro.ConditionProgressing, "", time.Minute)}, degraded: configv1.ConditionFalse, progressing: configv1.ConditionFalse},
+		"ready":             {srs: []sro.SpecialResource{sr("a", 2, 2, sro.ConditionReady, "", time.Hour)}, degraded: configv1.ConditionFalse, progressing: configv1.ConditionFalse},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, recheck := Conditions(nil, tc.srs, now)
+			d, p := find(got, configv1.OperatorDegraded), find(got, configv1.OperatorProgressing)
+			if d.Status != tc.degraded || p.Status != tc.progressing || recheck != tc.recheck {
+				t.Fatalf("Degraded %s %q, Progressing %s %q, recheck %s; want %s, %s, %s", d.Status, d.Message, p.Status, p.Message, recheck, tc.degraded, tc.progressing, tc.recheck)
+			}
+			if tc.degraded == configv1.ConditionTrue && d.Reason != ReasonErrored {
+				t.Errorf("Degraded reason %s", d.Reason)
+			}
+			for _, m := range tc.msg {
+				if !strings.Contains(d.Message, m) {
+					t.Errorf("Degraded message %q lacks %q", d.Message, m)
+				}
+			}
+			if strings.Contains(d.Message, "b: ") {
+				t.Errorf("Degraded message %q names b, errored a minute only", d.Message)
+			}
+		})
+	}
+}
+
 // TestClusterOperatorWritten: the ClusterOperator is created at start; a condition's time moves
 // only when its status changes; conditions of other types stay; Progressing follows the
 // SpecialResources.
