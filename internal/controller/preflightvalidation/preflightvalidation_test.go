@@ -316,6 +316,12 @@ func TestPreflightClusterVersionTemplate(t *testing.T) {
 	sr := w.specialResource("cv", false, func(sr *sro.SpecialResource) {
 		sr.Spec.DriverContainer.Image = w.registry + "/vendor/cv:{{.ClusterVersionMajorMinor}}-{{.KernelFullVersion}}"
 	})
+	// The cluster version in what the driver runs with only: the image and its build do not
+	// depend on it, so the check stands.
+	runArgs := w.specialResource("runargs", false, func(sr *sro.SpecialResource) {
+		sr.Spec.DriverContainer.RunArgs = []sro.RunArg{{Name: "OCP", Value: "{{.ClusterVersion}}"}}
+	})
+	w.push("vendor/runargs:" + kernelZ)
 	w.push("vendor/cv:4.15-" + kernelZ) // the current version's: not what the upgrade will run
 	w.push("vendor/cv:4.16-" + kernelZ)
 	pv := &sro.PreflightValidation{ObjectMeta: metav1.ObjectMeta{Name: "upgrade-" + sr.Name}, Spec: sro.PreflightValidationSpec{KernelVersion: kernelZ}}
@@ -330,6 +336,9 @@ func TestPreflightClusterVersionTemplate(t *testing.T) {
 	})
 	if v.VerificationStatus != sro.VerificationUnknown || !strings.HasPrefix(v.StatusReason, "spec.clusterVersion: ") {
 		t.Fatalf("without spec.clusterVersion: %+v; want Unknown naming spec.clusterVersion", v)
+	}
+	if r := verification(getPV(t, pv.Name), runArgs.Name); r.VerificationStatus != sro.VerificationTrue {
+		t.Fatalf("the cluster version in run arguments only: %+v; want True", r)
 	}
 
 	got := getPV(t, pv.Name)

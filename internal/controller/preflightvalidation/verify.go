@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/image"
 	"github.com/metalforge/metalforge/internal/sro/kernel"
@@ -18,6 +16,15 @@ import (
 // sentinelClusterVersion is a version no cluster runs: a spec that renders otherwise with it
 // depends on the cluster version.
 const sentinelClusterVersion = "999.999.999"
+
+// upgradeView is what the upgrade uses of a spec rendered for kernel k: the driver image and the
+// build that makes it.
+func upgradeView(first *sro.SpecialResource, ns, k string) (img, build string, err error) {
+	if img, err = image.For(first.Spec.DriverContainer, k); err != nil {
+		return "", "", err
+	}
+	return img, pullorbuild.BuildName(pullorbuild.Input{SR: first, Namespace: ns, Kernel: k, Image: img}), nil
+}
 
 // verifier checks every SpecialResource for one kernel, each after the dependencies whose image
 // it uses: as the SpecialResource controller renders a SpecialResource only once its
@@ -108,24 +115,36 @@ func (v *verifier) verify(sr *sro.SpecialResource) (check, error) {
 		return recipe.WithKernel(recipe.Values{Namespace: ns, ClusterVersion: clusterVersion, ClusterVersionMajorMinor: kernel.MajorMinor(clusterVersion),
 			PushSecretName: sr.Spec.DriverContainer.PullSecret, SpecialResource: sr, Dependencies: ds.values}, k, nil)
 	}
-	first, err := recipe.FirstPass(sr, values(v.clusterVersion))
+	// The cluster version the SpecialResource controller renders the kernel with: the one it kept
+	// for a kernel it serves already, else the version when it first sees the kernel (during the
+	// upgrade: the upgrade's).
+	clusterVersion, pinned := v.clusterVersion, false
+	for _, ks := range sr.Status.Kernels {
+		if ks.KernelVersion == k && ks.ClusterVersion != "" {
+			clusterVersion, pinned = ks.ClusterVersion, true
+		}
+	}
+	first, err := recipe.FirstPass(sr, values(clusterVersion))
 	if err != nil {
 		return specError(err.Error())
 	}
-	if v.pv.Spec.ClusterVersion == "" {
-		// The upgrade renders the new kernel with its own version (the SpecialResource controller
-		// keeps each kernel's): a spec that renders otherwise with another version cannot be
-		// checked with the current one.
+	img, build, err := upgradeView(first, ns, k)
+	if err != nil {
+		return specError(err.Error())
+	}
+	if !pinned && v.pv.Spec.ClusterVersion == "" {
+		// Rendered with the current version, which is not the upgrade's: only a spec whose image
+		// and build do not depend on it can be checked.
 		other, err := recipe.FirstPass(sr, values(sentinelClusterVersion))
-		if err == nil && !equality.Semantic.DeepEqual(first.Spec, other.Spec) {
+		var otherImg, otherBuild string
+		if err == nil {
+			otherImg, otherBuild, err = upgradeView(other, ns, k)
+		}
+		if err != nil || otherImg != img || otherBuild != build {
 			c.final = true
 			return fail(sro.VerificationUnknown, "spec.clusterVersion: the driver image or build of kernel "+k+
 				" depends on the cluster version; set spec.clusterVersion to the version the cluster upgrades to")
 		}
-	}
-	img, err := image.For(first.Spec.DriverContainer, k)
-	if err != nil {
-		return specError(err.Error())
 	}
 	if img == "" {
 		return fail(sro.VerificationFalse, "no kernelMappings entry matches the kernel and spec.driverContainer.image is empty")

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
@@ -226,8 +227,12 @@ func clusterVersion(reader client.Reader, disc discovery.ServerVersionInterface,
 		}
 		v := ""
 		if _, err := c.RESTMapper().RESTMapping(configv1.GroupVersion.WithKind("ClusterVersion").GroupKind(), "v1"); err == nil {
+			// A read that fails is an error, not the Kubernetes version: each kernel keeps the
+			// version it was first rendered with, and a stand-in would stay with it.
 			cv := &configv1.ClusterVersion{}
-			if err := reader.Get(ctx, client.ObjectKey{Name: "version"}, cv); err == nil {
+			if err := reader.Get(ctx, client.ObjectKey{Name: "version"}, cv); err != nil && !apierrors.IsNotFound(err) {
+				return "", fmt.Errorf("reading ClusterVersion version: %w", err)
+			} else if err == nil {
 				v = cv.Status.Desired.Version
 			}
 		}
