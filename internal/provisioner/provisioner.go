@@ -277,6 +277,10 @@ type Registrar interface {
 	Detach(ctx context.Context, host Host) (Result, error)
 	// Delete removes the host from the engine for good.
 	Delete(ctx context.Context, host Host) (Result, error)
+	// StopForDeletion ends what the engine does with a deleted host before it is powered off: an
+	// operation waiting for the agent is aborted (it would hold the power off until the engine's
+	// timeout), a running one is waited for (Busy).
+	StopForDeletion(ctx context.Context, host Host) (Result, error)
 }
 
 // InspectOptions tune Inspect.

@@ -66,6 +66,16 @@ func handlePoweringOffBeforeDelete(s *hostScope) outcome {
 	if st.ErrorType == metal3.PowerManagementError && st.ErrorCount > maxDeleteErrors {
 		return advanceKeepingError(metal3.StateDeleting)
 	}
+	// What the provisioner does with the host ends first: an inspection or a manual cleaning
+	// waiting for the agent held the power off until the provisioner's timeout (30 min), and a
+	// server still off at the start of one is powered on by the provisioner after it.
+	res, err := s.prov.StopForDeletion(s.ctx, s.provHost())
+	if err != nil {
+		return s.provError(err, "stopping the operation of")
+	}
+	if out, done := s.follow(res, metal3.PowerManagementError, "the provisioner to stop its operation before deletion"); !done {
+		return out
+	}
 	on, known, err := s.prov.PowerState(s.ctx, s.provHost())
 	if err != nil {
 		return s.provError(err, "reading the power state of")
@@ -74,7 +84,7 @@ func handlePoweringOffBeforeDelete(s *hostScope) outcome {
 		st.PoweredOn = false
 		return advance(metal3.StateDeleting)
 	}
-	res, err := s.prov.PowerOff(s.ctx, s.provHost(), metal3.RebootModeHard, true)
+	res, err = s.prov.PowerOff(s.ctx, s.provHost(), metal3.RebootModeHard, true)
 	if err != nil {
 		return s.provError(err, "powering off")
 	}

@@ -23,10 +23,11 @@ func TestDeleteFromEveryState(t *testing.T) {
 		release bool
 		// then: what to do once the host is there (before deletion).
 		then func(t *testing.T, ns string, h *metal3.BareMetalHost)
-		// powerOffs and deprovisions the deletion must cause (a host that is off is not
-		// powered off again).
-		powerOffs, deprovisions int
-		noSecret                bool
+		// powerOffs, deprovisions and aborts the deletion must cause (a host that is off is not
+		// powered off again; an operation waiting for the agent is aborted first, or the power
+		// off waited for the provisioner's timeout).
+		powerOffs, deprovisions, aborts int
+		noSecret                        bool
 	}{
 		metal3.StateUnmanaged: {build: func(ns string) *metal3.BareMetalHost {
 			h := newHost(ns, "h").Build()
@@ -34,8 +35,8 @@ func TestDeleteFromEveryState(t *testing.T) {
 			return h
 		}, noSecret: true},
 		metal3.StateRegistering:  {build: noImage, holdOp: fixture.OpRegister},
-		metal3.StateInspecting:   {build: noImage, holdOp: fixture.OpInspect},
-		metal3.StatePreparing:    {build: withHints, holdOp: fixture.OpPrepare},
+		metal3.StateInspecting:   {build: noImage, holdOp: fixture.OpInspect, aborts: 1},
+		metal3.StatePreparing:    {build: withHints, holdOp: fixture.OpPrepare, aborts: 1},
 		metal3.StateAvailable:    {build: noImage, powerOffs: 1},
 		metal3.StateProvisioning: {build: withImage, holdOp: fixture.OpProvision, deprovisions: 1},
 		metal3.StateProvisioned:  {build: withImage, deprovisions: 1},
@@ -100,6 +101,9 @@ func TestDeleteFromEveryState(t *testing.T) {
 			}
 			if got := fix.Count(ns, "h", fixture.OpDeprovision); got != tc.deprovisions {
 				t.Errorf("deprovisioned %d times, want %d", got, tc.deprovisions)
+			}
+			if got := fix.Count(ns, "h", fixture.OpAbort); got != tc.aborts {
+				t.Errorf("aborted %d operations, want %d", got, tc.aborts)
 			}
 		})
 	}

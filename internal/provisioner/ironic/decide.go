@@ -403,6 +403,35 @@ func provisionStateChanging(n *nodes.Node) bool {
 	return n.TargetProvisionState != "" && !failedStates[state(n)] // history.go
 }
 
+// decideBeforeDeletion: what the node of a deleted host does ends before the host is powered off
+// (metal3 #2478). An operation waiting for the agent (an inspection, a manual cleaning, a live
+// update, a rescue; a deployment where Ironic can abort it) is aborted: otherwise the power off
+// waits until Ironic's callback timeout (30 min) fails it. A running one (inspecting, cleaning, an
+// automated cleaning waiting for its agent) is waited for, even with the server still off: Ironic
+// powers it on from there, so the host must not be taken for off and its node deleted with the
+// server left running the agent.
+func decideBeforeDeletion(n *nodes.Node, f Features) decision {
+	if !provisionStateChanging(n) {
+		if tearingDown(n) {
+			return do(actWaitShort) // an abort's tear-down: power changes would be refused (409)
+		}
+		return do(actDone)
+	}
+	switch state(n) {
+	case nodes.InspectWait, nodes.ServiceWait, nodes.ServiceHold, nodes.RescueWait, nodes.DeployHold:
+		return do(actAbort)
+	case nodes.CleanWait, nodes.CleanHold:
+		if n.TargetProvisionState == string(nodes.Manageable) {
+			return do(actAbort)
+		}
+	case nodes.DeployWait:
+		if f.DeployWaitAbort {
+			return do(actAbort)
+		}
+	}
+	return do(actWaitShort)
+}
+
 // decidePowerOn: last is the power change this provisioner asked for last ("" when none): asked,
 // not pending, not on, and Ironic recorded an error means the power on failed.
 func decidePowerOn(n *nodes.Node, last string) decision {

@@ -201,6 +201,30 @@ func TestDecideDeprovisioning(t *testing.T) {
 	})
 }
 
+func TestDecideBeforeDeletion(t *testing.T) {
+	abortable := Features{DeployWaitAbort: true}
+	checkDecisions(t, map[string]decideCase{
+		"inspect wait":              {got: decideBeforeDeletion(node(nodes.InspectWait, target("manageable")), Features{}), want: actAbort},
+		"manual clean wait":         {got: decideBeforeDeletion(node(nodes.CleanWait, target("manageable")), Features{}), want: actAbort},
+		"manual clean hold":         {got: decideBeforeDeletion(node(nodes.CleanHold, target("manageable")), Features{}), want: actAbort},
+		"automated clean wait":      {got: decideBeforeDeletion(node(nodes.CleanWait, target("available")), Features{}), want: actWaitShort},
+		"service wait":              {got: decideBeforeDeletion(node(nodes.ServiceWait, target("active")), Features{}), want: actAbort},
+		"rescue wait":               {got: decideBeforeDeletion(node(nodes.RescueWait, target("rescue")), Features{}), want: actAbort},
+		"deploy hold":               {got: decideBeforeDeletion(node(nodes.DeployHold, target("active")), Features{}), want: actAbort},
+		"deploy wait, abortable":    {got: decideBeforeDeletion(node(nodes.DeployWait, target("active")), abortable), want: actAbort},
+		"deploy wait, before 1.110": {got: decideBeforeDeletion(node(nodes.DeployWait, target("active")), Features{}), want: actWaitShort},
+		// Ironic powers the server on from these: the host must not be taken for off.
+		"inspecting, server off":     {got: decideBeforeDeletion(node(nodes.Inspecting, target("manageable"), power(powerOff, "")), Features{}), want: actWaitShort},
+		"cleaning":                   {got: decideBeforeDeletion(node(nodes.Cleaning, target("manageable")), Features{}), want: actWaitShort},
+		"inspect failed":             {got: decideBeforeDeletion(node(nodes.InspectFail, target("manageable")), Features{}), want: actDone},
+		"clean failed":               {got: decideBeforeDeletion(node(nodes.CleanFail, target("manageable")), Features{}), want: actDone},
+		"clean failed, tearing down": {got: decideBeforeDeletion(node(nodes.CleanFail, target("manageable"), reserved), Features{}), want: actWaitShort},
+		"manageable":                 {got: decideBeforeDeletion(node(nodes.Manageable), Features{}), want: actDone},
+		"available":                  {got: decideBeforeDeletion(node(nodes.Available), Features{}), want: actDone},
+		"active":                     {got: decideBeforeDeletion(node(nodes.Active), Features{}), want: actDone},
+	})
+}
+
 func TestDecideAdoption(t *testing.T) {
 	withImage := func(n *nodes.Node) { n.InstanceInfo["image_source"] = "http://x/img" }
 	checkDecisions(t, map[string]decideCase{

@@ -713,11 +713,33 @@ func TestStalledNodeDeletedAndRegisteredAgain(t *testing.T) {
 	}
 }
 
-// TestInspectionSkippedWhileWaiting: inspection disabled while the node waits for an agent that
-// never reports (it lost its token: it looks itself up for ever): the inspection is aborted and
-// the node made manageable again, where preparing starts; before, the host waited for Ironic's
-// inspection timeout and retried the inspection for ever.
-func TestInspectionSkippedWhileWaiting(t *testing.T) {
+// TestDeletionAbortsAnInspectionWaitingForItsAgent: a host deleted while Ironic's inspection waits
+// for an agent that will not answer (its token lost) is stopped, powered off and removed at once:
+// the power off alone waits for as long as the node is in inspect wait (the provisioner does not
+// change the power of a node whose provision state is changing), until Ironic's 30 min callback
+// timeout.
+func TestDeletionAbortsAnInspectionWaitingForItsAgent(t *testing.T) {
+	p, host := inspectionWaitingForLostAgent(t)
+	waitNode(t, p, host, "the server on", func(n *nodes.Node) bool { return n.PowerState == powerOn })
+	if res, err := p.PowerOff(context.Background(), host, metal3.RebootModeHard, true); err != nil || !res.Busy {
+		t.Fatalf("a power off in inspect wait: %s, %v; want busy (the provisioner waits for the state change)", describe(res), err)
+	}
+	mustDone(t, "the inspection stopped", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.StopForDeletion(ctx, host)
+	})
+	mustDone(t, "powered off", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
+		return p.PowerOff(ctx, host, metal3.RebootModeHard, true)
+	})
+	if on, known, err := p.PowerState(context.Background(), host); err != nil || !known || on {
+		t.Fatalf("power after the stop: on=%v known=%v %v", on, known, err)
+	}
+	mustDone(t, "delete", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Delete(ctx, host) })
+}
+
+// inspectionWaitingForLostAgent registers a host and starts its inspection with an agent that
+// lost its token (it looks itself up for ever): the node stays in inspect wait.
+func inspectionWaitingForLostAgent(t *testing.T) (*Provisioner, provisioner.Host) {
+	t.Helper()
 	e := integration(t)
 	t.Parallel()
 	p := e.provisioner(t)
@@ -728,12 +750,20 @@ func TestInspectionSkippedWhileWaiting(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.control.SetFaults(srv.Name, fault.Set{}) })
-
 	res, _, err := p.Inspect(context.Background(), host, provisioner.InspectOptions{})
 	if err != nil || !res.Busy {
 		t.Fatalf("starting the inspection: %s, %v", describe(res), err)
 	}
 	waitNode(t, p, host, "inspect wait", func(n *nodes.Node) bool { return state(n) == nodes.InspectWait })
+	return p, host
+}
+
+// TestInspectionSkippedWhileWaiting: inspection disabled while the node waits for an agent that
+// never reports (it lost its token: it looks itself up for ever): the inspection is aborted and
+// the node made manageable again, where preparing starts; before, the host waited for Ironic's
+// inspection timeout and retried the inspection for ever.
+func TestInspectionSkippedWhileWaiting(t *testing.T) {
+	p, host := inspectionWaitingForLostAgent(t)
 	mustDone(t, "inspection skipped", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) {
 		res, hw, err := p.Inspect(ctx, host, provisioner.InspectOptions{Skip: true})
 		if hw != nil {

@@ -239,6 +239,14 @@ func (m *nodeMemory) abortRequested(id string, failedAt, notBefore time.Time) (a
 	return a, ok
 }
 
+// abortAskedIn reports whether an abort was asked of the node while it was in the provision state
+// it entered at stateSince (Ironic takes an abort of a step that cannot be aborted as "abort
+// after it": the node stays in its wait state until the step ends).
+func (m *nodeMemory) abortAskedIn(id string, stateSince time.Time) (ok bool) {
+	m.read(id, func(f nodeFacts) { ok = !f.abort.at.IsZero() && f.abort.stateSince.Equal(stateSince) })
+	return ok
+}
+
 // clearAbortRequested drops the remembered abort (its failed state was read).
 func (m *nodeMemory) clearAbortRequested(id string) {
 	m.update(id, func(f *nodeFacts) { f.abort = abortRequest{} })

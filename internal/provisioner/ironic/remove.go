@@ -22,6 +22,25 @@ func (p *Provisioner) Delete(ctx context.Context, host provisioner.Host) (provis
 	return p.remove(withOp(ctx, "delete"), host)
 }
 
+// StopForDeletion ends what Ironic does with the node of a deleted host before it is powered off
+// (decideBeforeDeletion): an operation waiting for the agent is aborted, a running one waited for.
+func (p *Provisioner) StopForDeletion(ctx context.Context, host provisioner.Host) (provisioner.Result, error) {
+	ctx = withOp(ctx, "delete")
+	s, n, err := p.getNode(ctx, host)
+	if err != nil {
+		return provisioner.Result{}, err
+	}
+	d := decideBeforeDeletion(n, s.features)
+	if d.act == actAbort && p.memory.abortAskedIn(n.UUID, n.ProvisionUpdatedAt) {
+		d = do(actWaitShort) // asked already: a step that cannot be aborted ends first
+	}
+	if d.act == actAbort {
+		return p.abort(ctx, s, n, "the operation of a deleted host ("+n.ProvisionState+")")
+	}
+	res, _ := p.result(d, n, host)
+	return res, nil
+}
+
 // deletableStates are where Ironic deletes a node without maintenance: its DELETE_ALLOWED_STATES,
 // and available ([conductor] allow_deleting_available_nodes, on by default). Anywhere else it
 // answers 409 ("Can not delete node … while it is in provision state …"), which reads as a locked
