@@ -32,7 +32,8 @@ type Image struct {
 	// and oci:// images.
 	Checksum string `json:"checksum,omitempty"`
 
-	// ChecksumType is the checksum algorithm; "auto" detects it. MD5 when empty.
+	// ChecksumType is the checksum algorithm; "auto", or empty, lets Ironic tell it from the
+	// checksum (metal3 since v0.10).
 	ChecksumType ChecksumType `json:"checksumType,omitempty"`
 
 	// DiskFormat is the image format. "live-iso" boots the ISO instead of writing it to disk.
