@@ -200,9 +200,8 @@ func TestSubscriptionProblems(t *testing.T) {
 	})
 	fix.FailNextFor(ns, "h", fixture.OpCreateSubscription, 1)
 	create(t, builder.DataSecret(ns, "headers", "Authorization", token))
-	waitSub(t, ns, "s", "the BMC's refusal said", func(s *metal3.BMCEventSubscription) bool {
-		return strings.Contains(s.Status.Error, "creating the subscription on the BMC: fixture: injected")
-	})
+	// Said in an event: in status it lasts only until the retry, RetryDelay (200 ms) later.
+	companiontest.WaitEvent(t, env.Client, ns, "BMCEventSubscription", "s", ReasonFailed+": creating the subscription on the BMC: fixture: injected")
 	waitSub(t, ns, "s", "created on the retry", func(s *metal3.BMCEventSubscription) bool {
 		return s.Status.SubscriptionID != "" && s.Status.Error == ""
 	})
@@ -309,7 +308,7 @@ func TestSubscriptionDeletedBeforeRegistration(t *testing.T) {
 func TestSubscriptionDeletedUnregisteredWarnsOnlyAfterACreate(t *testing.T) {
 	ns := env.Namespace(t)
 	fix := fixture.New(fixture.Config{})
-	start(t, ns, fix)
+	cache := startWith(t, ns, fix)
 	hosts := map[string]*metal3.BareMetalHost{}
 	for name, secret := range map[string]bool{"never-created": false, "create-failed": true} {
 		hosts[name] = companiontest.NewHost(t, env.Client, fix, ns, name)
@@ -329,6 +328,15 @@ func TestSubscriptionDeletedUnregisteredWarnsOnlyAfterACreate(t *testing.T) {
 	})
 	for _, name := range []string{"never-created", "create-failed"} {
 		companiontest.SetHostStatus(t, env.Client, hosts[name], func(st *metal3.BareMetalHostStatus) { st.Provisioning.ID = "" })
+		// The controller reads the host from the manager's cache: deleted before the lost
+		// registration reaches it, the subscription would be taken back from the BMC instead.
+		poll.Until(t, "the unregistered host "+name+" in the controller's cache", func() (bool, string) {
+			cur := &metal3.BareMetalHost{}
+			if err := cache.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cur); err != nil {
+				return false, err.Error()
+			}
+			return cur.Status.Provisioning.ID == "", cur.Status.Provisioning.ID
+		})
 		deleteSub(t, ns, name)
 		waitSubGone(t, ns, name)
 	}

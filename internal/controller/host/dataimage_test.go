@@ -23,21 +23,21 @@ const dataImageURL = "http://images.example/config.iso"
 
 // startWithDataImages starts the host controller with the DataImage controller beside it, as the
 // baremetal-operator runs them.
-func startWithDataImages(t *testing.T, ns string, fix *fixture.Fixture) *operator {
+func startWithDataImages(t *testing.T, ns string, fix *fixture.Fixture, tune ...func(*Config)) *operator {
 	t.Helper()
 	return startManager(t, env.Config, ns, fix, func(mgr ctrl.Manager) error {
 		cfg := dataimage.DefaultConfig()
 		cfg.BusyRetry = 100 * time.Millisecond
 		return (&dataimage.Reconciler{Provisioner: fix, Config: cfg, SkipNameValidation: true}).SetupWithManager(mgr)
-	})
+	}, tune...)
 }
 
 // provisionedWithDataImage starts the operator, provisions host "h" and creates its DataImage.
-func provisionedWithDataImage(t *testing.T, url string) (string, *fixture.Fixture, *operator) {
+func provisionedWithDataImage(t *testing.T, url string, tune ...func(*Config)) (string, *fixture.Fixture, *operator) {
 	t.Helper()
 	ns := env.Namespace(t)
 	fix := fixture.New(fixture.Config{})
-	op := startWithDataImages(t, ns, fix)
+	op := startWithDataImages(t, ns, fix, tune...)
 	createHost(t, newHost(ns, "h").Build())
 	waitState(t, ns, "h", metal3.StateProvisioned)
 	createDataImage(t, ns, "h", url)
@@ -179,7 +179,9 @@ func TestDataImageAttachedAtTheNextPowerOn(t *testing.T) {
 // A failed attach is shown in the DataImage's status and as an event, the host stays off while
 // it is retried after a backoff, and powers on once the attach succeeds.
 func TestDataImageAttachFailureRetried(t *testing.T) {
-	ns, fix, _ := provisionedWithDataImage(t, dataImageURL)
+	// A backoff of a second at least keeps the failure in status long enough to be seen: the
+	// retry's attach replaces it (the suite's 10 ms showed it for a few tens of milliseconds).
+	ns, fix, _ := provisionedWithDataImage(t, dataImageURL, func(c *Config) { c.Backoff = ExponentialBackoff(time.Second) })
 	fix.FailNextFor(ns, "h", fixture.OpAttachDataImage, 2)
 
 	annotate(t, ns, "h", metal3.RebootAnnotationPrefix, "")

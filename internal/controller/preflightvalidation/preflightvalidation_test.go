@@ -329,15 +329,16 @@ func TestPreflightClusterVersionTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) })
-	var v sro.SpecialResourceVerification
-	poll.Until(t, "cv judged", func() (bool, string) {
-		v = verification(getPV(t, pv.Name), sr.Name)
-		return v.VerificationStatus != "" && v.StatusReason != "", fmt.Sprintf("%+v", v)
+	var v, r sro.SpecialResourceVerification
+	poll.Until(t, "cv and runargs judged", func() (bool, string) {
+		got := getPV(t, pv.Name)
+		v, r = verification(got, sr.Name), verification(got, runArgs.Name)
+		return v.StatusReason != "" && r.StatusReason != "", fmt.Sprintf("%+v %+v", v, r)
 	})
 	if v.VerificationStatus != sro.VerificationUnknown || !strings.HasPrefix(v.StatusReason, "spec.clusterVersion: ") {
 		t.Fatalf("without spec.clusterVersion: %+v; want Unknown naming spec.clusterVersion", v)
 	}
-	if r := verification(getPV(t, pv.Name), runArgs.Name); r.VerificationStatus != sro.VerificationTrue {
+	if r.VerificationStatus != sro.VerificationTrue {
 		t.Fatalf("the cluster version in run arguments only: %+v; want True", r)
 	}
 

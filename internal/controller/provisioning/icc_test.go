@@ -214,9 +214,10 @@ func TestICCPullSecret(t *testing.T) {
 }
 
 // watchWake bounds how long the operator takes to act on a change of the cluster's pull secret:
-// well inside its 30-second look at a syncing stack and the resync of a complete one, so only
-// the watch can have woken it.
-const watchWake = 15 * time.Second
+// inside its 30-second look at a syncing stack and the resync of a complete one, so only the
+// watch can have woken it, with room for a machine the fault campaign loads (30 s waits have
+// timed out beside it).
+const watchWake = 25 * time.Second
 
 // waitPullSecretFollows waits until the copy holds auth as base64 text and the controller mounts
 // it with a digest other than before; it returns the digest.
