@@ -292,6 +292,16 @@ type KernelStatus struct {
 	Message string `json:"message,omitempty"`
 }
 
+// Kernel is the entry of kernel k, or nil.
+func (st *SpecialResourceStatus) Kernel(k string) *KernelStatus {
+	for i := range st.Kernels {
+		if st.Kernels[i].KernelVersion == k {
+			return &st.Kernels[i]
+		}
+	}
+	return nil
+}
+
 // SpecialResourceStatus is what the operator observed and did.
 type SpecialResourceStatus struct {
 	// State is the recipe state being worked on (for example "1000-driver-container"), or

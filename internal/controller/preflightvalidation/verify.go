@@ -119,10 +119,8 @@ func (v *verifier) verify(sr *sro.SpecialResource) (check, error) {
 	// for a kernel it serves already, else the version when it first sees the kernel (during the
 	// upgrade: the upgrade's).
 	clusterVersion, pinned := v.clusterVersion, false
-	for _, ks := range sr.Status.Kernels {
-		if ks.KernelVersion == k && ks.ClusterVersion != "" {
-			clusterVersion, pinned = ks.ClusterVersion, true
-		}
+	if ks := sr.Status.Kernel(k); ks != nil && ks.ClusterVersion != "" {
+		clusterVersion, pinned = ks.ClusterVersion, true
 	}
 	first, err := recipe.FirstPass(sr, values(clusterVersion))
 	if err != nil {

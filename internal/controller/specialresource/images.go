@@ -188,11 +188,4 @@ func kernelClusterVersion(s *scope, k string) string {
 }
 
 // kernelStatus is the status entry of kernel k, or nil.
-func kernelStatus(sr *sro.SpecialResource, k string) *sro.KernelStatus {
-	for i := range sr.Status.Kernels {
-		if sr.Status.Kernels[i].KernelVersion == k {
-			return &sr.Status.Kernels[i]
-		}
-	}
-	return nil
-}
+func kernelStatus(sr *sro.SpecialResource, k string) *sro.KernelStatus { return sr.Status.Kernel(k) }

@@ -445,22 +445,7 @@ func (a *appliedTracker) record(u *unstructured.Unstructured) {
 // forget drops the memory of a deleted object: one entry per object ever applied (a DaemonSet
 // per kernel, every kernel upgrade) otherwise stayed for the life of the process.
 func (a *appliedTracker) forget(u *unstructured.Unstructured) {
-	a.tracker(u.GroupVersionKind()).Forget(types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
-}
-
-// size is how many objects the tracker remembers, over every kind.
-func (a *appliedTracker) size() int {
-	a.mu.Lock()
-	kinds := make([]*patch.Tracker, 0, len(a.kinds))
-	for _, t := range a.kinds {
-		kinds = append(kinds, t)
-	}
-	a.mu.Unlock()
-	n := 0
-	for _, t := range kinds {
-		n += t.Len()
-	}
-	return n
+	a.tracker(u.GroupVersionKind()).Forget(client.ObjectKeyFromObject(u))
 }
 
 func (a *appliedTracker) stale(key objKey, obs *unstructured.Unstructured) bool {
