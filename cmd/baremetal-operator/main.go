@@ -65,7 +65,7 @@ func main() {
 	fs.IntVar(&o.concurrency, "concurrency", 20, "Hosts reconciled at once.")
 	o.manager.Bind(fs, managerconfig.Defaults{QPS: defaultQPS, Burst: defaultBurst, ProbeAddr: ":9440"})
 	fs.IntVar(&o.maxProvisioningRetries, "max-provisioning-retries", 5, "Failed provisioning attempts of one image before giving up (0: no limit).")
-	fs.IntVar(&o.servicingRetries, "servicing-retries", 3, "Times a failed live update is started again by itself, each after the error backoff (0: never; it waits for its changes to change).")
+	fs.IntVar(&o.servicingRetries, "servicing-retries", 3, "Times a failed live update is started again by itself, each after the error backoff; a failure of the BMC (a server error or no answer) is retried past it (0: never; it waits for its changes to change).")
 	fs.BoolVar(&o.buildPreprovImage, "build-preprov-image", false, "Give every host a PreprovisioningImage (its own agent image, with its network data) and boot the agent from it.")
 	fs.BoolVar(&o.externalImageBuilder, "external-preprov-image-builder", false,
 		"With --build-preprov-image: another controller (the image-customization-controller) builds the images, so the built-in one, which hands out DEPLOY_ISO_URL / DEPLOY_RAMDISK_URL, does not run.")

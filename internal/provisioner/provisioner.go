@@ -80,6 +80,10 @@ type Result struct {
 	// ForcedReboot, on an Inspect or Provision asked with ForceReboot, says the engine stopped a
 	// wait for the agent so that the operation starts again with a fresh boot.
 	ForcedReboot bool
+	// Transient, on a failed Service, says the BMC failed rather than refused the request (it
+	// answered a server error, or not at all): the same request may succeed when tried again, so
+	// the host retries it beyond its retry limit.
+	Transient bool
 }
 
 // Done is a finished operation.

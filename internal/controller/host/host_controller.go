@@ -37,7 +37,8 @@ type Config struct {
 	// MaxProvisioningRetries caps provision → deprovision loops for one image (0 = no cap).
 	MaxProvisioningRetries int
 	// ServicingRetries is how often a failed live update is started again by itself, each after
-	// the error backoff (0: never; it then waits for its changes to change).
+	// the error backoff; a failure of the BMC (provisioner.Result.Transient) is retried past it
+	// (0: never; it then waits for its changes to change).
 	ServicingRetries int
 	// Backoff is the retry delay after the n-th consecutive error.
 	Backoff func(errorCount int) time.Duration

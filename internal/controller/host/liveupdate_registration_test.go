@@ -63,9 +63,7 @@ func TestRegistrationErrorKeepsAFailedLiveUpdate(t *testing.T) {
 	fix := fixture.New(fixture.Config{})
 	op := startWithFirmware(t, ns, fix, func(c *Config) { c.ServicingRetries = 0 })
 	provisionedWithFirmware(t, ns, "h", &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot})
-	fix.FailNextFor(ns, "h", fixture.OpService, 1)
-	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
-	reboot(t, ns, "h")
+	turboLiveUpdateFailing(t, ns, fix, 1)
 	failed := waitHost(t, ns, "h", "servicing error", func(h *metal3.BareMetalHost) bool {
 		return h.Status.ErrorType == metal3.ServicingError
 	})
@@ -121,9 +119,7 @@ func TestRegistrationErrorKeepsALiveUpdateRetryCount(t *testing.T) {
 	fix := fixture.New(fixture.Config{Latency: map[fixture.Op]time.Duration{fixture.OpService: hold}})
 	startWithFirmware(t, ns, fix)
 	provisionedWithFirmware(t, ns, "h", &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot})
-	fix.FailNextFor(ns, "h", fixture.OpService, 1)
-	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
-	reboot(t, ns, "h")
+	turboLiveUpdateFailing(t, ns, fix, 1)
 	waitHost(t, ns, "h", "the retry running", func(h *metal3.BareMetalHost) bool {
 		n, _ := fix.Node(ns, "h")
 		return h.Status.OperationalStatus == metal3.OperationalStatusServicing && h.Status.ErrorCount == 1 && n.Busy == fixture.OpService

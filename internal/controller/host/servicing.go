@@ -33,6 +33,9 @@ import (
 // The live update is then started again by itself after the error backoff, up to ServicingRetries
 // times (metal3 retries for ever; a BMC that answered one request with a 500 should not leave a
 // worker off until someone notices, nor should a BMC that refuses a value reboot it for ever).
+// A failure the provisioner says was the BMC's (Result.Transient: a server error or no answer) is
+// retried past that limit, with the growing backoff, as metal3 does: under BMC faults (fault
+// campaign seed 32) four of them in a row left a host waiting for a user with nothing to change.
 // After that the failure is kept until the user changes the pending changes (the provisioner then
 // starts over with the new ones) or removes them (the provisioner aborts, the host returns to OK).
 // Servicing keeps power and detaching to the provisioner until it ends; deleting or deprovisioning
@@ -52,7 +55,7 @@ var LiveUpdateTransitions = []OperationalTransition{
 		"reboot with allowed changes; the host would power on (after a reboot annotation, or online again) with pending valid changes its HostUpdatePolicy sets to onReboot"},
 	{metal3.OperationalStatusServicing, metal3.OperationalStatusOK, "changes applied; applied updates recorded in HostFirmwareComponents status.updates"},
 	{metal3.OperationalStatusServicing, metal3.OperationalStatusError, "a service step failed; errorType servicing error, with the provisioner's message"},
-	{metal3.OperationalStatusError, metal3.OperationalStatusServicing, "retry; after the error backoff, up to --servicing-retries times, or at once when the pending changes changed"},
+	{metal3.OperationalStatusError, metal3.OperationalStatusServicing, "retry; after the error backoff, up to --servicing-retries times (past that when the BMC failed: a server error or no answer), or at once when the pending changes changed"},
 	{metal3.OperationalStatusError, metal3.OperationalStatusOK, "abort; the pending changes were removed, or an edit their controller judged invalid left none"},
 	{metal3.OperationalStatusServicing, metal3.OperationalStatusOK, "abort; the pending changes were removed (or judged invalid) while the provisioner waits"},
 }
@@ -165,17 +168,22 @@ func (s *hostScope) continueServicing() outcome {
 	}
 	switch {
 	case res.Failed():
+		bmcFault := res.Transient && s.cfg.ServicingRetries > 0
 		if failed && st.ErrorMessage == res.ErrorMessage {
 			// The same failure, reported already: retried once its backoff is over, or, with no
-			// retry left, it stays until the changes do.
-			if retryLeft && backingOff {
+			// retry left, it stays until the changes do. A BMC's failure is retried past the
+			// limit (the retries within it started before the provisioner was asked).
+			switch {
+			case (retryLeft || bmcFault) && backingOff:
 				return backoff
+			case bmcFault:
+				return s.restartServicing(data, true)
 			}
 			return s.waitForChangedServicing()
 		}
 		s.fx.servicingFailed = true
 		out := s.fail(metal3.ServicingError, res.ErrorMessage)
-		if st.ErrorCount > s.cfg.ServicingRetries {
+		if st.ErrorCount > s.cfg.ServicingRetries && !bmcFault {
 			return s.waitForChangedServicing()
 		}
 		return out // retried after the backoff
@@ -253,10 +261,10 @@ func (s *hostScope) waitForChangedServicing() outcome {
 }
 
 // restartServicing starts a failed live update again: by itself (a retry, which keeps errorCount
-// so that the retries stop at ServicingRetries) or with changed changes. Like a first start, it is
-// written before the provisioner is asked, in a second after the Ready condition's last
-// transition, so that the new attempt's time (the Since the provisioner keeps with its run) is
-// one no earlier attempt had.
+// so that the retries stop at ServicingRetries, and the backoff keeps growing past it after BMC
+// failures) or with changed changes. Like a first start, it is written before the provisioner is
+// asked, in a second after the Ready condition's last transition, so that the new attempt's time
+// (the Since the provisioner keeps with its run) is one no earlier attempt had.
 func (s *hostScope) restartServicing(data provisioner.ServiceData, retry bool) outcome {
 	if out, wait := s.waitNewSecond(); wait {
 		return out
@@ -264,7 +272,11 @@ func (s *hostScope) restartServicing(data provisioner.ServiceData, retry bool) o
 	st := &s.host.Status
 	note := "Live update started again: " + describeServiceData(data)
 	if retry {
-		note = fmt.Sprintf("Live update started again (retry %d of %d) after: %s", st.ErrorCount, s.cfg.ServicingRetries, st.ErrorMessage)
+		which := fmt.Sprintf("retry %d of %d", st.ErrorCount, s.cfg.ServicingRetries)
+		if st.ErrorCount > s.cfg.ServicingRetries {
+			which = fmt.Sprintf("retry %d; the BMC failed, which the limit of %d retries does not count", st.ErrorCount, s.cfg.ServicingRetries)
+		}
+		note = fmt.Sprintf("Live update started again (%s) after: %s", which, st.ErrorMessage)
 		st.ErrorType, st.ErrorMessage = "", ""
 	} else {
 		s.clearError()

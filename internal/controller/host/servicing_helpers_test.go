@@ -149,6 +149,15 @@ func servicedOK(t *testing.T, ns, name string, fix *fixture.Fixture, services in
 	})
 }
 
+// turboLiveUpdateFailing asks host h for a live update of ProcTurboMode (Disabled) whose next
+// failures servicings fail, and reboots it.
+func turboLiveUpdateFailing(t *testing.T, ns string, fix *fixture.Fixture, failures int) {
+	t.Helper()
+	fix.FailNextFor(ns, "h", fixture.OpService, failures)
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
+	reboot(t, ns, "h")
+}
+
 func objectKey(ns, name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: ns, Name: name}
 }

@@ -116,9 +116,7 @@ func TestServicingFailureRetryAndAbort(t *testing.T) {
 
 	// One failure: reported, then retried, and the retry applies the change.
 	failures := testutil.ToFloat64(metricServicingFailures)
-	fix.FailNextFor(ns, "h", fixture.OpService, 1)
-	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
-	reboot(t, ns, "h")
+	turboLiveUpdateFailing(t, ns, fix, 1)
 	h := servicedOK(t, ns, "h", fix, 2)
 	if biosValue(t, fix, ns, "h", "ProcTurboMode") != "Disabled" || h.Status.ErrorType != "" || h.Status.ErrorCount != 0 {
 		t.Fatalf("after the retried live update: %s, ProcTurboMode %s", describe(h), biosValue(t, fix, ns, "h", "ProcTurboMode"))
@@ -206,9 +204,7 @@ func TestServicingRetryWaitsForItsBackoff(t *testing.T) {
 	})
 	provisionedWithFirmware(t, ns, "h", &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot})
 
-	fix.FailNextFor(ns, "h", fixture.OpService, 1)
-	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
-	reboot(t, ns, "h")
+	turboLiveUpdateFailing(t, ns, fix, 1)
 	waitHost(t, ns, "h", "servicing error", func(h *metal3.BareMetalHost) bool {
 		return h.Status.ErrorType == metal3.ServicingError && h.Status.ErrorCount == 1
 	})
@@ -244,9 +240,7 @@ func TestServicingAbortWarnsOfStagedSettings(t *testing.T) {
 	startWithFirmware(t, ns, fix, func(c *Config) { c.ServicingRetries = 0 })
 	provisionedWithFirmware(t, ns, "h", &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot})
 
-	fix.FailNextFor(ns, "h", fixture.OpService, 1)
-	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
-	reboot(t, ns, "h")
+	turboLiveUpdateFailing(t, ns, fix, 1)
 	waitHost(t, ns, "h", "servicing error", func(h *metal3.BareMetalHost) bool {
 		return h.Status.ErrorType == metal3.ServicingError
 	})
@@ -281,9 +275,7 @@ func TestServicingAbortedByAnInvalidEdit(t *testing.T) {
 	startWithFirmware(t, ns, fix, func(c *Config) { c.ServicingRetries = 0 })
 	provisionedWithFirmware(t, ns, "h", &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot})
 
-	fix.FailNextFor(ns, "h", fixture.OpService, 1)
-	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
-	reboot(t, ns, "h")
+	turboLiveUpdateFailing(t, ns, fix, 1)
 	waitHost(t, ns, "h", "servicing error", func(h *metal3.BareMetalHost) bool {
 		return h.Status.ErrorType == metal3.ServicingError
 	})
@@ -585,9 +577,7 @@ func TestServicingBootsTheAgentImage(t *testing.T) {
 	create(t, &metal3.HostUpdatePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h"},
 		Spec: metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot}})
 
-	fix.FailNextFor(ns, "h", fixture.OpService, 1)
-	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
-	reboot(t, ns, "h")
+	turboLiveUpdateFailing(t, ns, fix, 1)
 	waitHost(t, ns, "h", "servicing error", func(h *metal3.BareMetalHost) bool { return h.Status.ErrorType == metal3.ServicingError })
 	waitImage(t, ns, "h", "kept while the live update failed", func(*metal3.PreprovisioningImage) bool { return true })
 	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled", "LogicalProc": "Disabled"})

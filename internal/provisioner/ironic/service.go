@@ -79,6 +79,7 @@ func (p *Provisioner) Service(ctx context.Context, host provisioner.Host, data p
 			host.Namespace, host.Name, n.UUID, n.ProvisionState)
 	}
 	res, _ := p.result(d, n, host)
+	res.Transient = res.Failed() && bmcFault(res.ErrorMessage)
 	switch {
 	case res.Failed() && hasRun && f.requested && run.Failed != res.ErrorMessage:
 		return p.recordFailure(ctx, s, n, run, res)

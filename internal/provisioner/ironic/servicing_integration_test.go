@@ -192,6 +192,9 @@ func failAtTheReboot(t *testing.T, e *testEnv, srv bmcsim.Host, what string, op 
 	if !res.Failed() || !strings.Contains(res.ErrorMessage, "power on") {
 		t.Fatalf("%s while power-on fails: %s; want a failure at the reboot's power on", what, describe(res))
 	}
+	if what == "service" && !res.Transient {
+		t.Errorf("a servicing failed by the BMC's 500 at its power on is not Transient: %s", describe(res))
+	}
 	if err := e.control.SetFaults(srv.Name, fault.Set{}); err != nil {
 		t.Fatal(err)
 	}
@@ -253,6 +256,9 @@ func TestServicingAbortLeavesBIOSStaged(t *testing.T) {
 	})
 	if !res.Failed() || !strings.Contains(res.ErrorMessage, "Firmware update failed") {
 		t.Fatalf("servicing with a failing firmware update: %s; want the firmware update's failure", describe(res))
+	}
+	if res.Transient {
+		t.Errorf("a firmware update the BMC failed is Transient (retried past the host's limit): %s", describe(res))
 	}
 	if v := e.server(t, srv.Name).State.BIOS["ProcCStates"]; v != "Disabled" {
 		t.Errorf("bmcsim ProcCStates %v after the later live update, want Disabled (the request's BIOS step applied)", v)
