@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/conditions"
 )
 
 // retryTimes remembers, per host, when the operation that last failed may be tried again (memory
@@ -14,7 +15,8 @@ import (
 // and the provisioner's watch wakes a failed host early by itself (Ironic's power sync erases the
 // node's last_error about a minute after a failure), so a deploy or a live update that kept
 // failing was retried every minute instead of after 2, 4, 8... minutes, rebooting the server each
-// time. After an operator restart the memory is empty and the next reconcile retries, as before.
+// time. After an operator restart the memory is empty and the time is recalled from the status
+// (recallRetry).
 type retryTimes struct {
 	m sync.Map // types.UID → retryAt
 }
@@ -46,6 +48,15 @@ func (r *retryTimes) wait(host *metal3.BareMetalHost, t metal3.ErrorType, now ti
 	return ra.at.Sub(now), true
 }
 
+// known reports whether anything is remembered for the host.
+func (r *retryTimes) known(uid types.UID) bool {
+	if r == nil {
+		return false
+	}
+	_, ok := r.m.Load(uid)
+	return ok
+}
+
 func (r *retryTimes) record(uid types.UID, ra retryAt) {
 	if r != nil {
 		r.m.Store(uid, ra)
@@ -61,9 +72,28 @@ func (r *retryTimes) forget(uid types.UID) {
 // backingOff answers a wait outcome while the failure of type t is still in its backoff: the
 // handler then leaves the failed operation alone instead of starting it again.
 func (s *hostScope) backingOff(t metal3.ErrorType) (outcome, bool) {
+	if !s.retries.known(s.host.UID) {
+		s.recallRetry(t)
+	}
 	d, ok := s.retries.wait(s.host, t, s.wall)
 	if !ok {
 		return outcome{}, false
 	}
 	return waitFor(d, waitingRetry(t)), true
+}
+
+// recallRetry rebuilds, when nothing is remembered for the host (an operator restart, a new
+// leader), when its failure of type t may be retried: the backoff of its errorCount after the
+// Ready condition turned to Error, unless the spec changed since (the condition's generation):
+// the user acting on the failure is retried at once. Without it every restart retried every
+// failed host at once, and a BMC that keeps failing (retried past --servicing-retries) rebooted
+// its server once per restart.
+func (s *hostScope) recallRetry(t metal3.ErrorType) {
+	st := &s.host.Status
+	ready := conditions.Get(st.Conditions, metal3.ReadyCondition)
+	if st.ErrorType != t || ready == nil || ready.Reason != metal3.ErrorReason || ready.ObservedGeneration != s.host.Generation {
+		return
+	}
+	s.retries.record(s.host.UID, retryAt{errorType: t, errorCount: st.ErrorCount, generation: s.host.Generation,
+		at: ready.LastTransitionTime.Add(s.cfg.Backoff(s.backoffCount(t)))})
 }

@@ -240,17 +240,23 @@ func (s *hostScope) fail(t metal3.ErrorType, msg string) outcome {
 	st.ErrorCount++
 	s.fx.hostErrors = append(s.fx.hostErrors, t)
 	s.event(eventWarning, errorReason(t), "Failure", msg)
-	n := st.ErrorCount
+	d := s.cfg.Backoff(s.backoffCount(t))
+	s.fx.retryAt = &retryAt{errorType: t, errorCount: st.ErrorCount, generation: s.host.Generation, at: s.wall.Add(d)}
+	return waitFor(d, waitingRetry(t))
+}
+
+// backoffCount is the count of failures the backoff of a failure of type t grows with: errorCount,
+// and for a provisioning error also the earlier failed attempts.
+func (s *hostScope) backoffCount(t metal3.ErrorType) int {
+	st := &s.host.Status
 	if t == metal3.ProvisioningError && !s.deleting() {
 		// The cleaning between two deployments of an image ends with errorCount 0: the earlier
 		// failed attempts (provisioningFailCount) keep the backoff growing. Not while the host is
 		// deleted: its cleaning is given up after maxDeleteErrors failures, which would otherwise
 		// take hours after a few failed deployments.
-		n += st.ProvisioningFailCount
+		return st.ErrorCount + st.ProvisioningFailCount
 	}
-	d := s.cfg.Backoff(n)
-	s.fx.retryAt = &retryAt{errorType: t, errorCount: st.ErrorCount, generation: s.host.Generation, at: s.wall.Add(d)}
-	return waitFor(d, waitingRetry(t))
+	return st.ErrorCount
 }
 
 // waitingRetry is what a host whose operation failed waits for.

@@ -274,7 +274,7 @@ func (s *hostScope) restartServicing(data provisioner.ServiceData, retry bool) o
 	if retry {
 		which := fmt.Sprintf("retry %d of %d", st.ErrorCount, s.cfg.ServicingRetries)
 		if st.ErrorCount > s.cfg.ServicingRetries {
-			which = fmt.Sprintf("retry %d; the BMC failed, which the limit of %d retries does not count", st.ErrorCount, s.cfg.ServicingRetries)
+			which = fmt.Sprintf("retry %d, past the limit of %d: the BMC failed", st.ErrorCount, s.cfg.ServicingRetries)
 		}
 		note = fmt.Sprintf("Live update started again (%s) after: %s", which, st.ErrorMessage)
 		st.ErrorType, st.ErrorMessage = "", ""

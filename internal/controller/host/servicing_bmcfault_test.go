@@ -3,6 +3,9 @@ package host
 import (
 	"slices"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/provisioner/fixture"
@@ -28,8 +31,8 @@ func TestServicingRetriesBMCFailuresPastTheLimit(t *testing.T) {
 	notes := eventsFor(t, ns, "h", true)
 	for _, want := range []string{
 		"ServicingStarted: Live update started again (retry 1 of 1) after: fixture: injected service failure",
-		"ServicingStarted: Live update started again (retry 2; the BMC failed, which the limit of 1 retries does not count) after: fixture: injected service failure",
-		"ServicingStarted: Live update started again (retry 3; the BMC failed, which the limit of 1 retries does not count) after: fixture: injected service failure",
+		"ServicingStarted: Live update started again (retry 2, past the limit of 1: the BMC failed) after: fixture: injected service failure",
+		"ServicingStarted: Live update started again (retry 3, past the limit of 1: the BMC failed) after: fixture: injected service failure",
 	} {
 		if !slices.Contains(notes, want) {
 			t.Errorf("no event %q in %q", want, notes)
@@ -61,5 +64,52 @@ func TestServicingRetriesZeroKeepsABMCFailure(t *testing.T) {
 	}
 	if h := getHost(t, ns, "h"); h.Status.ErrorType != metal3.ServicingError || h.Status.OperationalStatus != metal3.OperationalStatusError {
 		t.Fatalf("after the BMC failure with no retries: %s", describe(h))
+	}
+}
+
+// TestServicingBackoffOutlivesAnOperatorRestart: a failed live update's backoff is recalled from
+// the status by a new operator (the memory of retry times is lost with the process): it is not
+// retried at once, as it was, which let a BMC that keeps failing reboot its server once per
+// operator restart now that such failures are retried past the limit. A spec change still retries
+// at once.
+func TestServicingBackoffOutlivesAnOperatorRestart(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	fix.SetServicingFailuresTransient(true)
+	hourBackoff := func(c *Config) {
+		c.ServicingRetries = 1
+		c.Backoff = func(int) time.Duration { return time.Hour }
+	}
+	first := startWithFirmware(t, ns, fix, hourBackoff)
+	provisionedWithFirmware(t, ns, "h", &metal3.HostUpdatePolicySpec{FirmwareSettings: onReboot})
+	turboLiveUpdateFailing(t, ns, fix, 2)
+	h := waitHost(t, ns, "h", "servicing error", func(h *metal3.BareMetalHost) bool {
+		return h.Status.ErrorType == metal3.ServicingError && h.Status.ErrorCount == 1
+	})
+	first.stop()
+	// A retry starts in a second after the failure's (waitNewSecond): past it, a wrong retry by
+	// the new operator would come with its first reconciles.
+	time.Sleep(time.Until(condition(h, metal3.ReadyCondition).LastTransitionTime.Add(2 * time.Second)))
+
+	second := startWithFirmware(t, ns, fix, hourBackoff)
+	// Looked at twice (a retry writes its status first, then starts): nothing happens.
+	second.waitSeen(t, ns, "h", annotate(t, ns, "h", "touch", "1"), 1)
+	second.waitSeen(t, ns, "h", annotate(t, ns, "h", "touch", "2"), 1)
+	if n := fix.Count(ns, "h", fixture.OpService); n != 1 {
+		t.Fatalf("serviced %d times, want 1: the new operator retried during the failure's backoff", n)
+	}
+	if h := getHost(t, ns, "h"); h.Status.ErrorType != metal3.ServicingError || h.Status.ErrorCount != 1 {
+		t.Fatalf("after the restart: %s", describe(h))
+	}
+
+	update(t, &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h"}}, func(h *metal3.BareMetalHost) {
+		h.Spec.Description = "retry now" // a spec change retries a failure at once
+	})
+	waitHost(t, ns, "h", "retried after the spec change, and failed again", func(h *metal3.BareMetalHost) bool {
+		return h.Status.ErrorType == metal3.ServicingError && h.Status.ErrorCount == 2
+	})
+	if n := fix.Count(ns, "h", fixture.OpService); n != 2 {
+		t.Fatalf("serviced %d times, want 2: one retry for the spec change", n)
 	}
 }

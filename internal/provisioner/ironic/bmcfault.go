@@ -2,14 +2,26 @@ package ironic
 
 import "regexp"
 
-// bmcServerError matches what sushy (Ironic's Redfish library) says when the BMC answered a
-// request with a server error ("HTTP POST <url> returned code 500. …") or did not answer
-// ("Unable to connect to <url>. Error: …"); Ironic's step failures quote it in last_error.
-var bmcServerError = regexp.MustCompile(`(?i)returned code 5[0-9][0-9]\b|unable to connect to `)
+// sushy (Ironic's Redfish library) says "HTTP <method> <url> returned code <code>. …" when the BMC
+// answered a request with an error, and "Unable to connect to <url>. Error: …" when it did not
+// answer; Ironic's step failures quote these in last_error.
+var (
+	bmcServerError = regexp.MustCompile(`HTTP [A-Z]+ \S+ returned code 5[0-9][0-9]\. `)
+	bmcNoAnswer    = regexp.MustCompile(`Unable to connect to \S+\. Error: `)
+	// sushy says "Unable to connect" of configuration problems too: a TLS handshake or
+	// certificate refused, a proxy that refused, an answer it could not follow. Retrying them
+	// changes nothing.
+	bmcMisconfigured = regexp.MustCompile(`(?i)SSLError|SSL:|certificate|ProxyError|no Location header`)
+)
 
 // bmcFault reports whether a failure message says the BMC failed (a 5xx answer, or none) rather
-// than refused the request: the same request may well succeed later, so the host retries it
-// without counting the failure against its limit (Result.Transient). A BMC that refuses a value
-// answers 4xx, a failed firmware update ends its task in an exception, and a setting the boot did
-// not apply fails Ironic's check: none of those match.
-func bmcFault(msg string) bool { return bmcServerError.MatchString(msg) }
+// than refused the request: the same request may well succeed later, so the host retries it past
+// its limit (Result.Transient). A BMC that refuses a value answers 4xx, a firmware update whose
+// Redfish task fails ends in an exception ("Firmware update failed …"), and a setting the boot did
+// not apply fails Ironic's check ("… are not updated"): none of those match.
+func bmcFault(msg string) bool {
+	if bmcServerError.MatchString(msg) {
+		return true
+	}
+	return bmcNoAnswer.MatchString(msg) && !bmcMisconfigured.MatchString(msg)
+}
