@@ -96,7 +96,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&metal3.PreprovisioningImage{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
-			predicate.LabelChangedPredicate{}, deletionPredicate()))).
+			predicate.LabelChangedPredicate{}, imagebuilder.DeletionPredicate()))).
 		Watches(&corev1.Secret{}, secrets).
 		WatchesRawSource(source.Channel(r.checksums, &handler.TypedEnqueueRequestForObject[*metal3.PreprovisioningImage]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.Concurrency), SkipNameValidation: &r.skipNameValidation}).
@@ -111,13 +111,6 @@ func (r *Reconciler) Checksummed(namespace, name string) {
 	default:
 		// The queue is full of wake-ups already; the next reconcile of this image writes it.
 	}
-}
-
-func deletionPredicate() predicate.Funcs {
-	return predicate.Funcs{UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
-		return !e.ObjectNew.GetDeletionTimestamp().Equal(e.ObjectOld.GetDeletionTimestamp()) ||
-			len(e.ObjectNew.GetFinalizers()) != len(e.ObjectOld.GetFinalizers())
-	}}
 }
 
 // Reconcile is the driver: fetch, deletion, finalizer, inputs, decide, write.
@@ -223,19 +216,7 @@ func (r *Reconciler) loadSecret(ctx context.Context, s *scope) error {
 // delete discards the image once no other finalizer holds the object (the host's keeps it in use
 // while the host is deleted), then lets the object go.
 func (r *Reconciler) delete(ctx context.Context, ppi *metal3.PreprovisioningImage) error {
-	if !controllerutil.ContainsFinalizer(ppi, metal3.PreprovisioningImageFinalizer) || len(ppi.Finalizers) > 1 {
-		return nil
-	}
-	if err := r.Builder.Discard(string(ppi.UID)); err != nil {
-		return err
-	}
-	err := patch.Metadata(ctx, r.Client, ppi, func() {
-		controllerutil.RemoveFinalizer(ppi, metal3.PreprovisioningImageFinalizer)
-	}, &r.written)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return imagebuilder.ReleaseFinalizer(ctx, r.Client, ppi, func() error { return r.Builder.Discard(string(ppi.UID)) }, &r.written)
 }
 
 func (r *Reconciler) now() time.Time {

@@ -1,12 +1,18 @@
 package preprovisioningimage
 
 import (
+	"context"
+	"fmt"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 var (
@@ -115,4 +121,33 @@ func TestMissingNetworkData(t *testing.T) {
 	if p.Status.NetworkData.Name != "later" || p.Status.NetworkData.Version != get(t, ns, "later", &corev1.Secret{}).ResourceVersion {
 		t.Fatalf("status %+v", p.Status)
 	}
+}
+
+// TestReleasesTheImageCustomizationFinalizer: an image the image-customization controller built
+// (its finalizer on it) and deleted after that controller is gone is let go by this one once no
+// other finalizer holds it, as metal3's image controller does whatever its provider; it stayed
+// Terminating for ever, and its host waited for it.
+func TestReleasesTheImageCustomizationFinalizer(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	const other = "example.com/still-needed"
+	p := newImage(ns, "h", "x86_64", "", iso)
+	p.Finalizers = []string{metal3.PreprovisioningImageFinalizer, other}
+	create(t, p)
+	startController(t, ns, envImages)
+	waitStatus(t, ns, "h", "Ready", ready)
+	p = get(t, ns, "h", &metal3.PreprovisioningImage{})
+	if err := env.Client.Delete(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	// Held by another finalizer: metal3's stays.
+	p = waitStatus(t, ns, "h", "deleting", func(p *metal3.PreprovisioningImage) bool { return !p.DeletionTimestamp.IsZero() })
+	if !slices.Contains(p.Finalizers, metal3.PreprovisioningImageFinalizer) {
+		t.Fatalf("finalizers %v while another holds the image: want metal3's kept until it is the last", p.Finalizers)
+	}
+	update(t, p, func(p *metal3.PreprovisioningImage) { p.Finalizers = []string{metal3.PreprovisioningImageFinalizer} })
+	poll.Until(t, "the image gone", func() (bool, string) {
+		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "h"}, &metal3.PreprovisioningImage{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
 }

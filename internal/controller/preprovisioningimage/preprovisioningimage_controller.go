@@ -86,8 +86,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("preprovisioningimage").
-		// Spec changes and new images; not the status this controller writes.
-		For(&metal3.PreprovisioningImage{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Spec changes and new images; not the status this controller writes. Deletion steps too:
+		// an image the image-customization controller finalized is released here.
+		For(&metal3.PreprovisioningImage{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
+			imagebuilder.DeletionPredicate()))).
 		// The version of the Secret is in the image's status: any change of it matters.
 		Watches(&corev1.Secret{}, secrets).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Config.Concurrency), SkipNameValidation: &r.SkipNameValidation}).
@@ -104,7 +106,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		return ctrl.Result{}, fmt.Errorf("reading PreprovisioningImage %s: %w", req.NamespacedName, err)
 	}
 	if !ppi.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil // nothing to clean up: the images are not this controller's
+		// Nothing to discard (the images are not this controller's), but an image the
+		// image-customization controller built keeps its finalizer after that controller is gone
+		// (the builder switched, or the cluster operator dropped it): released here, as metal3's
+		// image controller releases it whatever its provider.
+		return ctrl.Result{}, imagebuilder.ReleaseFinalizer(ctx, r.Client, ppi, nil, &r.written)
 	}
 	if r.written.Stale(ppi) {
 		return ctrl.Result{RequeueAfter: staleRetry}, nil
