@@ -46,6 +46,10 @@ type Options struct {
 	Time time.Time
 	// Boot makes the image bootable with El Torito; nil means not bootable.
 	Boot *Boot
+	// TempDir is where the files are staged while the image is written (a copy of each, removed
+	// at the end); empty means os.TempDir(). A caller that cleans up after a crash, or whose
+	// /tmp is small, names a directory of its own.
+	TempDir string
 }
 
 // Boot is an El Torito boot catalog.
@@ -142,7 +146,7 @@ func layout(out *os.File, opts Options, files []File) error {
 	if err := checkBoot(opts.Boot, tree); err != nil {
 		return err
 	}
-	ws, err := os.MkdirTemp("", "metalforge-iso-ws-")
+	ws, err := os.MkdirTemp(opts.TempDir, "metalforge-iso-ws-")
 	if err != nil {
 		return fmt.Errorf("iso: creating a workspace: %w", err)
 	}

@@ -165,9 +165,16 @@ func TestWriteMinimal(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "minimal.iso")
 	const url = "http://192.0.2.9:8084/rootfs/abc.img"
-	if err := WriteMinimal(base, url, out, t.TempDir()); err != nil {
+	// Everything is staged in the directory given, none in the system's: the caller's start-up
+	// removes what a crash left there, and /tmp may be small or read-only.
+	staging, systemTmp := t.TempDir(), os.Getenv("TMPDIR")
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	err = WriteMinimal(base, url, out, staging)
+	t.Setenv("TMPDIR", systemTmp) // the rest of the test makes temporary directories
+	if err != nil {
 		t.Fatal(err)
 	}
+
 	min, err := OpenISO(out)
 	if err != nil {
 		t.Fatal(err)

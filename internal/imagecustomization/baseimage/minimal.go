@@ -26,7 +26,8 @@ const inMemory = 1 << 20
 // assisted-image-service produce; like the latter, it is laid out anew (with El Torito entries for
 // isolinux/isolinux.bin and images/efiboot.img when the base has them) rather than reconstructed
 // bit for bit, and an isohybrid MBR of the base is not kept (BMC virtual media boots El Torito).
-// The output depends only on the base's content and rootfsURL. tmp holds staged files.
+// The output depends only on the base's content and rootfsURL. tmp holds staged files, the
+// image writer's copies included (a crash leaves them where the caller cleans up).
 func WriteMinimal(base *ISO, rootfsURL, out, tmp string) error {
 	if base.Kargs == nil {
 		return fmt.Errorf("minimal ISO: %s has no /%s, so its kernel arguments cannot be changed", base.Path, KargsPath)
@@ -76,7 +77,7 @@ func WriteMinimal(base *ISO, rootfsURL, out, tmp string) error {
 	}
 	boot := bootEntries(byPath)
 	tmpOut := out + ".tmp"
-	if err := iso.WriteFile(tmpOut, iso.Options{VolumeID: base.VolumeID, Publisher: "metalforge minimal ISO", Boot: boot}, files); err != nil {
+	if err := iso.WriteFile(tmpOut, iso.Options{VolumeID: base.VolumeID, Publisher: "metalforge minimal ISO", Boot: boot, TempDir: stage}, files); err != nil {
 		return fmt.Errorf("minimal ISO: %w", err)
 	}
 	if err := os.Rename(tmpOut, out); err != nil {
