@@ -273,6 +273,7 @@ func (r *Reconciler) reconcile(ctx context.Context, host *metal3.BareMetalHost) 
 	if host.Status.Provisioning.State != metal3.StatePreparing {
 		r.preparations.forget(host.UID)
 	}
+	s.recallRetry()
 	if err := r.loadInputs(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}

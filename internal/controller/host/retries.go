@@ -72,9 +72,6 @@ func (r *retryTimes) forget(uid types.UID) {
 // backingOff answers a wait outcome while the failure of type t is still in its backoff: the
 // handler then leaves the failed operation alone instead of starting it again.
 func (s *hostScope) backingOff(t metal3.ErrorType) (outcome, bool) {
-	if !s.retries.known(s.host.UID) {
-		s.recallRetry(t)
-	}
 	d, ok := s.retries.wait(s.host, t, s.wall)
 	if !ok {
 		return outcome{}, false
@@ -82,18 +79,33 @@ func (s *hostScope) backingOff(t metal3.ErrorType) (outcome, bool) {
 	return waitFor(d, waitingRetry(t)), true
 }
 
-// recallRetry rebuilds, when nothing is remembered for the host (an operator restart, a new
-// leader), when its failure of type t may be retried: the backoff of its errorCount after the
-// Ready condition turned to Error, unless the spec changed since (the condition's generation):
-// the user acting on the failure is retried at once. Without it every restart retried every
-// failed host at once, and a BMC that keeps failing (retried past --servicing-retries) rebooted
-// its server once per restart.
-func (s *hostScope) recallRetry(t metal3.ErrorType) {
+// recallRetry rebuilds, when nothing is remembered for the host (the first reconcile of an
+// operator process, before anything writes the status), when its failure may be retried: the
+// backoff of its errorCount after the Ready condition turned to Error. Without it every restart
+// retried every failed host at once, and a BMC that keeps failing (retried past
+// --servicing-retries) rebooted its server once per restart. Approximations, all towards an early
+// retry: a failure that did not move Ready (Error twice in a row) counts from the first; a host
+// that entered its state after the failure was released by its backoff already (a deployment's
+// failure carried into deprovisioning) and is not held; a time written by a clock ahead of this
+// one is held for at most one backoff from now. The generation is the one the condition was
+// written with: a spec changed since (the user acting on the failure) is retried at once, unless
+// the earlier process wrote the status again after the edit.
+func (s *hostScope) recallRetry() {
 	st := &s.host.Status
-	ready := conditions.Get(st.Conditions, metal3.ReadyCondition)
-	if st.ErrorType != t || ready == nil || ready.Reason != metal3.ErrorReason || ready.ObservedGeneration != s.host.Generation {
+	if st.ErrorType == "" || s.retries.known(s.host.UID) {
 		return
 	}
-	s.retries.record(s.host.UID, retryAt{errorType: t, errorCount: st.ErrorCount, generation: s.host.Generation,
-		at: ready.LastTransitionTime.Add(s.cfg.Backoff(s.backoffCount(t)))})
+	ready := conditions.Get(st.Conditions, metal3.ReadyCondition)
+	if ready == nil || ready.Reason != metal3.ErrorReason {
+		return
+	}
+	if om := s.host.OperationMetricForState(s.state()); om != nil && !om.Start.Before(&ready.LastTransitionTime) {
+		return
+	}
+	d := s.cfg.Backoff(s.backoffCount(st.ErrorType))
+	at := ready.LastTransitionTime.Add(d)
+	if latest := s.wall.Add(d); at.After(latest) {
+		at = latest
+	}
+	s.retries.record(s.host.UID, retryAt{errorType: st.ErrorType, errorCount: st.ErrorCount, generation: ready.ObservedGeneration, at: at})
 }

@@ -70,8 +70,8 @@ func TestServicingRetriesZeroKeepsABMCFailure(t *testing.T) {
 // TestServicingBackoffOutlivesAnOperatorRestart: a failed live update's backoff is recalled from
 // the status by a new operator (the memory of retry times is lost with the process): it is not
 // retried at once, as it was, which let a BMC that keeps failing reboot its server once per
-// operator restart now that such failures are retried past the limit. A spec change still retries
-// at once.
+// operator restart now that such failures are retried past the limit. A spec change, made while no
+// operator runs, still retries at once.
 func TestServicingBackoffOutlivesAnOperatorRestart(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
@@ -103,9 +103,12 @@ func TestServicingBackoffOutlivesAnOperatorRestart(t *testing.T) {
 		t.Fatalf("after the restart: %s", describe(h))
 	}
 
+	// A spec change made while no operator runs retries the failure at once.
+	second.stop()
 	update(t, &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h"}}, func(h *metal3.BareMetalHost) {
 		h.Spec.Description = "retry now" // a spec change retries a failure at once
 	})
+	startWithFirmware(t, ns, fix, hourBackoff)
 	waitHost(t, ns, "h", "retried after the spec change, and failed again", func(h *metal3.BareMetalHost) bool {
 		return h.Status.ErrorType == metal3.ServicingError && h.Status.ErrorCount == 2
 	})
