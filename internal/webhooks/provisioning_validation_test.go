@@ -390,6 +390,27 @@ func TestProvisioningNetworkMode(t *testing.T) {
 	}
 }
 
+// An enabled prometheusExporter is accepted with a warning that it does nothing here, once (not at
+// every later update).
+func TestPrometheusExporterWarning(t *testing.T) {
+	t.Parallel()
+	withInterface := func() *metal3.Provisioning {
+		return &metal3.Provisioning{ObjectMeta: metav1.ObjectMeta{Name: metal3.ProvisioningSingletonName},
+			Spec: metal3.ProvisioningSpec{ProvisioningNetwork: metal3.ProvisioningNetworkManaged, ProvisioningInterface: "eth1"}}
+	}
+	on := withInterface()
+	on.Spec.PrometheusExporter = &metal3.PrometheusExporter{Enabled: true}
+	if w := provisioningWarnings(nil, on); len(w) != 1 || !strings.Contains(w[0], "spec.prometheusExporter.enabled") {
+		t.Errorf("create with the exporter enabled: warnings %q", w)
+	}
+	if w := provisioningWarnings(on, on); len(w) != 0 {
+		t.Errorf("an update that leaves it enabled: warnings %q", w)
+	}
+	if w := provisioningWarnings(nil, withInterface()); len(w) != 0 {
+		t.Errorf("create without the exporter: warnings %q", w)
+	}
+}
+
 // A network without interface or MACs is accepted, with a warning when an update makes it so.
 func TestProvisioningInterfaceWarning(t *testing.T) {
 	v := &ProvisioningValidator{}

@@ -73,14 +73,21 @@ func (v *ProvisioningValidator) validate(ctx context.Context, prov *metal3.Provi
 // provisioning IP, and stacks run that way), but it starts only on a node where something else
 // put that IP on an interface: said back when the update makes it so (nil oldProv on create).
 func provisioningWarnings(oldProv, newProv *metal3.Provisioning) admission.Warnings {
+	var warnings admission.Warnings
 	noInterface := func(p *metal3.Provisioning) bool {
 		mode := ProvisioningNetworkMode(&p.Spec)
 		return (mode == metal3.ProvisioningNetworkManaged || mode == metal3.ProvisioningNetworkUnmanaged) &&
 			p.Spec.ProvisioningInterface == "" && len(p.Spec.ProvisioningMacAddresses) == 0
 	}
-	if !noInterface(newProv) || (oldProv != nil && noInterface(oldProv)) {
-		return nil
+	if noInterface(newProv) && (oldProv == nil || !noInterface(oldProv)) {
+		warnings = append(warnings, "spec.provisioningInterface: neither it nor spec.provisioningMacAddresses is set: "+
+			"the metal3 pod starts only on a node where an interface already holds spec.provisioningIP")
 	}
-	return admission.Warnings{"spec.provisioningInterface: neither it nor spec.provisioningMacAddresses is set: " +
-		"the metal3 pod starts only on a node where an interface already holds spec.provisioningIP"}
+	exporter := func(p *metal3.Provisioning) bool { return p.Spec.PrometheusExporter != nil && p.Spec.PrometheusExporter.Enabled }
+	if exporter(newProv) && (oldProv == nil || !exporter(oldProv)) {
+		// Accepted for OpenShift's manifests; said at once rather than found missing later.
+		warnings = append(warnings, "spec.prometheusExporter.enabled: this operator does not deploy the hardware sensor exporter; "+
+			"the setting is kept and has no effect")
+	}
+	return warnings
 }

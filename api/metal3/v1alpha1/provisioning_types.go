@@ -59,7 +59,8 @@ type UnsupportedConfigOverrides struct {
 
 // PrometheusExporter configures the hardware sensor metrics exporter.
 type PrometheusExporter struct {
-	// Enabled deploys the exporter.
+	// Enabled deploys the exporter in OpenShift; this operator does not deploy it (accepted, with
+	// an admission warning, and kept).
 	// +optional
 	Enabled bool `json:"enabled,omitempty"`
 	// SensorCollectionInterval is how often sensor data is collected, in seconds.
@@ -78,8 +79,10 @@ type ProvisioningSpec struct {
 	// ProvisioningInterface is the control-plane NIC on the provisioning network, e.g. "eth1".
 	ProvisioningInterface string `json:"provisioningInterface,omitempty"`
 
-	// ProvisioningMacAddresses identify the provisioning NICs by MAC instead of name; filled from
-	// the control-plane hosts' bootMACAddress when empty.
+	// ProvisioningMacAddresses identify the provisioning NICs by MAC instead of name. OpenShift
+	// fills them from the control-plane hosts' bootMACAddress when empty; this operator does not:
+	// without them or provisioningInterface the metal3 pod starts only on a node where an
+	// interface already holds provisioningIP.
 	ProvisioningMacAddresses []string `json:"provisioningMacAddresses,omitempty"`
 
 	// ProvisioningIP is the provisioning service's IP: inside provisioningNetworkCIDR, outside the

@@ -97,7 +97,7 @@ func TestDeletion(t *testing.T) {
 	if err := env.Client.Delete(context.Background(), getProvisioning(t)); err != nil {
 		t.Fatal(err)
 	}
-	c := waitCO(t, map[string]string{"Available": "False/AsExpected", "Progressing": "True/ResourceNotFound", "Degraded": "False/AsExpected"})
+	c := waitCO(t, map[string]string{"Available": "False/ResourceNotFound", "Progressing": "True/ResourceNotFound", "Degraded": "False/AsExpected"})
 	if m := clusteroperator.Condition(c, configv1.OperatorProgressing).Message; m != "Waiting for Provisioning CR" {
 		t.Errorf("Progressing message %q", m)
 	}
@@ -374,7 +374,7 @@ func TestDeploymentCrashLooping(t *testing.T) {
 	waitCO(t, map[string]string{"Progressing": "True/SyncingResources", "Degraded": "False/AsExpected"})
 	down(10 * time.Minute)
 	c := waitCO(t, map[string]string{"Degraded": "True/DeploymentCrashLooping", "Progressing": "False/AsExpected",
-		"Available": "True/DeploymentCrashLooping"})
+		"Available": "False/DeploymentCrashLooping"})
 	if m := clusteroperator.Condition(c, configv1.OperatorDegraded).Message; !strings.HasPrefix(m, "metal3 deployment unavailable for more than 5 minutes") {
 		t.Errorf("Degraded message %q", m)
 	}

@@ -33,8 +33,9 @@ const (
 	ReasonDeployTimedOut = "DeployTimedOut"
 	// ReasonDeploymentCrashLooping: a Deployment whose rollout finished has been unavailable for
 	// too long (its pod crash-loops, or cannot run again). OpenShift's operator defines this
-	// reason and never sets it; Kubernetes reports nothing then (its progress deadline holds only
-	// during a rollout), so without it the stack would look Progressing forever.
+	// reason (Available False, Degraded True) and never sets it; Kubernetes reports nothing then
+	// (its progress deadline holds only during a rollout), so without it the stack would look
+	// Progressing forever.
 	ReasonDeploymentCrashLooping = "DeploymentCrashLooping"
 	// ReasonSyncError: the API server has refused the stack's writes for minutes (an immutable
 	// Secret, a value its validation refuses). Ours: OpenShift's operator returns the error and
@@ -88,7 +89,7 @@ var Table = map[string]row{
 	ReasonDeployComplete:           {available: t, progressing: f, degraded: f, disabled: f, message: "metal3 and baremetal-operator are running"},
 	ReasonInvalidConfiguration:     {available: t, progressing: t, degraded: t, disabled: f, message: "invalid configuration", progress: "Unable to apply Provisioning CR: invalid configuration"},
 	ReasonDeployTimedOut:           {available: t, progressing: t, degraded: t, disabled: f, message: "metal3 deployment rollout taking too long", progress: "Waiting for the rollout"},
-	ReasonDeploymentCrashLooping:   {available: t, progressing: f, degraded: t, disabled: f, message: "metal3 deployment unavailable"},
+	ReasonDeploymentCrashLooping:   {available: f, progressing: f, degraded: t, disabled: f, message: "metal3 deployment unavailable"},
 	ReasonSyncError:                {available: t, progressing: t, degraded: t, disabled: f, message: "applying the stack failed", progress: "Unable to apply the stack"},
 	ReasonResourceNotFound:         {available: f, progressing: t, degraded: f, disabled: f, message: "all Metal3 resources deleted", progress: "Waiting for Provisioning CR"},
 }
@@ -127,7 +128,7 @@ func Apply(co *configv1.ClusterOperator, s State, releaseVersion string, related
 	upgrading := releaseVersion != "" && current != "" && current != releaseVersion && !s.AtLevel
 
 	conds := []configv1.ClusterOperatorStatusCondition{
-		cond(configv1.OperatorAvailable, r.available, s.Reason, message, r.available == t),
+		cond(configv1.OperatorAvailable, r.available, s.Reason, message, true), // True or False, it says why
 		cond(configv1.OperatorProgressing, r.progressing, s.Reason, progress, r.progressing == t),
 		cond(configv1.OperatorDegraded, r.degraded, s.Reason, message, r.degraded == t),
 		cond(Disabled, r.disabled, s.Reason, message, r.disabled == t),

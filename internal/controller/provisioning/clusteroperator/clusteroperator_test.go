@@ -51,7 +51,7 @@ func TestApplyTable(t *testing.T) {
 			configv1.OperatorDegraded: "True/DeployTimedOut", Disabled: "False/AsExpected", configv1.OperatorUpgradeable: "True/AsExpected",
 		},
 		ReasonDeploymentCrashLooping: {
-			configv1.OperatorAvailable: "True/DeploymentCrashLooping", configv1.OperatorProgressing: "False/AsExpected",
+			configv1.OperatorAvailable: "False/DeploymentCrashLooping", configv1.OperatorProgressing: "False/AsExpected",
 			configv1.OperatorDegraded: "True/DeploymentCrashLooping", Disabled: "False/AsExpected", configv1.OperatorUpgradeable: "True/AsExpected",
 		},
 		ReasonSyncError: {
@@ -59,7 +59,7 @@ func TestApplyTable(t *testing.T) {
 			configv1.OperatorDegraded: "True/SyncError", Disabled: "False/AsExpected", configv1.OperatorUpgradeable: "True/AsExpected",
 		},
 		ReasonResourceNotFound: {
-			configv1.OperatorAvailable: "False/AsExpected", configv1.OperatorProgressing: "True/ResourceNotFound",
+			configv1.OperatorAvailable: "False/ResourceNotFound", configv1.OperatorProgressing: "True/ResourceNotFound",
 			configv1.OperatorDegraded: "False/AsExpected", Disabled: "False/AsExpected", configv1.OperatorUpgradeable: "True/AsExpected",
 		},
 	} {
