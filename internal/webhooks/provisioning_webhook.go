@@ -83,7 +83,9 @@ func provisioningWarnings(oldProv, newProv *metal3.Provisioning) admission.Warni
 		warnings = append(warnings, "spec.provisioningInterface: neither it nor spec.provisioningMacAddresses is set: "+
 			"the metal3 pod starts only on a node where an interface already holds spec.provisioningIP")
 	}
-	exporter := func(p *metal3.Provisioning) bool { return p.Spec.PrometheusExporter != nil && p.Spec.PrometheusExporter.Enabled }
+	exporter := func(p *metal3.Provisioning) bool {
+		return p.Spec.PrometheusExporter != nil && p.Spec.PrometheusExporter.Enabled
+	}
 	if exporter(newProv) && (oldProv == nil || !exporter(oldProv)) {
 		// Accepted for OpenShift's manifests; said at once rather than found missing later.
 		warnings = append(warnings, "spec.prometheusExporter.enabled: this operator does not deploy the hardware sensor exporter; "+
