@@ -11,12 +11,15 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/controller/provisioning/render"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/secrets"
 	"github.com/metalforge/metalforge/internal/test/loopback"
 	"github.com/metalforge/metalforge/internal/test/poll"
@@ -110,4 +113,39 @@ func errString(err error) string {
 		return "none"
 	}
 	return err.Error()
+}
+
+// TestWebhookConfigurationLetsADeletedProvisioningGo: the fail-closed webhook configuration the
+// operator writes outlives it (uninstalled, scaled down); a Provisioning being deleted must still
+// lose its finalizers without a server answering: the configuration does not send such objects.
+func TestWebhookConfigurationLetsADeletedProvisioningGo(t *testing.T) {
+	setup(t, options{noStart: true})
+	ctx := context.Background()
+	p := &metal3.Provisioning{ObjectMeta: metav1.ObjectMeta{Name: metal3.ProvisioningSingletonName, Finalizers: []string{"example.com/held"}},
+		Spec: metal3.ProvisioningSpec{ProvisioningNetwork: metal3.ProvisioningNetworkDisabled}}
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	// The operator's configuration, with no server behind its Service.
+	if err := env.Client.Create(ctx, render.CBOWebhookConfiguration("no-operator-here", nil)); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the configuration in force: a live object's update is refused", func() (bool, string) {
+		p := getProvisioning(t)
+		p.Labels = map[string]string{"touched": strconv.FormatInt(time.Now().UnixNano(), 10)}
+		err := env.Client.Update(ctx, p)
+		return err != nil && strings.Contains(err.Error(), "failed calling webhook"), errString(err)
+	})
+	if err := env.Client.Delete(ctx, getProvisioning(t)); err != nil {
+		t.Fatal(err)
+	}
+	p = getProvisioning(t)
+	p.Finalizers = nil
+	if err := env.Client.Update(ctx, p); err != nil {
+		t.Fatalf("removing the finalizer of the deleted Provisioning: %v", err)
+	}
+	poll.Until(t, "the Provisioning gone", func() (bool, string) {
+		err := env.Client.Get(ctx, types.NamespacedName{Name: metal3.ProvisioningSingletonName}, &metal3.Provisioning{})
+		return apierrors.IsNotFound(err), errString(err)
+	})
 }

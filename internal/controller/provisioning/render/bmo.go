@@ -155,7 +155,9 @@ func bmoWebhookConfig(in *Input) *admissionv1.ValidatingWebhookConfiguration {
 
 // validatingWebhook is a CREATE/UPDATE webhook of a metal3.io resource, failing closed: bad input
 // is rejected even when the server is down (the cluster baremetal operator's Ignore let every write
-// through for years while its handler was missing).
+// through for years while its handler was missing). An object being deleted is not sent (the
+// handlers accept it anyway): removing its finalizers must not need the server, which may be gone
+// for good (the operator uninstalled or scaled down leaves this configuration behind).
 func validatingWebhook(name, resource, path, namespace, svc string, caBundle []byte) admissionv1.ValidatingWebhook {
 	fail := admissionv1.Fail
 	none := admissionv1.SideEffectClassNone
@@ -170,9 +172,10 @@ func validatingWebhook(name, resource, path, namespace, svc string, caBundle []b
 			Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
 			Rule:       admissionv1.Rule{APIGroups: []string{"metal3.io"}, APIVersions: []string{"v1alpha1"}, Resources: []string{resource}},
 		}},
-		FailurePolicy:  &fail,
-		SideEffects:    &none,
-		TimeoutSeconds: ptrTo[int32](10),
+		MatchConditions: []admissionv1.MatchCondition{{Name: "not-being-deleted", Expression: "!has(object.metadata.deletionTimestamp)"}},
+		FailurePolicy:   &fail,
+		SideEffects:     &none,
+		TimeoutSeconds:  ptrTo[int32](10),
 	}
 }
 
