@@ -260,10 +260,13 @@ func (s *scope) run() (ctrl.Result, error) {
 		// metal3: detached at the host's next power on; a running OS keeps its CD until then
 		// (the host's power change and its detach wake this DataImage).
 		return ctrl.Result{}, nil
-	case st.Error != "" && s.retryLater():
-		// Our last detach failed: said, and tried again after RetryDelay.
+	case st.Error != "":
+		// Our last detach failed: said, and tried again RetryDelay after it was asked (at once when
+		// the failure shows later than that: a BMC slow to fail, sushy retrying its 5xx answers).
 		s.setMessage(ReasonFailed, "Detach", Message("detaching: "+st.Error))
-		return ctrl.Result{RequeueAfter: s.r.Config.RetryDelay}, nil
+		if s.retryLater() {
+			return ctrl.Result{RequeueAfter: s.r.Config.RetryDelay}, nil
+		}
 	}
 	return s.detach()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -96,4 +97,41 @@ func waitHostSeen(t *testing.T, cache client.Reader, h *metal3.BareMetalHost) {
 		return got.Status.Provisioning.State == h.Status.Provisioning.State && got.Status.PoweredOn == h.Status.PoweredOn,
 			fmt.Sprintf("%s, powered on %v", got.Status.Provisioning.State, got.Status.PoweredOn)
 	})
+}
+
+// TestSlowDetachFailureIsShown: a detach whose failure shows only after RetryDelay (a BMC slow to
+// fail; here the controller looks again after a BusyRetry longer than RetryDelay) is said in
+// status.error and an Event before it is tried again; it was tried again at once, which erased the
+// failure, so a DataImage whose eject kept failing stayed Terminating with nothing saying why.
+func TestSlowDetachFailureIsShown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix, func(c *dataimage.Config) { c.RetryDelay, c.BusyRetry = 10*time.Millisecond, 300*time.Millisecond })
+	const name, url = "h", "http://images.example/config.iso"
+	h := companiontest.NewHost(t, env.Client, fix, ns, name)
+	companiontest.SetHostStatus(t, env.Client, h, func(st *metal3.BareMetalHostStatus) {
+		st.Provisioning.State, st.PoweredOn = metal3.StateAvailable, false
+	})
+	if _, err := fix.AttachDataImage(ctx, companion.ProvisionerHost(h), url); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, &metal3.DataImage{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: metal3.DataImageSpec{URL: url}}); err != nil {
+		t.Fatal(err)
+	}
+	waitDataImage(t, ns, name, "its finalizer", func(di *metal3.DataImage) bool { return len(di.Finalizers) == 1 })
+
+	fix.FailNextFor(ns, name, fixture.OpDetachDataImage, 2)
+	if err := env.Client.Delete(ctx, &metal3.DataImage{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	companiontest.WaitEvent(t, env.Client, ns, "DataImage", name, dataimage.ReasonFailed+": detaching: fixture: injected detachdataimage failure")
+	poll.Until(t, "DataImage gone once a detach works", func() (bool, string) {
+		return !companiontest.Get(t, env.Client, ns, name, &metal3.DataImage{}), "still there"
+	})
+	if n := fix.Count(ns, name, fixture.OpDetachDataImage); n != 3 {
+		t.Errorf("%d detaches, want 3 (two failures, then one that worked)", n)
+	}
 }

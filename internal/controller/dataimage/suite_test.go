@@ -23,10 +23,13 @@ func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{}, &env) }
 // startOperator runs the DataImage controller alone, with the binary's cache views and short
 // delays; the host controller's part is played by the host status each test writes. It returns
 // the manager's cache, to wait on before a change the controller must have seen.
-func startOperator(t *testing.T, ns string, fix *fixture.Fixture) client.Reader {
+func startOperator(t *testing.T, ns string, fix *fixture.Fixture, tune ...func(*dataimage.Config)) client.Reader {
 	t.Helper()
 	cfg := dataimage.Config{Resync: time.Minute, BusyRetry: 100 * time.Millisecond, RetryDelay: 500 * time.Millisecond,
 		ProvisionerRetry: 200 * time.Millisecond, Concurrency: 2}
+	for _, f := range tune {
+		f(&cfg)
+	}
 	return companiontest.StartManager(t, env, env.Config, ns, host.CacheViews(), func(_ context.Context, mgr ctrl.Manager) error {
 		return (&dataimage.Reconciler{Provisioner: fix, Config: cfg, SkipNameValidation: true}).SetupWithManager(mgr)
 	})
