@@ -29,20 +29,8 @@ func TestDeletionWhileProvisionerUnavailable(t *testing.T) {
 	ns := env.Namespace(t)
 	fix := fixture.New(fixture.Config{})
 	cache := startOperator(t, ns, fix)
-	const name, url = "h", "http://images.example/config.iso"
-	h := companiontest.NewHost(t, env.Client, fix, ns, name)
-	// Available and off: its CD is emptied at once when the DataImage is deleted.
-	companiontest.SetHostStatus(t, env.Client, h, func(st *metal3.BareMetalHostStatus) {
-		st.Provisioning.State, st.PoweredOn = metal3.StateAvailable, false
-	})
-	if _, err := fix.AttachDataImage(ctx, companion.ProvisionerHost(h), url); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Client.Create(ctx, &metal3.DataImage{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: metal3.DataImageSpec{URL: url}}); err != nil {
-		t.Fatal(err)
-	}
-	waitDataImage(t, ns, name, "its finalizer", func(di *metal3.DataImage) bool { return len(di.Finalizers) == 1 })
+	const name = "h"
+	h := attachedToAnOffHost(t, ns, name, fix)
 
 	fix.SetUnavailable(true)
 	if err := env.Client.Delete(ctx, &metal3.DataImage{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
@@ -109,19 +97,8 @@ func TestSlowDetachFailureIsShown(t *testing.T) {
 	ns := env.Namespace(t)
 	fix := fixture.New(fixture.Config{})
 	startOperator(t, ns, fix, func(c *dataimage.Config) { c.RetryDelay, c.BusyRetry = 10*time.Millisecond, 300*time.Millisecond })
-	const name, url = "h", "http://images.example/config.iso"
-	h := companiontest.NewHost(t, env.Client, fix, ns, name)
-	companiontest.SetHostStatus(t, env.Client, h, func(st *metal3.BareMetalHostStatus) {
-		st.Provisioning.State, st.PoweredOn = metal3.StateAvailable, false
-	})
-	if _, err := fix.AttachDataImage(ctx, companion.ProvisionerHost(h), url); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Client.Create(ctx, &metal3.DataImage{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: metal3.DataImageSpec{URL: url}}); err != nil {
-		t.Fatal(err)
-	}
-	waitDataImage(t, ns, name, "its finalizer", func(di *metal3.DataImage) bool { return len(di.Finalizers) == 1 })
+	const name = "h"
+	attachedToAnOffHost(t, ns, name, fix)
 
 	fix.FailNextFor(ns, name, fixture.OpDetachDataImage, 2)
 	if err := env.Client.Delete(ctx, &metal3.DataImage{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
@@ -134,4 +111,25 @@ func TestSlowDetachFailureIsShown(t *testing.T) {
 	if n := fix.Count(ns, name, fixture.OpDetachDataImage); n != 3 {
 		t.Errorf("%d detaches, want 3 (two failures, then one that worked)", n)
 	}
+}
+
+// attachedToAnOffHost creates host name, available and off (its CD is emptied at once when the
+// DataImage is deleted), with a DataImage of the same name attached to it and finalized.
+func attachedToAnOffHost(t *testing.T, ns, name string, fix *fixture.Fixture) *metal3.BareMetalHost {
+	t.Helper()
+	ctx := context.Background()
+	const url = "http://images.example/config.iso"
+	h := companiontest.NewHost(t, env.Client, fix, ns, name)
+	companiontest.SetHostStatus(t, env.Client, h, func(st *metal3.BareMetalHostStatus) {
+		st.Provisioning.State, st.PoweredOn = metal3.StateAvailable, false
+	})
+	if _, err := fix.AttachDataImage(ctx, companion.ProvisionerHost(h), url); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, &metal3.DataImage{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: metal3.DataImageSpec{URL: url}}); err != nil {
+		t.Fatal(err)
+	}
+	waitDataImage(t, ns, name, "its finalizer", func(di *metal3.DataImage) bool { return len(di.Finalizers) == 1 })
+	return h
 }
