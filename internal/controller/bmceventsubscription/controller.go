@@ -373,7 +373,7 @@ func (s *scope) leaveUnlisted(err error) {
 }
 
 // create creates the subscription on the BMC with the headers its Secret holds now, or takes over
-// one an earlier create left there.
+// one an earlier create left there (replaces it, when the subscription has headers).
 func (s *scope) create(host provisioner.Host) (ctrl.Result, error) {
 	headers, secret, err := s.headers()
 	if err != nil {
@@ -389,6 +389,15 @@ func (s *scope) create(host provisioner.Host) (ctrl.Result, error) {
 		// always does. Only a create whose answer is lost can then be doubled.
 	case err != nil:
 		return s.failed(err, "reading the subscriptions of the BMC")
+	case id != "" && s.sub.Spec.HTTPHeadersRef != nil:
+		// Redfish never shows a subscription's headers: the one found may carry a token the
+		// Secret held before (one left on the BMC by a deleted object, a create lost before a
+		// rotation), and taking it over would record the current ones. Replaced instead.
+		if err := s.r.Provisioner.DeleteEventSubscription(s.ctx, host, id); err != nil {
+			return s.failed(err, "deleting a subscription found on the BMC, to create it with the current headers")
+		}
+		s.events.Normal(ReasonHeadersChanged, "Delete", "Subscription "+id+" found on the BMC of host "+s.host.Name+
+			" with headers that cannot be read back: deleted, to be created with the headers Secret's")
 	case id != "":
 		s.succeeded()
 		s.sub.Status.SubscriptionID, s.sub.Status.Error, s.headersVersion = id, "", version

@@ -290,6 +290,24 @@ func TestSubscriptionTakenOver(t *testing.T) {
 	}
 }
 
+// A subscription with headers found on the BMC is replaced, not taken over: its headers cannot be
+// read back and may be a token the Secret no longer holds (one left by a deleted object).
+func TestSubscriptionWithHeadersNotTakenOver(t *testing.T) {
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	start(t, ns, fix)
+	companiontest.NewHost(t, env.Client, fix, ns, "h")
+	left := fix.AddSubscription(ns, "h", provisioner.EventSubscription{Destination: destination, Context: "rack-7",
+		HTTPHeaders: map[string]string{"Authorization": "Bearer an-old-token"}})
+	create(t, builder.DataSecret(ns, "headers", "Authorization", token), newSubscription(ns, "s", "h", true))
+	sub := waitSub(t, ns, "s", "created", func(s *metal3.BMCEventSubscription) bool { return s.Status.SubscriptionID != "" })
+	subs := fix.Subscriptions(ns, "h")
+	if sub.Status.SubscriptionID == left || len(subs) != 1 || subs[sub.Status.SubscriptionID].HTTPHeaders["Authorization"] != token {
+		t.Errorf("subscription %q, on the BMC %v: want only a new one, with the Secret's token", sub.Status.SubscriptionID, subs)
+	}
+	noSecretValue(t, ns, "s")
+}
+
 // Deleting a subscription that never reached the BMC is not held by a host that never registers.
 func TestSubscriptionDeletedBeforeRegistration(t *testing.T) {
 	ns := env.Namespace(t)
