@@ -288,7 +288,7 @@ func (s *scope) run() (ctrl.Result, error) {
 		return ctrl.Result{}, nil
 	}
 	if id := s.sub.Status.SubscriptionID; id != "" {
-		exists, err := s.r.Provisioner.EventSubscriptionExists(s.ctx, host, id)
+		exists, err := s.stillOnBMC(host, id)
 		switch {
 		case listRefused(err):
 			// A BMC that took the create but refuses to list its subscriptions (the check reads
@@ -437,6 +437,24 @@ func (s *scope) unreachable() bool {
 func (s *scope) leave(why string) {
 	s.release = true
 	s.events.Warning(ReasonLeft, "Delete", why+": subscription "+s.sub.Status.SubscriptionID+" may remain on its BMC")
+}
+
+// stillOnBMC reports whether the BMC still has subscription id. With other BMCEventSubscriptions
+// on the host, the id must also still have this one's destination and context: a BMC reset to its
+// defaults numbers the subscriptions created again from the start, and may give this one's old id
+// to another object's (which deleting this one would then remove). Alone, the id is enough (one
+// request, not one per subscription).
+func (s *scope) stillOnBMC(host provisioner.Host, id string) (bool, error) {
+	var siblings metal3.BMCEventSubscriptionList
+	if err := s.r.Client.List(s.ctx, &siblings, client.InNamespace(s.sub.Namespace), client.MatchingFields{hostNameField: s.sub.Spec.HostName},
+		cacheview.ReadOnly); err != nil {
+		return false, fmt.Errorf("listing the subscriptions of host %s: %w", s.sub.Spec.HostName, err)
+	}
+	if len(siblings.Items) < 2 {
+		return s.r.Provisioner.EventSubscriptionExists(s.ctx, host, id)
+	}
+	found, err := s.r.Provisioner.FindEventSubscriptions(s.ctx, host, provisioner.EventSubscription{Destination: s.sub.Spec.Destination, Context: s.sub.Spec.Context})
+	return slices.Contains(found, id), err
 }
 
 // takeOver returns a subscription on the BMC with the same destination and context that no other

@@ -308,6 +308,36 @@ func TestSubscriptionWithHeadersNotTakenOver(t *testing.T) {
 	noSecretValue(t, ns, "s")
 }
 
+// A BMC reset that numbers subscriptions anew can give one object's old id to another
+// subscription: with other BMCEventSubscriptions on the host, the hourly check sees that the id
+// now has another destination, takes its own subscription for lost and creates it again (kept,
+// deleting this object would remove the other's).
+func TestSubscriptionIdReusedAfterABMCReset(t *testing.T) {
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	start(t, ns, fix)
+	companiontest.NewHost(t, env.Client, fix, ns, "h")
+	// A sibling that never reaches the BMC (its destination is refused): the host has two objects.
+	sibling := newSubscription(ns, "b", "h", false)
+	sibling.Spec.Destination = "not a URL"
+	create(t, sibling, newSubscription(ns, "a", "h", false))
+	a := waitSub(t, ns, "a", "created", func(s *metal3.BMCEventSubscription) bool { return s.Status.SubscriptionID != "" })
+
+	// The reset: another subscription is created under a's old id.
+	reused := a.Status.SubscriptionID
+	fix.DropSubscriptions(ns, "h")
+	fix.PutSubscription(ns, "h", reused, provisioner.EventSubscription{Destination: "https://other.example.com/events"})
+
+	a = waitSub(t, ns, "a", "its lost subscription created again", func(s *metal3.BMCEventSubscription) bool {
+		return s.Status.SubscriptionID != "" && s.Status.SubscriptionID != reused
+	})
+	subs := fix.Subscriptions(ns, "h")
+	if len(subs) != 2 || subs[a.Status.SubscriptionID].Destination != destination || subs[reused].Destination != "https://other.example.com/events" {
+		t.Errorf("on the BMC: %v; want a's subscription under a new id and the other one under %s", subs, reused)
+	}
+	companiontest.WaitEvent(t, env.Client, ns, "BMCEventSubscription", "a", ReasonLost)
+}
+
 // Deleting a subscription that never reached the BMC is not held by a host that never registers.
 func TestSubscriptionDeletedBeforeRegistration(t *testing.T) {
 	ns := env.Namespace(t)
