@@ -445,16 +445,25 @@ func (s *scope) leave(why string) {
 // to another object's (which deleting this one would then remove). Alone, the id is enough (one
 // request, not one per subscription).
 func (s *scope) stillOnBMC(host provisioner.Host, id string) (bool, error) {
-	var siblings metal3.BMCEventSubscriptionList
-	if err := s.r.Client.List(s.ctx, &siblings, client.InNamespace(s.sub.Namespace), client.MatchingFields{hostNameField: s.sub.Spec.HostName},
-		cacheview.ReadOnly); err != nil {
-		return false, fmt.Errorf("listing the subscriptions of host %s: %w", s.sub.Spec.HostName, err)
+	siblings, err := s.hostSubscriptions()
+	if err != nil {
+		return false, err
 	}
-	if len(siblings.Items) < 2 {
+	if len(siblings) < 2 {
 		return s.r.Provisioner.EventSubscriptionExists(s.ctx, host, id)
 	}
 	found, err := s.r.Provisioner.FindEventSubscriptions(s.ctx, host, provisioner.EventSubscription{Destination: s.sub.Spec.Destination, Context: s.sub.Spec.Context})
 	return slices.Contains(found, id), err
+}
+
+// hostSubscriptions lists the BMCEventSubscriptions of this one's host, this one included.
+func (s *scope) hostSubscriptions() ([]metal3.BMCEventSubscription, error) {
+	var list metal3.BMCEventSubscriptionList
+	if err := s.r.Client.List(s.ctx, &list, client.InNamespace(s.sub.Namespace), client.MatchingFields{hostNameField: s.sub.Spec.HostName},
+		cacheview.ReadOnly); err != nil {
+		return nil, fmt.Errorf("listing the subscriptions of host %s: %w", s.sub.Spec.HostName, err)
+	}
+	return list.Items, nil
 }
 
 // takeOver returns a subscription on the BMC with the same destination and context that no other
@@ -474,13 +483,12 @@ func (s *scope) unclaimed(found []string) (string, error) {
 	if len(found) == 0 {
 		return "", nil
 	}
-	var others metal3.BMCEventSubscriptionList
-	if err := s.r.Client.List(s.ctx, &others, client.InNamespace(s.sub.Namespace), client.MatchingFields{hostNameField: s.sub.Spec.HostName},
-		cacheview.ReadOnly); err != nil {
-		return "", fmt.Errorf("listing the subscriptions of host %s: %w", s.sub.Spec.HostName, err)
+	others, err := s.hostSubscriptions()
+	if err != nil {
+		return "", err
 	}
 	for _, id := range found {
-		if !slices.ContainsFunc(others.Items, func(o metal3.BMCEventSubscription) bool {
+		if !slices.ContainsFunc(others, func(o metal3.BMCEventSubscription) bool {
 			return o.UID != s.sub.UID && o.Status.SubscriptionID == id
 		}) {
 			return id, nil
