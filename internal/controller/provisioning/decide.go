@@ -87,9 +87,14 @@ func decide(o *observed) (*plan, error) {
 	}
 	if msg := invalid(o); msg != "" {
 		p.invalid(o, msg)
+		if last := lastApplied(o); last != nil {
+			if _, _, err := p.planStack(last); err != nil && unusableSecret(err) == "" {
+				return nil, err
+			}
+		}
 		return p, nil
 	}
-	in, err := p.planSecrets(o)
+	stack, bmoReady, err := p.planStack(o)
 	if err != nil {
 		if msg := unusableSecret(err); msg != "" {
 			p.invalid(o, msg)
@@ -97,20 +102,32 @@ func decide(o *observed) (*plan, error) {
 		}
 		return nil, err
 	}
-	stack := render.Render(in)
+	p.recordApplied(o)
+	p.observedGeneration = &prov.Generation
+	p.rollout(o, stack, bmoReady)
+	return p, nil
+}
+
+// planStack plans the stack's Secrets and objects as o's Provisioning spec has them, and what
+// this configuration no longer has. bmoReady: the baremetal-operator runs its current spec, so
+// what waits for its webhook is planned too.
+func (p *plan) planStack(o *observed) (stack *render.Stack, bmoReady bool, err error) {
+	in, err := p.planSecrets(o)
+	if err != nil {
+		return nil, false, err
+	}
+	stack = render.Render(in)
 	for _, obj := range stack.Objects {
 		p.planObject(o, obj, true)
 	}
-	bmoReady := available(o.deployments[render.BMODeployment]) && !p.writesDeployment(render.BMODeployment)
+	bmoReady = available(o.deployments[render.BMODeployment]) && !p.writesDeployment(render.BMODeployment)
 	if bmoReady {
 		for _, obj := range stack.AfterBMO {
 			p.planObject(o, obj, true)
 		}
 	}
 	p.removeAbsent(o, stack)
-	p.observedGeneration = &prov.Generation
-	p.rollout(o, stack, bmoReady)
-	return p, nil
+	return stack, bmoReady, nil
 }
 
 // removeAbsent deletes what this configuration does not have any more (the
@@ -146,8 +163,9 @@ func invalid(o *observed) string {
 }
 
 // invalid reports bad input: Degraded with the message, and an event when the message is new (so
-// the same bad spec is reported once, not at every resync). Nothing is deployed or changed, and
-// observedGeneration stays where it was, so the last good stack keeps running.
+// the same bad spec is reported once, not at every resync). Nothing of the bad spec is deployed and
+// observedGeneration stays where it was: the last good stack keeps running, maintained from the
+// last valid spec (lastApplied) when there is one.
 func (p *plan) invalid(o *observed, msg string) {
 	// The ClusterOperator is readable cluster-wide: the URLs it may quote lose their credentials.
 	msg = statustext.Clean(msg, statustext.ConditionMessageLimit)

@@ -51,7 +51,7 @@ func TestDecideICC(t *testing.T) {
 			world: func(*testing.T) *observed { return iccWorld(disabled, "192.168.111.10") },
 			state: clusteroperator.ReasonSyncing,
 			writes: []string{"Secret/" + secrets.CBOWebhookCert, "Secret/" + secrets.IronicCredentials, "Secret/" + secrets.IronicTLS,
-				"Secret/" + secrets.BMOWebhookCert, "*v1.ValidatingWebhookConfiguration/" + render.CBOWebhookConfig, "*v1.Deployment/metal3",
+				"Secret/" + secrets.BMOWebhookCert, "Secret/" + AppliedSpecSecret, "*v1.ValidatingWebhookConfiguration/" + render.CBOWebhookConfig, "*v1.Deployment/metal3",
 				"*v1.Service/metal3-state", "*v1.Deployment/metal3-baremetal-operator", "*v1.Service/baremetal-operator-webhook-service",
 				"*v1.Service/" + render.ICCService, "*v1.Secret/" + render.ICCConfigSecret, "*v1.Deployment/" + render.ICCDeployment},
 		},
@@ -126,7 +126,7 @@ func TestDecideICC(t *testing.T) {
 				return o
 			},
 			state:  clusteroperator.ReasonSyncing,
-			writes: []string{"*v1.Deployment/" + render.ICCDeployment},
+			writes: []string{"Secret/" + AppliedSpecSecret, "*v1.Deployment/" + render.ICCDeployment},
 		},
 		"the images file drops the controller: its objects go, the baremetal-operator builds no images": {
 			world: func(t *testing.T) *observed {
@@ -154,7 +154,7 @@ func TestDecideICC(t *testing.T) {
 			world: func(*testing.T) *observed { return withPullSecret(iccWorld(disabled, "192.168.111.10"), testAuth) },
 			state: clusteroperator.ReasonSyncing,
 			writes: []string{"Secret/" + secrets.CBOWebhookCert, "Secret/" + secrets.IronicCredentials, "Secret/" + secrets.IronicTLS,
-				"Secret/" + secrets.BMOWebhookCert, "Secret/" + secrets.PullSecret, "*v1.ValidatingWebhookConfiguration/" + render.CBOWebhookConfig,
+				"Secret/" + secrets.BMOWebhookCert, "Secret/" + secrets.PullSecret, "Secret/" + AppliedSpecSecret, "*v1.ValidatingWebhookConfiguration/" + render.CBOWebhookConfig,
 				"*v1.Deployment/metal3", "*v1.Service/metal3-state", "*v1.Deployment/metal3-baremetal-operator", "*v1.Service/baremetal-operator-webhook-service",
 				"*v1.Service/" + render.ICCService, "*v1.Secret/" + render.ICCConfigSecret, "*v1.Deployment/" + render.ICCDeployment},
 		},
@@ -226,7 +226,7 @@ func TestDecideICC(t *testing.T) {
 			state: clusteroperator.ReasonResourceNotFound,
 			deletes: []string{render.BMOWebhookConfig, render.BMODeployment, render.ICCDeployment, render.Metal3Deployment,
 				render.BMOWebhookService, render.ICCService, render.StateService,
-				secrets.IronicCredentials, secrets.IronicTLS, secrets.BMOWebhookCert, render.ICCConfigSecret, secrets.PullSecret},
+				secrets.IronicCredentials, secrets.IronicTLS, secrets.BMOWebhookCert, render.ICCConfigSecret, secrets.PullSecret, AppliedSpecSecret},
 		},
 		"deleting: the controller's objects with the rest": {
 			world: func(t *testing.T) *observed {
@@ -240,7 +240,7 @@ func TestDecideICC(t *testing.T) {
 			state: clusteroperator.ReasonResourceNotFound,
 			deletes: []string{render.BMOWebhookConfig, render.BMODeployment, render.ICCDeployment, render.Metal3Deployment,
 				render.BMOWebhookService, render.ICCService, render.StateService,
-				secrets.IronicCredentials, secrets.IronicTLS, secrets.BMOWebhookCert, render.ICCConfigSecret},
+				secrets.IronicCredentials, secrets.IronicTLS, secrets.BMOWebhookCert, render.ICCConfigSecret, AppliedSpecSecret},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

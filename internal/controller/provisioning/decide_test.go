@@ -132,7 +132,7 @@ func TestDecide(t *testing.T) {
 			world: func(*testing.T) *observed { return world(&disabled, configv1.BareMetalPlatformType) },
 			state: clusteroperator.ReasonSyncing,
 			writes: []string{"Secret/" + secrets.CBOWebhookCert, "Secret/" + secrets.IronicCredentials, "Secret/" + secrets.IronicTLS,
-				"Secret/" + secrets.BMOWebhookCert, "*v1.ValidatingWebhookConfiguration/" + render.CBOWebhookConfig, "*v1.Deployment/metal3", "*v1.Service/metal3-state", "*v1.Deployment/metal3-baremetal-operator", "*v1.Service/baremetal-operator-webhook-service"},
+				"Secret/" + secrets.BMOWebhookCert, "Secret/" + AppliedSpecSecret, "*v1.ValidatingWebhookConfiguration/" + render.CBOWebhookConfig, "*v1.Deployment/metal3", "*v1.Service/metal3-state", "*v1.Deployment/metal3-baremetal-operator", "*v1.Service/baremetal-operator-webhook-service"},
 			events:  []string{ReasonCertificateIssued, ReasonCreated, ReasonSecretGenerated, ReasonCertificateIssued, ReasonCertificateIssued, ReasonCreated, ReasonCreated, ReasonCreated, ReasonCreated},
 			requeue: 30 * time.Second,
 		},
@@ -206,7 +206,7 @@ func TestDecide(t *testing.T) {
 				return o
 			},
 			state:  clusteroperator.ReasonSyncing,
-			writes: []string{"Secret/" + secrets.IronicTLS, "*v1.Deployment/metal3"},
+			writes: []string{"Secret/" + secrets.IronicTLS, "Secret/" + AppliedSpecSecret, "*v1.Deployment/metal3"},
 			events: []string{ReasonCertificateIssued, ReasonUpdated}, requeue: 30 * time.Second,
 		},
 		"invalid spec: nothing written, retried": {
@@ -243,7 +243,7 @@ func TestDecide(t *testing.T) {
 			},
 			state: clusteroperator.ReasonResourceNotFound,
 			deletes: []string{render.BMOWebhookConfig, render.BMODeployment, render.Metal3Deployment, render.BMOWebhookService, render.StateService,
-				secrets.IronicCredentials, secrets.IronicTLS, secrets.BMOWebhookCert},
+				secrets.IronicCredentials, secrets.IronicTLS, secrets.BMOWebhookCert, AppliedSpecSecret},
 			events: []string{ReasonDeleted},
 		},
 		"rollout past its deadline": {

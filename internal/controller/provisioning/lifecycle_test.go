@@ -145,7 +145,7 @@ func TestDeploy(t *testing.T) {
 	deps, secs, svcs := listNames(t, op.ns)
 	if !slices.Equal(deps, []string{render.Metal3Deployment, render.BMODeployment}) ||
 		!slices.Equal(svcs, []string{render.BMOWebhookService, render.StateService}) ||
-		!slices.Equal(secs, []string{secrets.BMOWebhookCert, secrets.IronicCredentials, secrets.IronicTLS}) {
+		!slices.Equal(secs, []string{secrets.BMOWebhookCert, secrets.IronicCredentials, secrets.IronicTLS, AppliedSpecSecret}) {
 		t.Fatalf("deployed %v %v %v", deps, secs, svcs)
 	}
 	m := deployment(t, op.ns, render.Metal3Deployment)

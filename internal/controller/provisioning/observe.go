@@ -64,7 +64,7 @@ type observed struct {
 
 // stackSecrets are the Secrets of the stack (deleted with it); the operator's own webhook
 // certificate is the platform's and stays.
-var stackSecrets = []string{secrets.IronicCredentials, secrets.IronicTLS, secrets.BMOWebhookCert, render.ICCConfigSecret, secrets.PullSecret}
+var stackSecrets = []string{secrets.IronicCredentials, secrets.IronicTLS, secrets.BMOWebhookCert, render.ICCConfigSecret, secrets.PullSecret, AppliedSpecSecret}
 
 // The stack's Deployments and Services, by name (what observe reads and deletion removes).
 var (

@@ -1,16 +1,20 @@
 package provisioning
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/clusteroperator"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/render"
+	"github.com/metalforge/metalforge/internal/test/poll"
 )
 
 // TestInvalidConfiguration: every field the operator checks is re-validated at reconcile (an
@@ -87,6 +91,40 @@ func TestInvalidConfiguration(t *testing.T) {
 			waitCO(t, map[string]string{"Degraded": "False/AsExpected", "Available": "True/DeployComplete"})
 		})
 	}
+}
+
+// TestInvalidSpecKeepsTheStack: while the spec is invalid, the stack the last valid one deployed
+// is kept running: a Deployment deleted meanwhile is recreated as that spec has it, and the
+// ClusterOperator keeps saying InvalidConfiguration until the spec is fixed.
+func TestInvalidSpecKeepsTheStack(t *testing.T) {
+	op := setup(t, options{})
+	createProvisioning(t, disabled, nil)
+	waitDeployment(t, op.ns, render.Metal3Deployment)
+	deployComplete(t, op.ns)
+	before := deployment(t, op.ns, render.Metal3Deployment)
+
+	updateSpec(t, func(p *metal3.Provisioning) { p.Spec.ExternalIPs = []string{"ten"} })
+	waitCO(t, map[string]string{"Degraded": "True/InvalidConfiguration"})
+	if err := env.Client.Delete(context.Background(), before); err != nil {
+		t.Fatal(err)
+	}
+	var again *appsv1.Deployment
+	poll.Until(t, "the metal3 Deployment recreated", func() (bool, string) {
+		again = deployment(t, op.ns, render.Metal3Deployment)
+		return again != nil && again.UID != before.UID, "not yet"
+	})
+	if !equality.Semantic.DeepEqual(again.Spec.Template.Spec, before.Spec.Template.Spec) {
+		t.Error("the recreated metal3 Deployment differs from the one the last valid spec deployed")
+	}
+	if c := co(t); conditions(c)["Degraded"] != "True/InvalidConfiguration" {
+		t.Errorf("conditions %v while the spec is invalid", conditions(c))
+	}
+	if p := getProvisioning(t); p.Status.ObservedGeneration == p.Generation {
+		t.Error("observedGeneration moved to the invalid spec")
+	}
+	markAvailable(t, op.ns, render.Metal3Deployment)
+	updateSpec(t, func(p *metal3.Provisioning) { p.Spec.ExternalIPs = nil })
+	waitCO(t, map[string]string{"Degraded": "False/AsExpected", "Available": "True/DeployComplete"})
 }
 
 // TestInvalidImagesFile: a missing image is an invalid configuration naming the key.
