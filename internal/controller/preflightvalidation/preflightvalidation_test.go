@@ -381,6 +381,30 @@ func TestPreflightFailedBuild(t *testing.T) {
 	}
 }
 
+// TestPreflightBuildPushedNotShownYet: a build that succeeded while the registry does not show
+// its image yet (a mirror catching up) leaves the check False, the upgrade pending rather than
+// failed, as the SpecialResource controller waits for such an image; once the image shows, True.
+func TestPreflightBuildPushedNotShownYet(t *testing.T) {
+	w := startWorld(t)
+	e := w.specialResource("e", true)
+	pv := &sro.PreflightValidation{ObjectMeta: metav1.ObjectMeta{Name: "upgrade-" + e.Name}, Spec: sro.PreflightValidationSpec{KernelVersion: kernelZ}}
+	if err := env.Client.Create(context.Background(), pv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) })
+	var jobs []batchv1.Job
+	poll.Until(t, "one build for e", func() (bool, string) { jobs = w.buildJobs(e.Spec.Namespace); return len(jobs) == 1, "" })
+	finishJob(t, jobs[0], true)
+	poll.Until(t, "e False: the image not shown yet", func() (bool, string) {
+		v := verification(getPV(t, pv.Name), e.Name)
+		return v.VerificationStatus == sro.VerificationFalse && strings.Contains(v.StatusReason, "does not show"), fmt.Sprintf("%+v", v)
+	})
+	w.waitUpgradeable(configv1.ConditionFalse, sroclusteroperator.ReasonPreflightPending, e.Name)
+
+	w.push("vendor/e:" + kernelZ)
+	w.waitUpgradeable(configv1.ConditionTrue, sroclusteroperator.ReasonPreflightSucceeded)
+}
+
 // TestPreflightBuildThatCannotStart: the API server refuses the build of one SpecialResource (its
 // namespace does not exist). That check is an Error naming the build's namespace, the others are
 // still checked and written, and the upgrade is blocked as failed; once the namespace exists, the

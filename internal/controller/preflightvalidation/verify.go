@@ -185,6 +185,11 @@ func (v *verifier) verify(sr *sro.SpecialResource) (check, error) {
 	if res.Delete != "" {
 		c.cleanup = [2]string{ns, res.Delete}
 	}
+	if res.Unconfirmed {
+		// The build pushed, the registry does not show the image yet (a mirror catching up): no
+		// image yet, not a failed check, as the SpecialResource controller waits for it too.
+		return fail(sro.VerificationFalse, res.Message)
+	}
 	switch res.State {
 	case sro.ImageExists:
 		return fail(sro.VerificationTrue, "image "+img+" exists")

@@ -1,10 +1,16 @@
 package specialresource
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/naming"
@@ -80,6 +86,44 @@ func TestRefusedBuildServesOthersLaterStates(t *testing.T) {
 	h.waitSR(sr.Name, "Errored RecipeFailure", isTrue(sro.ConditionErrored, sro.ReasonRecipeFailure))
 	if n := h.openShiftBuilds(sr.Name)(); n != 0 {
 		t.Fatalf("%d build objects of a refused build", n)
+	}
+}
+
+// TestBuildTheAPIServerRefusesServesOthers: as TestRefusedBuildServesOthersLaterStates with a
+// build Job the API server refuses (a ResourceQuota of the namespace allows no Job): kernel X is
+// served through the plugin's state all the same, and the SpecialResource says why Y's is not.
+func TestBuildTheAPIServerRefusesServesOthers(t *testing.T) {
+	h := start(t)
+	h.node("x", kernelX, true)
+	h.node("y", kernelY, true)
+	h.push("vendor/kmod:" + kernelX)
+	sr := h.buildable("kmod")
+	sr.Spec.Recipe = sro.SpecialResourceRecipe{ConfigMap: h.pluginRecipe()}
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sr.TargetNamespace()}}); err != nil {
+		t.Fatal(err)
+	}
+	noJobs := corev1.ResourceList{"count/jobs.batch": resource.MustParse("0")}
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: sr.TargetNamespace(), Name: "no-jobs"}, Spec: corev1.ResourceQuotaSpec{Hard: noJobs}}
+	if err := env.Client.Create(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	// What the quota controller (not running here) would write: the admission plugin judges by it.
+	quota.Status = corev1.ResourceQuotaStatus{Hard: noJobs, Used: noJobs}
+	if err := env.Client.Status().Update(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	h.create(sr)
+
+	ds := h.waitDaemonSets(sr.Name, kernelX)[kernelX]
+	h.runDaemonSet(ds, 1)
+	h.servedThroughPlugin(sr.Name, naming.StateLabel(sr.Name, "0000"), naming.StateLabel(sr.Name, "1000"), naming.StateLabel(sr.Name, "2000"))
+	got := h.waitSR(sr.Name, "Errored RecipeFailure", isTrue(sro.ConditionErrored, sro.ReasonRecipeFailure))
+	if c := meta.FindStatusCondition(got.Status.Conditions, sro.ConditionErrored); !strings.Contains(c.Message, "exceeded quota") {
+		t.Errorf("Errored message %q does not say the quota refused the build", c.Message)
+	}
+	if jobs := h.jobs(sr.Name); len(jobs) != 0 {
+		t.Fatalf("%d build Jobs despite the quota", len(jobs))
 	}
 }
 

@@ -217,6 +217,61 @@ func TestWaitStatesAndLogs(t *testing.T) {
 	}
 }
 
+// TestLogsReadBeforeTheDaemonSetIsReady: wait-for-logs is judged node by node: a node whose
+// driver pod logged its line gets the state's label while another node's pod is not ready (a
+// roll-out, an image pull failing), which keeps the DaemonSet from being ready.
+func TestLogsReadBeforeTheDaemonSetIsReady(t *testing.T) {
+	h := start(t)
+	h.node("x", kernelX, true)
+	h.node("x2", kernelX, true)
+	h.push("vendor/kmod:" + kernelX)
+	ns := h.recipeNamespace()
+	h.recipeConfigMap(ns, "logs", map[string]string{
+		"1000-driver.yaml": driverStateYAML(`specialresource.openshift.io/wait-for-logs: "driver loaded"`),
+	})
+	sr := h.specialResource("kmod")
+	sr.Spec.Recipe = sro.SpecialResourceRecipe{ConfigMap: &sro.RecipeConfigMap{Name: "logs", Namespace: ns}}
+	h.create(sr)
+	ds := h.waitDaemonSets(sr.Name, kernelX)[kernelX]
+	h.runPods(ds, 2)
+	ctx := context.Background()
+	var pods corev1.PodList
+	if err := env.Client.List(ctx, &pods, client.InNamespace(ds.Namespace), client.MatchingLabels(ds.Spec.Selector.MatchLabels)); err != nil || len(pods.Items) != 2 {
+		t.Fatalf("pods %d %v", len(pods.Items), err)
+	}
+	var onX, onX2 *corev1.Pod
+	for i := range pods.Items {
+		if pods.Items[i].Spec.NodeName == h.name("x2") {
+			onX2 = &pods.Items[i]
+		} else {
+			onX = &pods.Items[i]
+		}
+	}
+	onX2.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+	if err := env.Client.Status().Update(ctx, onX2); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "DaemonSet status written", func() (bool, string) {
+		cur := &appsv1.DaemonSet{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(&ds), cur); err != nil {
+			return false, err.Error()
+		}
+		cur.Status = appsv1.DaemonSetStatus{ObservedGeneration: cur.Generation, DesiredNumberScheduled: 2, CurrentNumberScheduled: 2,
+			NumberReady: 1, NumberAvailable: 1, NumberUnavailable: 1, UpdatedNumberScheduled: 2}
+		err := env.Client.Status().Update(ctx, cur)
+		return err == nil, fmt.Sprint(err)
+	})
+	h.setLog(onX.Name, "specialresource: driver loaded\n")
+	label := naming.StateLabel(sr.Name, "1000")
+	poll.Until(t, "x labelled with the driver's state", func() (bool, string) {
+		l := h.nodeNamed("x").Labels
+		return l[label] == "Ready", fmt.Sprint(l)
+	})
+	if l := h.nodeNamed("x2").Labels; l[label] != "" {
+		t.Errorf("x2, whose pod is not ready, labelled %v", l)
+	}
+}
+
 // TestVersionRollsDriver: a new version (or build argument) changes the DaemonSet's pod
 // template, so the driver rolls out again; the image tag that names the version is pulled anew.
 func TestVersionRollsDriver(t *testing.T) {

@@ -52,14 +52,14 @@ func (r *Reconciler) observeObjects(s *scope) (outcome, bool, error) {
 			}
 			s.in.observed[key] = obs
 			s.in.stale[key] = r.applied.stale(key, obs)
+			// Read before the DaemonSet is ready too: nodes are judged one by one (servedOn), and a
+			// node whose new pod logged its line is served while other nodes' pods still roll.
 			if o.WaitForLogs != nil && key.gvk == daemonSetGVK && obs.GetAnnotations()[sro.HashAnnotation] == o.Obj.GetAnnotations()[sro.HashAnnotation] {
-				if ok, _ := daemonSetReady(obs); ok {
-					ls, err := r.podLogs(s, obs, o.WaitForLogs)
-					if err != nil {
-						return outcome{}, false, err
-					}
-					s.in.logs[key] = ls
+				ls, err := r.podLogs(s, obs, o.WaitForLogs)
+				if err != nil {
+					return outcome{}, false, err
 				}
+				s.in.logs[key] = ls
 			}
 		}
 	}

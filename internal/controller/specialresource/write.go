@@ -44,38 +44,19 @@ func (e *applyError) Unwrap() error { return e.err }
 // goes in it, dependencies, builds, the objects state by state (the first failure stops them, and
 // only what no longer holds is undone then: writePlan), prunes, node labels, then what a move
 // removes from the namespaces it leaves (move.go). The status is
-// written by the driver afterwards. A build the builder refuses is reported (the returned error)
-// only once the rest is written: one kernel's refused build must not keep the other kernels'
-// drivers or later shared states from being applied, stale objects from being pruned, or nodes'
-// labels from following.
+// written by the driver afterwards. A build the builder or the API server refuses is reported
+// (the returned error) only once the rest is written: one kernel's refused build must not keep
+// the other kernels' drivers or later shared states from being applied, stale objects from being
+// pruned, or nodes' labels from following. When the namespace, a dependency or a build cannot
+// be created otherwise, nothing is applied, but what no longer holds is undone all the same
+// (hold), as after a failure before the plan (runAndWrite).
 func (r *Reconciler) write(ctx context.Context, s *scope) error {
-	if ns := s.fx.createNamespace; ns != nil {
-		if err := r.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating namespace %s: %w", ns.Name, err)
-		} else if err == nil {
-			s.fx.events.Normal(reasonNamespaceCreated, "CreateNamespace", "Created namespace "+ns.Name)
-		}
-	}
-	for _, dep := range s.fx.createDeps {
-		err := r.Client.Create(ctx, dep.sr)
-		switch {
-		case err == nil:
-			// Only now: a refused Create is asked for again, and would be announced each time.
-			s.fx.events.Normal(reasonDependencyCreated, "CreateDependency", "Created SpecialResource "+dep.sr.Name+", which "+s.sr.Name+" depends on")
-		case apierrors.IsAlreadyExists(err):
-			// Created meanwhile by someone else: not ours to announce.
-		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err):
-			// The API server or the webhook refuses the spec the recipe gives the dependency (its
-			// specialresource.yaml): the user's to fix, reported naming the field and looked at again
-			// after RetryDelay (and when the ConfigMap changes), not an internal error retried at once.
-			return &applyError{action: "creating", obj: "dependency SpecialResource " + dep.sr.Name + " (" + dep.field + ")", err: err, permanent: true}
-		default:
-			return fmt.Errorf("creating dependency SpecialResource %s: %w", dep.sr.Name, err)
-		}
-	}
-	refused, err := r.startBuilds(ctx, s)
+	refused, err := r.writeBeforePlan(ctx, s)
 	if err != nil {
-		return err
+		if herr := r.hold(s); herr != nil {
+			return errors.Join(err, herr)
+		}
+		return errors.Join(err, r.pruneAndLabel(ctx, s))
 	}
 	if refused != nil && s.plan != nil && !s.plan.hold {
 		// The plan took the refused kernels for kernels being built, whose image will come and
@@ -96,12 +77,50 @@ func (r *Reconciler) write(ctx context.Context, s *scope) error {
 	return refused
 }
 
+// writeBeforePlan creates the namespace and the dependencies and starts the builds: what the
+// plan's objects need first. refused is a build refusal (startBuilds).
+func (r *Reconciler) writeBeforePlan(ctx context.Context, s *scope) (refused, err error) {
+	if ns := s.fx.createNamespace; ns != nil {
+		if err := r.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("creating namespace %s: %w", ns.Name, err)
+		} else if err == nil {
+			s.fx.events.Normal(reasonNamespaceCreated, "CreateNamespace", "Created namespace "+ns.Name)
+		}
+	}
+	for _, dep := range s.fx.createDeps {
+		err := r.Client.Create(ctx, dep.sr)
+		switch {
+		case err == nil:
+			// Only now: a refused Create is asked for again, and would be announced each time.
+			s.fx.events.Normal(reasonDependencyCreated, "CreateDependency", "Created SpecialResource "+dep.sr.Name+", which "+s.sr.Name+" depends on")
+		case apierrors.IsAlreadyExists(err):
+			// Created meanwhile by someone else: not ours to announce.
+		case apiRefused(err):
+			// The API server or the webhook refuses the spec the recipe gives the dependency (its
+			// specialresource.yaml): the user's to fix, reported naming the field and looked at again
+			// after RetryDelay (and when the ConfigMap changes), not an internal error retried at once.
+			return nil, &applyError{action: "creating", obj: "dependency SpecialResource " + dep.sr.Name + " (" + dep.field + ")", err: err, permanent: true}
+		default:
+			return nil, fmt.Errorf("creating dependency SpecialResource %s: %w", dep.sr.Name, err)
+		}
+	}
+	return r.startBuilds(ctx, s)
+}
+
+// apiRefused: the API server, an admission webhook or policy, a quota or the operator's RBAC
+// refused the object itself; asking again at once would get the same answer.
+func apiRefused(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err)
+}
+
 // startBuilds starts the builds the images phase asked for. Every build is tried: a refusal of
-// one kernel's build does not hold the others'. It returns the first refusal (a permanent
-// applyError); each refused kernel is recorded in s.fx.refusedBuilds.
+// one kernel's build does not hold the others'. A refusal is the builder's (build.Refused) or
+// the API server's (a quota, an admission policy, RBAC without the build kind): the kernel's to
+// report, asked again after RetryDelay. It returns the first refusal (a permanent applyError);
+// each refused kernel is recorded in s.fx.refusedBuilds.
 func (r *Reconciler) startBuilds(ctx context.Context, s *scope) (refused error, err error) {
 	for _, req := range s.fx.startBuilds {
-		if err := r.Builder.Start(ctx, req); build.Refused(err) {
+		if err := r.Builder.Start(ctx, req); build.Refused(err) || (err != nil && apiRefused(err)) {
 			applyErr := &applyError{action: "cannot start", obj: r.Builder.Kind() + " " + req.Name, err: err, permanent: true}
 			if s.fx.refusedBuilds == nil {
 				s.fx.refusedBuilds = map[string]string{}
@@ -185,7 +204,7 @@ func (r *Reconciler) apply(ctx context.Context, u *unstructured.Unstructured) er
 	obj := u.DeepCopy()
 	err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldOwner), client.ForceOwnership)
 	if err != nil {
-		permanent := apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err)
+		permanent := apiRefused(err)
 		if apierrors.IsForbidden(err) {
 			err = r.withRBAC(u.GroupVersionKind(), err)
 		}
