@@ -20,6 +20,8 @@ func TestBMCFault(t *testing.T) {
 		{"a proxy that refused", "Servicing failed: Unable to connect to https://10.0.0.1/redfish/v1. Error: HTTPSConnectionPool(host='10.0.0.1', port=443): Max retries exceeded (Caused by ProxyError('Unable to connect to proxy'))", false},
 		{"an answer sushy could not follow", "Servicing failed: Unable to connect to https://bmc/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate. Error: HTTP response for POST request to https://bmc/x returned status 202, but no Location header", false},
 		{"the BMC's own words in a failed task", "Servicing failed: Firmware update failed for node n, firmware http://images/bios.bin. Error: Unable to connect to the image server", false},
+		{"not implemented (501): a refusal", "Servicing failed: HTTP POST http://bmc/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate returned code 501. ", false},
+		{"bad gateway (502)", "Servicing failed: HTTP PATCH http://bmc/redfish/v1/Systems/s/Bios/Settings returned code 502. ", true},
 		{"no message", "", false},
 	}
 	for _, tt := range tests {

@@ -544,6 +544,10 @@ func TestSanitize(t *testing.T) {
 		"redfish body": {`HTTP GET http://bmc/redfish/v1/Systems/1 returned code 500. Base.1.18.InternalError: oops Extended information: [{'@odata.type': '#Message.v1_2_0.Message', 'Message': 'a [b]', 'MessageArgs': []}]. Retrying.`,
 			"HTTP GET http://bmc/redfish/v1/Systems/1 returned code 500. Base.1.18.InternalError: oops. Retrying."},
 		"whitespace": {"a\n  b\tc", "a b c"},
+		"a failed step named, not quoted": {"Node n failed step {'args': {'settings': [{'name': 'ProcTurboMode', 'value': 'Disabled'}, {'name': \"Owner's tag\", 'value': 'a}b'}]}, 'interface': 'bios', 'step': 'apply_configuration', 'abortable': False, 'priority': 0}: Redfish exception occurred.",
+			"Node n failed step bios.apply_configuration: Redfish exception occurred."},
+		"a step dict without a name kept": {"Node n failed step {'args': {}}: oops", "Node n failed step {'args': {}}: oops"},
+		"a cut step dict kept":            {"Node n failed step {'args': {'settings': [", "Node n failed step {'args': {'settings': ["},
 		"image URL with credentials": {"Validation of image href https://user:tok3n@mirror/os.img failed, reason: 401",
 			"Validation of image href https://***@mirror/os.img failed, reason: 401"},
 	}
@@ -554,6 +558,16 @@ func TestSanitize(t *testing.T) {
 	}
 	if got := sanitize("user root password hunter22 rejected", "hunter22"); strings.Contains(got, "hunter22") {
 		t.Errorf("secret kept: %q", got)
+	}
+	// Ironic quotes every setting asked before the reason: the reason must still fit.
+	var settings []string
+	for i := range 12 {
+		settings = append(settings, fmt.Sprintf("{'name': 'Setting%d', 'value': 'Enabled'}", i))
+	}
+	why := "Error: HTTP POST http://bmc/redfish/v1/Systems/s/Actions/ComputerSystem.Reset returned code 500. "
+	many := sanitize("Servicing failed: Node n failed step {'args': {'settings': [" + strings.Join(settings, ", ") + "]}, 'interface': 'bios', 'step': 'apply_configuration', 'abortable': False, 'priority': 0}: Redfish exception occurred. " + why)
+	if !strings.Contains(many, strings.TrimSpace(why)) {
+		t.Errorf("the reason was cut from a step with many settings: %q", many)
 	}
 	long := sanitize(strings.Repeat("é", 1000))
 	if len(long) > errorMessageLimit || !strings.HasSuffix(long, "…") {

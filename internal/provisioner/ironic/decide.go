@@ -387,6 +387,13 @@ func decideServicing(n *nodes.Node, f serviceFacts) decision {
 		if !f.hasSteps {
 			return do(actAbort)
 		}
+		if f.requested && f.failed != "" && !f.retry {
+			// Reported and recorded for this request already (servicerun.go): the host's retry
+			// decides what comes next, not this process's memory, which an operator restart
+			// loses (a stale-step failure would be started again at once, and a start refused
+			// taken for never asked, each resetting the host's retry count and backoff).
+			return decision{act: actFail, msg: f.failed}
+		}
 		if f.ran && !f.retry && !abortedByRequest(n) && !interruptedByRestart(n) && !f.staleRestart {
 			return fail("Servicing failed", n)
 		}

@@ -295,6 +295,15 @@ func TestDecideServicing(t *testing.T) {
 			lastError(staleStepError)), with(ran, func(f *serviceFacts) { f.staleRestart = true })), want: actService},
 		"failed on a stale step again": {got: decideServicing(node(nodes.ServiceFail,
 			lastError(staleStepError)), ran), want: actFail, wantMsg: "Servicing failed: " + staleStepError},
+		// A restarted operator has no memory of its stale-step restart, nor of a start Ironic
+		// refused (ran false): the recorded failure is reported, not started again.
+		"failed on a stale step again, reported, after a restart": {got: decideServicing(node(nodes.ServiceFail,
+			lastError(staleStepError)), with(ran, func(f *serviceFacts) { f.staleRestart, f.failed = true, "Servicing failed: "+staleStepError })),
+			want: actFail, wantMsg: "Servicing failed: " + staleStepError},
+		"a start refused, reported": {got: decideServicing(node(nodes.ServiceFail, lastError("bios")), with(ran, func(f *serviceFacts) { f.ran, f.failed = false, "Servicing could not start: 400" })),
+			want: actFail, wantMsg: "Servicing could not start: 400"},
+		"a start refused, reported, the host retries": {got: decideServicing(node(nodes.ServiceFail, lastError("bios")), with(ran, func(f *serviceFacts) { f.ran, f.failed, f.retry = false, "Servicing could not start: 400", true })),
+			want: actService},
 		"abort tearing down": {got: decideServicing(node(nodes.ServiceFail, reserved), ran), want: actWaitShort},
 		"manageable":         {got: decideServicing(node(nodes.Manageable), steps), want: actUnexpected},
 	})

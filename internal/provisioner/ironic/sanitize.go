@@ -26,6 +26,7 @@ func sanitize(msg string, secrets ...string) string {
 	msg = sanitizeSecrets(msg, secrets...)
 	msg = requestIDPattern.ReplaceAllString(msg, "")
 	msg = dropExtendedInfo(msg)
+	msg = compactSteps(msg)
 	return statustext.Clean(msg, errorMessageLimit)
 }
 
@@ -46,31 +47,75 @@ func dropExtendedInfo(msg string) string {
 		}
 		end := len(msg)
 		if j < len(msg) && (msg[j] == '[' || msg[j] == '{') {
-			depth := 0
-			var quote byte
-			for k := j; k < len(msg); k++ {
-				c := msg[k]
-				switch {
-				case quote != 0:
-					if c == quote {
-						quote = 0
-					}
-				case c == '\'' || c == '"':
-					quote = c
-				case c == '[' || c == '{':
-					depth++
-				case c == ']' || c == '}':
-					depth--
-					if depth == 0 {
-						end = k + 1
-					}
-				}
-				if end != len(msg) {
-					break
-				}
-			}
+			end = closing(msg, j)
 		}
 		msg = strings.TrimRight(msg[:i], " ") + msg[end:]
+	}
+}
+
+// closing is the index just past the bracket that closes the one at msg[open] (quoted text
+// skipped), or len(msg) when none does.
+func closing(msg string, open int) int {
+	depth := 0
+	var quote byte
+	for k := open; k < len(msg); k++ {
+		c := msg[k]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '[' || c == '{':
+			depth++
+		case c == ']' || c == '}':
+			depth--
+			if depth == 0 {
+				return k + 1
+			}
+		}
+	}
+	return len(msg)
+}
+
+// failedStepMarker starts the step in Ironic's "Node <uuid> failed step <step>: <why>" (cleaning,
+// deployment, servicing), where the step is its Python dict, arguments included: every BIOS
+// setting and firmware URL asked comes before the reason, and a few of them pushed the reason past
+// the status's length limit. compactSteps names the step as interface.step instead
+// ("failed step bios.apply_configuration: …"); the arguments are what the user asked.
+const failedStepMarker = "failed step {"
+
+var stepKey = regexp.MustCompile(`'(interface|step)': '([A-Za-z0-9_]+)'`)
+
+func compactSteps(msg string) string {
+	from := 0
+	for {
+		i := strings.Index(msg[from:], failedStepMarker)
+		if i < 0 {
+			return msg
+		}
+		open := from + i + len(failedStepMarker) - 1
+		end := closing(msg, open)
+		if end == len(msg) {
+			return msg // not a whole dict: left as it is
+		}
+		keys := map[string]string{}
+		for _, m := range stepKey.FindAllStringSubmatch(msg[open:end], -1) {
+			if _, seen := keys[m[1]]; !seen {
+				keys[m[1]] = m[2]
+			}
+		}
+		name := keys["step"]
+		if keys["interface"] != "" && name != "" {
+			name = keys["interface"] + "." + name
+		}
+		if name == "" {
+			from = end
+			continue
+		}
+		msg = msg[:open] + name + msg[end:]
+		from = open + len(name)
 	}
 }
 

@@ -59,6 +59,12 @@ func (p *Provisioner) Service(ctx context.Context, host provisioner.Host, data p
 		}
 		return p.startServicing(ctx, s, n, host, access, steps, newServiceRun(n, data, settingNames(data)), fp, f.staleRestart)
 	case actAbort:
+		if st := state(n); (st == nodes.ServiceWait || st == nodes.ServiceHold) && p.memory.abortAskedIn(n.UUID, n.ProvisionUpdatedAt) {
+			// Asked already: Ironic flagged the step that cannot be interrupted (abort_after) and
+			// aborts once it ends. Asking again every few seconds for the minutes a flash takes
+			// would only take the node's lock for nothing.
+			return p.long(), nil
+		}
 		// Abort first: Ironic refuses any PATCH of a node in service wait (a state change in
 		// progress), and the request is forgotten once the node is active again (below). In
 		// service failed after an abort that let a step end, the record keeps that step first:
@@ -79,7 +85,9 @@ func (p *Provisioner) Service(ctx context.Context, host provisioner.Host, data p
 			host.Namespace, host.Name, n.UUID, n.ProvisionState)
 	}
 	res, _ := p.result(d, n, host)
-	res.Transient = res.Failed() && bmcFault(res.ErrorMessage)
+	// Judged on Ironic's whole message (a bool: nothing of it leaves here), or, for the recorded
+	// failure reported again, as it was judged then.
+	res.Transient = res.Failed() && (bmcFault(d.msg) || (hasRun && run.BMCFault && res.ErrorMessage == run.Failed))
 	switch {
 	case res.Failed() && hasRun && f.requested && run.Failed != res.ErrorMessage:
 		return p.recordFailure(ctx, s, n, run, res)
@@ -102,7 +110,7 @@ func (p *Provisioner) Service(ctx context.Context, host provisioner.Host, data p
 // recordFailure keeps the failure res reports in the run's record, so that the node active again
 // after it (an admin aborted the failed servicing) is not taken for a success.
 func (p *Provisioner) recordFailure(ctx context.Context, s *session, n *nodes.Node, run serviceRun, res provisioner.Result) (provisioner.Result, error) {
-	run.Failed = res.ErrorMessage
+	run.Failed, run.BMCFault = res.ErrorMessage, res.Transient
 	var pt patch
 	pt.setKeys("extra", n.Extra, map[string]any{extraServiceRun: run.value()})
 	if _, busyRes, err, ok := p.update(ctx, s, n, pt); !ok {

@@ -37,6 +37,9 @@ type serviceRun struct {
 	Settings   []string                `json:"settings,omitempty"`
 	Updates    []metal3.FirmwareUpdate `json:"updates,omitempty"`
 	Failed     string                  `json:"failed,omitempty"`
+	// BMCFault: Failed is a failure of the BMC (bmcFault, judged on Ironic's whole message
+	// before Failed's copy was cut to the status's length).
+	BMCFault bool `json:"bmc_fault,omitempty"`
 	// AbortedAfter: see extraServiceRun.
 	AbortedAfter string `json:"aborted_after,omitempty"`
 }

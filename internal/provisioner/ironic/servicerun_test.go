@@ -70,6 +70,14 @@ func (f *serviceFake) set(p *Provisioner, state, target, lastError string) {
 	p.watch.Writing(serviceFakeUUID)() // reads before this one are out of date
 }
 
+// stepEnds ends the step an abort was asked during (abortAfter): continue_node_service fails the
+// node and do_node_service_abort names the step and clears service_step, leaving the node in
+// service failed.
+func (f *serviceFake) stepEnds(p *Provisioner) {
+	f.set(p, "service failed", "active", `By request, the service operation was aborted during or after the completion of step "`+f.abortAfter+`"`)
+	f.abortAfter = ""
+}
+
 func (f *serviceFake) extra() map[string]any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -123,20 +131,18 @@ func (f *serviceFake) serve(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		_ = json.Unmarshal(b, &body)
 		f.log = append(f.log, body.Target)
-		f.at = f.at.Add(time.Minute)
 		switch body.Target {
 		case "service":
+			f.at = f.at.Add(time.Minute)
 			f.node["provision_state"], f.node["target_provision_state"], f.node["last_error"] = "service wait", "active", nil
 		case "abort":
 			switch {
 			case f.node["provision_state"] == "service wait" && f.abortAfter != "":
-				// The step cannot be interrupted: _do_abort marks it (abort_after); once it ends,
-				// continue_node_service fails the node and do_node_service_abort names the step
-				// and clears service_step, leaving the node in service failed.
-				f.node["provision_state"], f.node["target_provision_state"] = "service failed", "active"
-				f.node["last_error"] = `By request, the service operation was aborted during or after the completion of step "` + f.abortAfter + `"`
-				f.abortAfter = ""
-			default: // service wait → service failed → active, or service failed → active
+				// The step cannot be interrupted: _do_abort only marks it (abort_after), and the
+				// node stays in service wait, its provision_updated_at unchanged, until the step
+				// ends (stepEnds).
+			default:
+				f.at = f.at.Add(time.Minute) // service wait → service failed → active, or service failed → active
 				f.node["provision_state"], f.node["target_provision_state"] = "active", nil
 				f.node["last_error"] = "By request, the service operation was aborted" // service_step is None by then
 			}
@@ -313,6 +319,18 @@ func TestServiceTakenBackAfterItsStep(t *testing.T) {
 	f.abortAfter = "firmware.update"
 	takeBack := provisioner.ServiceData{Since: t1}
 	var res provisioner.Result
+	// Asked once while the step runs: asking again (every few seconds, for the minutes a flash
+	// takes) would only take Ironic's node lock for nothing.
+	for range 3 {
+		p.watch.Forget(serviceFakeUUID)
+		if res = service(t, p, host, takeBack); !res.Busy {
+			t.Fatalf("taken back while the step runs: %+v, want busy", res)
+		}
+	}
+	if got := f.requests(); got != "PATCH service abort" {
+		t.Fatalf("requests %q while the step runs, want one abort", got)
+	}
+	f.stepEnds(p)
 	for range 4 {
 		p.watch.Forget(serviceFakeUUID)
 		if res = service(t, p, host, takeBack); !res.Busy {

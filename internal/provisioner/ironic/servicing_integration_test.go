@@ -56,7 +56,8 @@ func TestServicingInterruptedByARestart(t *testing.T) {
 	}
 	// failedAs puts the node in service failed for data, with event in its history ("": not yet
 	// recorded) and heldBy holding it ("": nobody). stepFailed: a step failure also puts the node in
-	// maintenance (fault "service failure").
+	// maintenance (fault "service failure"). As an older operator's run of data: its fingerprint
+	// and no run record (the earlier request's record would be taken for this one's).
 	failedAs := func(data provisioner.ServiceData, event string, stepFailed bool, heldBy string) {
 		t.Helper()
 		step, _ := biosStep(data.FirmwareSettings)
@@ -70,7 +71,7 @@ func TestServicingInterruptedByARestart(t *testing.T) {
 		}
 		exec("putting node "+host.NodeID+" in service failed", fmt.Sprintf(`UPDATE nodes SET provision_state = 'service failed', target_provision_state = 'active', last_error = NULL,
 			reservation = %s, maintenance = %s, fault = %s, provision_updated_at = datetime('now'),
-			extra = json_set(COALESCE(extra, '{}'), '$.%s', '%s') WHERE uuid = '%s'`, reservation, maintenance, fault, extraServiced, fp, host.NodeID))
+			extra = json_remove(json_set(COALESCE(extra, '{}'), '$.%s', '%s'), '$.%s') WHERE uuid = '%s'`, reservation, maintenance, fault, extraServiced, fp, extraServiceRun, host.NodeID))
 		if event != "" {
 			recordFailure(event)
 		}
