@@ -279,9 +279,14 @@ func firmwareChangedSince(fw firmwareInputs, since time.Time) bool {
 
 // availableSince is when the host became available for provisioning (its AvailableForProvisioning
 // condition turned True), now when it has just arrived (the condition is written after this
-// reconcile). Times are compared at the second, as the API stores them.
+// reconcile). The condition is False with reason Available while an available host shows an
+// error or is detached, and True again, with a new time, once that ends: nothing was prepared
+// then, so the time is the one it turned False, and a change made while the error lasted is
+// applied once it is fixed (the reconcile that clears the error still sees it False). Times are
+// compared at the second, as the API stores them.
 func availableSince(h *metal3.BareMetalHost, now time.Time) time.Time {
-	if c := conditions.Get(h.Status.Conditions, metal3.AvailableForProvisioningCondition); c != nil && c.Status == metav1.ConditionTrue {
+	c := conditions.Get(h.Status.Conditions, metal3.AvailableForProvisioningCondition)
+	if c != nil && (c.Status == metav1.ConditionTrue || c.Reason == metal3.AvailableReason) {
 		return c.LastTransitionTime.Time
 	}
 	return now.Truncate(time.Second)

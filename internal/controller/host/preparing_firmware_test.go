@@ -1,9 +1,11 @@
 package host
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
@@ -51,6 +53,38 @@ func TestDeprovisionedHostPreparesForChangesMadeWhileProvisioned(t *testing.T) {
 	waitState(t, ns, "h", metal3.StateProvisioned)
 	if n := fix.Count(ns, "h", fixture.OpPrepare) - prepared; n != 1 {
 		t.Fatalf("prepared %d times in all, want 1", n)
+	}
+}
+
+// TestAvailableHostPreparesForAChangeMadeWhileInError: a setting changed while an available host
+// shows an error (its credentials Secret lost its password, so nothing else happens to it) is
+// applied once the error is fixed. The host's AvailableForProvisioning condition turned False at
+// the error and True again at the fix: the time the host became available is not when the error
+// cleared, and the change made in between is not one its last preparation had.
+func TestAvailableHostPreparesForAChangeMadeWhileInError(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	availableWithFirmware(t, ns, fix)
+	prepared := fix.Count(ns, "h", fixture.OpPrepare)
+
+	secret := getSecret(t, ns, "bmc-h")
+	password := secret.Data["password"]
+	update(t, secret, func(s *corev1.Secret) { delete(s.Data, "password") })
+	waitHost(t, ns, "h", "the missing password named", func(h *metal3.BareMetalHost) bool {
+		return strings.Contains(h.Status.ErrorMessage, "has no password")
+	})
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
+	waitHFS(t, ns, "h", "the change judged", func(hfs *metal3.HostFirmwareSettings) bool {
+		return companiontest.Condition(hfs.Status.Conditions, metal3.FirmwareSettingsChangeDetected).Status == metav1.ConditionTrue
+	})
+	time.Sleep(1100 * time.Millisecond) // the API's times are seconds: the fix comes a second later
+	update(t, getSecret(t, ns, "bmc-h"), func(s *corev1.Secret) { s.Data["password"] = password })
+	waitHFS(t, ns, "h", "the setting applied and read back", func(hfs *metal3.HostFirmwareSettings) bool {
+		return hfs.Status.Settings["ProcTurboMode"] == "Disabled"
+	})
+	if n := fix.Count(ns, "h", fixture.OpPrepare) - prepared; n != 1 || biosValue(t, fix, ns, "h", "ProcTurboMode") != "Disabled" {
+		t.Fatalf("prepared %d times for the setting (want 1), ProcTurboMode %s", n, biosValue(t, fix, ns, "h", "ProcTurboMode"))
 	}
 }
 

@@ -163,3 +163,15 @@ func objectKey(ns, name string) types.NamespacedName {
 }
 
 func intstrS(v string) intstr.IntOrString { return intstr.FromString(v) }
+
+// availableWithFirmware starts the operator with the firmware controllers and brings host "h",
+// with no image, to available with its HostFirmwareSettings filled in.
+func availableWithFirmware(t *testing.T, ns string, fix *fixture.Fixture) {
+	t.Helper()
+	startWithFirmware(t, ns, fix)
+	h := newHost(ns, "h").Build()
+	h.Spec.Image = nil
+	createHost(t, h)
+	waitState(t, ns, "h", metal3.StateAvailable)
+	waitHFS(t, ns, "h", "filled in", func(hfs *metal3.HostFirmwareSettings) bool { return len(hfs.Status.Settings) > 0 })
+}

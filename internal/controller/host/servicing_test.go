@@ -451,12 +451,7 @@ func TestAvailableHostPreparesForFirmwareChanges(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
 	fix := fixture.New(fixture.Config{})
-	startWithFirmware(t, ns, fix)
-	h := newHost(ns, "h").Build()
-	h.Spec.Image = nil
-	createHost(t, h)
-	waitState(t, ns, "h", metal3.StateAvailable)
-	waitHFS(t, ns, "h", "filled in", func(hfs *metal3.HostFirmwareSettings) bool { return len(hfs.Status.Settings) > 0 })
+	availableWithFirmware(t, ns, fix)
 	waitHFC(t, ns, "h", "filled in", func(hfc *metal3.HostFirmwareComponents) bool { return len(hfc.Status.Components) > 0 })
 	prepared := fix.Count(ns, "h", fixture.OpPrepare)
 
@@ -472,7 +467,7 @@ func TestAvailableHostPreparesForFirmwareChanges(t *testing.T) {
 
 	setUpdates(t, ns, "h", metal3.FirmwareUpdate{Component: "bmc", URL: "http://fw.example/bmc-8.1.bin"})
 	waitHFC(t, ns, "h", "the update recorded", func(hfc *metal3.HostFirmwareComponents) bool { return len(hfc.Status.Updates) == 1 })
-	h = waitState(t, ns, "h", metal3.StateAvailable)
+	h := waitState(t, ns, "h", metal3.StateAvailable)
 	if n := fix.Count(ns, "h", fixture.OpPrepare) - prepared; n != 2 || firmwareVersion(t, fix, ns, "h", "bmc") != "8.1" {
 		t.Fatalf("prepared %d times for the two changes (want 2), bmc %s", n, firmwareVersion(t, fix, ns, "h", "bmc"))
 	}
