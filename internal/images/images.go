@@ -75,6 +75,9 @@ func Specs(manifests map[string][]byte) []Spec {
 		{Name: "image-customization-controller", Package: "./cmd/image-customization-controller",
 			Binary: BinDir + "/image-customization-controller", HostPrograms: []string{"nmcli"},
 			Labels: map[string]string{"io.k8s.display-name": "image-customization-controller"}},
+		// Deployed on its own (config/sro), not by the cluster-baremetal-operator.
+		{Name: "special-resource-operator", Package: "./cmd/special-resource-operator", Binary: BinDir + "/special-resource-operator", User: nonRoot,
+			Labels: map[string]string{"io.k8s.display-name": "special-resource-operator"}},
 		// The Ironic runner alone: the Ironic image is this layer on a root with Ironic installed
 		// (the tests use the Debian sid root hack/ironic-up.sh builds).
 		{Name: "ironic-runner", Package: "./cmd/ironic-runner", Binary: BinDir + "/ironic-runner",

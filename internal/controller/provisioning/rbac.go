@@ -50,9 +50,11 @@ func NamespaceRules() []rbacv1.PolicyRule {
 
 // ConfigNamespaceRules are its permissions in the cluster's configuration namespace
 // (openshift-config): reading the cluster's pull secret, by name, for the
-// image-customization-controller. The namespace holds other secrets of the cluster's (identity
-// providers' among them), so nothing else; the operator caches that one Secret with a
-// metadata.name field selector, which the API server authorizes by name for list and watch too.
+// image-customization-controller; the operator caches that one Secret with a metadata.name field
+// selector, which the API server authorizes by name for list and watch too. This Role is what that
+// cache needs, not a limit: the operator's ClusterRole holds the baremetal-operator's permissions
+// (it grants them, and the stack runs under its service account), reading Secrets everywhere
+// (the hosts' BMC credentials) among them.
 func ConfigNamespaceRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{secrets.ClusterPullSecretName},
