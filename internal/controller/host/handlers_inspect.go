@@ -81,6 +81,11 @@ func (s *hostScope) skipInspection() outcome {
 		return s.provError(errors.New(res.ErrorMessage), "stopping the inspection of")
 	}
 	s.clearErrorOf(metal3.InspectionError)
+	// An inspect annotation asking for an inspection the spec disables is answered by this skip:
+	// left in place, it took the host from available back here at every pass, for ever.
+	if v, ok := s.annotation(metal3.InspectAnnotationPrefix); ok && v != metal3.InspectAnnotationValueDisabled {
+		s.removeAnnotation(metal3.InspectAnnotationPrefix)
+	}
 	s.event(corev1.EventTypeNormal, reasonInspectionSkipped, "Inspect", "Inspection disabled: the host goes on without it")
 	return advance(metal3.StatePreparing)
 }

@@ -109,6 +109,32 @@ func TestInspectionDisabledUsesHardwareDetailsAnnotation(t *testing.T) {
 	waitEvent(t, ns, "h", reasonHardwareDetails)
 }
 
+// TestInspectAnnotationWithInspectionDisabled: the inspect annotation on an available host whose
+// spec disables inspection is answered by skipping it, once: the annotation is removed, nothing is
+// inspected, and the host provisions (it went round available → inspecting → preparing for ever).
+func TestInspectAnnotationWithInspectionDisabled(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	h := newHost(ns, "h").WithInspectionMode(metal3.InspectionModeDisabled).Build()
+	h.Spec.Image = nil
+	createHost(t, h)
+	waitState(t, ns, "h", metal3.StateAvailable)
+	annotate(t, ns, "h", metal3.InspectAnnotationPrefix, "")
+	waitHost(t, ns, "h", "the inspect annotation removed", func(h *metal3.BareMetalHost) bool {
+		_, ok := h.Annotations[metal3.InspectAnnotationPrefix]
+		return !ok
+	})
+	update(t, getHost(t, ns, "h"), func(h *metal3.BareMetalHost) {
+		h.Spec.Image = &metal3.Image{URL: testImage, Checksum: "d41d8cd98f00b204e9800998ecf8427e", ChecksumType: metal3.MD5}
+	})
+	waitState(t, ns, "h", metal3.StateProvisioned)
+	if n := fix.Count(ns, "h", fixture.OpInspect); n != 0 {
+		t.Fatalf("inspected %d times although inspection is disabled", n)
+	}
+}
+
 // TestReinspection: the inspect annotation on an available host inspects again and is removed;
 // "disabled" does not.
 func TestReinspection(t *testing.T) {

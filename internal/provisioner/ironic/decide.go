@@ -262,6 +262,17 @@ func decideProvisioning(n *nodes.Node, matches, ifaceChange, restartOnFailure, f
 		return do(actDeploy)
 	case nodes.Active:
 		return do(actDone)
+	case nodes.Error:
+		// An undeploy this provisioner asked for (a forced reboot before 1.110, another deploy
+		// interface) failed its tear-down, or Ironic restarted in it: reported, so that the host
+		// counts the failure and goes through deprovisioning, which undeploys from error.
+		if tearingDown(n) {
+			return do(actWaitShort)
+		}
+		if !restartOnFailure {
+			return fail("Undeploying before the new deployment failed", n)
+		}
+		return do(actUndeploy)
 	}
 	return do(actUnexpected)
 }

@@ -154,6 +154,11 @@ func TestDecideProvisioning(t *testing.T) {
 		"available, other interface":              {got: decideProvisioning(node(nodes.Available), false, true, false, false, with), want: actDeploy},
 		"active":                                  {got: decideProvisioning(node(nodes.Active), true, false, false, false, with), want: actDone},
 		"enroll":                                  {got: decideProvisioning(node(nodes.Enroll), true, false, false, false, with), want: actUnexpected},
+		// An undeploy of its own (forced reboot before 1.110, another deploy interface) that
+		// ended in error: reported (the host deprovisions), undeployed again when retried.
+		"error after an undeploy":          {got: decideProvisioning(node(nodes.Error, lastError("power off failed")), true, false, false, false, without), want: actFail, wantMsg: "Undeploying before the new deployment failed: power off failed"},
+		"error after an undeploy, retried": {got: decideProvisioning(node(nodes.Error), true, false, true, false, without), want: actUndeploy},
+		"error, still tearing down":        {got: decideProvisioning(node(nodes.Error, reserved), true, false, false, false, without), want: actWaitShort},
 		// A forced reboot stops a deployment waiting for its agent: aborted with 1.110 (deploy
 		// failed, by request, deployed again), undeployed before; nothing else is interrupted.
 		"forced: deploy wait, 1.110": {got: decideProvisioning(node(nodes.DeployWait), true, false, false, true, with), want: actAbort},
