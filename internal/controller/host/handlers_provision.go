@@ -149,21 +149,41 @@ func (s *hostScope) provisionData() provisioner.ProvisionData {
 	}
 }
 
-// imageChanged: the spec no longer matches what is on a provisioned host.
+// imageChanged: the spec no longer matches what is on a provisioned host (metal3's
+// provisioningCancelled).
 func (s *hostScope) imageChanged() bool {
-	spec, st := s.host.Spec, s.host.Status.Provisioning
-	specURL := ""
+	return provisionedChanged(s.host.Spec, s.host.Status.Provisioning)
+}
+
+// provisionedChanged is metal3's rule for when a provisioned host is deprovisioned. With a custom
+// deploy in spec: another method, or an image that was provisioned and is now changed or removed;
+// an image added to a custom deploy, or a custom deploy added to the image on the host, keeps the
+// host (hosts installed by the assisted installer's custom deploy get an image later). A custom
+// deploy removed from spec: deprovisioned. Otherwise an image removed, emptied or changed; one
+// added where none was provisioned keeps the host.
+func provisionedChanged(spec metal3.BareMetalHostSpec, st metal3.ProvisionStatus) bool {
+	specURL, specMethod, stMethod := "", "", ""
 	if spec.Image != nil {
 		specURL = spec.Image.URL
 	}
-	specMethod, stMethod := "", ""
 	if spec.CustomDeploy != nil {
 		specMethod = spec.CustomDeploy.Method
 	}
 	if st.CustomDeploy != nil {
 		stMethod = st.CustomDeploy.Method
 	}
-	return specURL != st.Image.URL || specMethod != stMethod || (specURL == "" && specMethod == "")
+	switch {
+	case specMethod != "":
+		if stMethod != "" && specMethod != stMethod {
+			return true
+		}
+		return st.Image.URL != "" && specURL != st.Image.URL
+	case stMethod != "":
+		return true
+	case specURL == "":
+		return true
+	}
+	return st.Image.URL != "" && specURL != st.Image.URL
 }
 
 func handleProvisioned(s *hostScope) outcome {
