@@ -114,15 +114,34 @@ func handleProvisioning(s *hostScope) outcome {
 }
 
 // provisioningCancelled: the image (or custom deploy) was removed or changed while provisioning:
-// a new URL, or a new custom deploy method (what would be recorded as provisioned otherwise is
-// not what runs on the host).
+// a new URL, or a new custom deploy method, or one of them added or removed (an image attempt
+// that gets a custom deploy, or the reverse): what would be recorded as provisioned otherwise is
+// not what runs on the host. An attempt with nothing recorded (an older operator's) is not
+// judged.
 func (s *hostScope) provisioningCancelled() bool {
 	spec, st := s.host.Spec, s.host.Status
 	if spec.Image == nil && spec.CustomDeploy == nil {
 		return true
 	}
-	return (spec.Image != nil && st.LastAttemptedImage != nil && spec.Image.URL != st.LastAttemptedImage.URL) ||
-		(spec.CustomDeploy != nil && st.LastAttemptedCustomDeploy != nil && spec.CustomDeploy.Method != st.LastAttemptedCustomDeploy.Method)
+	if st.LastAttemptedImage == nil && st.LastAttemptedCustomDeploy == nil {
+		return false
+	}
+	return imageURL(spec.Image) != imageURL(st.LastAttemptedImage) ||
+		deployMethod(spec.CustomDeploy) != deployMethod(st.LastAttemptedCustomDeploy)
+}
+
+func imageURL(i *metal3.Image) string {
+	if i == nil {
+		return ""
+	}
+	return i.URL
+}
+
+func deployMethod(c *metal3.CustomDeploy) string {
+	if c == nil {
+		return ""
+	}
+	return c.Method
 }
 
 // recordProvisioned copies what is now on the host from spec to status.
@@ -162,16 +181,7 @@ func (s *hostScope) imageChanged() bool {
 // deploy removed from spec: deprovisioned. Otherwise an image removed, emptied or changed; one
 // added where none was provisioned keeps the host.
 func provisionedChanged(spec metal3.BareMetalHostSpec, st metal3.ProvisionStatus) bool {
-	specURL, specMethod, stMethod := "", "", ""
-	if spec.Image != nil {
-		specURL = spec.Image.URL
-	}
-	if spec.CustomDeploy != nil {
-		specMethod = spec.CustomDeploy.Method
-	}
-	if st.CustomDeploy != nil {
-		stMethod = st.CustomDeploy.Method
-	}
+	specURL, specMethod, stMethod := imageURL(spec.Image), deployMethod(spec.CustomDeploy), deployMethod(st.CustomDeploy)
 	switch {
 	case specMethod != "":
 		if stMethod != "" && specMethod != stMethod {

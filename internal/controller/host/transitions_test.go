@@ -3,6 +3,7 @@ package host
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -216,6 +217,30 @@ func TestPreparingForRootDeviceHints(t *testing.T) {
 	if h.Status.Provisioning.RootDeviceHints == nil || h.Status.Provisioning.RootDeviceHints.DeviceName != "/dev/nvme0n1" ||
 		fix.Count(ns, "h", fixture.OpPrepare) != 1 {
 		t.Fatalf("root device hints not applied: %+v, %d preparations", h.Status.Provisioning.RootDeviceHints, fix.Count(ns, "h", fixture.OpPrepare))
+	}
+}
+
+// TestCustomDeployAddedWhileProvisioningCancels: a custom deploy added to the image being
+// provisioned is a new request: the attempt is cancelled (deprovisioning) and the host provisioned
+// with both, so that status records what ran (the attempt's image alone would have been recorded
+// with the custom deploy that never ran).
+func TestCustomDeployAddedWhileProvisioningCancels(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	fix.SetLatency(fixture.OpProvision, time.Hour)
+	startOperator(t, ns, fix)
+	createHost(t, newHost(ns, "h").Build())
+	h := waitState(t, ns, "h", metal3.StateProvisioning)
+	update(t, h, func(h *metal3.BareMetalHost) { h.Spec.CustomDeploy = &metal3.CustomDeploy{Method: "install-x"} })
+	waitTransition(t, ns, "h", metal3.StateDeprovisioning)
+	fix.SetLatency(fixture.OpProvision, 0)
+	h = waitState(t, ns, "h", metal3.StateProvisioned)
+	if c := h.Status.Provisioning.CustomDeploy; c == nil || c.Method != "install-x" || h.Status.Provisioning.Image.URL != testImage {
+		t.Fatalf("provisioned %+v / %+v, want the image and the custom deploy", h.Status.Provisioning.Image, c)
+	}
+	if d := fix.Count(ns, "h", fixture.OpDeprovision); d != 1 {
+		t.Fatalf("deprovisioned %d times, want the cancelled attempt once", d)
 	}
 }
 
