@@ -222,6 +222,11 @@ type ProvisionData struct {
 	BootMode        metal3.BootMode
 	RootDeviceHints *metal3.RootDeviceHints
 	HostConfig      HostConfig
+	// HostConfigError says why some of the host's user, network or meta data cannot be read now
+	// ("" when all can: a Secret deleted or emptied while the host provisions). A deployment that
+	// would write the config drive is not started with what could be read: it fails with this
+	// message, which names the field.
+	HostConfigError string
 	// ForceReboot: the user asked a forced reboot (reboot.metal3.io with "force": true). A
 	// deployment waiting for its agent (the server never booted it, or it hangs) is stopped and
 	// started again, which boots the agent afresh; anything else goes on as it is. Adopt ignores it.

@@ -158,7 +158,7 @@ func (s *hostScope) recordProvisioned() {
 
 func (s *hostScope) provisionData() provisioner.ProvisionData {
 	spec := s.host.Spec
-	return provisioner.ProvisionData{
+	data := provisioner.ProvisionData{
 		Image:           spec.Image.DeepCopy(),
 		CustomDeploy:    spec.CustomDeploy.DeepCopy(),
 		BootMode:        s.host.BootMode(),
@@ -166,6 +166,10 @@ func (s *hostScope) provisionData() provisioner.ProvisionData {
 		HostConfig:      s.in.hostConfig,
 		ForceReboot:     s.rebootRequests().forcedOneShot,
 	}
+	if s.in.hostConfigErr != nil {
+		data.HostConfigError = s.in.hostConfigErr.Error()
+	}
+	return data
 }
 
 // imageChanged: the spec no longer matches what is on a provisioned host (metal3's

@@ -109,6 +109,11 @@ func (p *Provisioner) provide(ctx context.Context, s *session, n *nodes.Node, ho
 func (p *Provisioner) deploy(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host, access *bmc.Access,
 	data provisioner.ProvisionData, plan deployPlan) (provisioner.Result, error) {
 	opts := nodes.ProvisionStateOpts{Target: nodes.TargetActive, DeploySteps: plan.steps}
+	if !plan.liveISO && data.HostConfigError != "" {
+		// The data was read when the host started provisioning; a Secret lost since (during the
+		// cleaning of provide, minutes) would deploy without its user or network data, silently.
+		return provisioner.Failed(data.HostConfigError), nil
+	}
 	if !plan.liveISO {
 		// A live ISO gets no config drive: it would need a second virtual media device, which
 		// some BMCs lack (metal3 does the same).
