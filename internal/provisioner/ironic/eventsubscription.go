@@ -333,31 +333,8 @@ func cutPayload(msg string) string {
 	}
 	rest := msg[i+len(payloadMarker):]
 	end := -1
-	depth := 0
-	var quote byte
-scan:
-	for k := 0; k < len(rest); k++ {
-		c := rest[k]
-		switch {
-		case quote != 0 && c == '\\':
-			k++
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '\'' || c == '"':
-			quote = c
-		case c == '{' || c == '[':
-			depth++
-		case c == '}' || c == ']':
-			depth--
-			if depth == 0 {
-				end = k + 1
-				break scan
-			}
-		case depth == 0:
-			break scan // the payload is not a dict
-		}
+	if rest != "" && (rest[0] == '{' || rest[0] == '[') { // else the payload is not a dict
+		end = closing(rest, 0)
 	}
 	if end < 0 {
 		return strings.TrimRight(msg[:i], " ")

@@ -47,20 +47,24 @@ func dropExtendedInfo(msg string) string {
 		}
 		end := len(msg)
 		if j < len(msg) && (msg[j] == '[' || msg[j] == '{') {
-			end = closing(msg, j)
+			if e := closing(msg, j); e >= 0 {
+				end = e
+			}
 		}
 		msg = strings.TrimRight(msg[:i], " ") + msg[end:]
 	}
 }
 
 // closing is the index just past the bracket that closes the one at msg[open] (quoted text
-// skipped), or len(msg) when none does.
+// skipped, with its backslash escapes), or -1 when none does.
 func closing(msg string, open int) int {
 	depth := 0
 	var quote byte
 	for k := open; k < len(msg); k++ {
 		c := msg[k]
 		switch {
+		case quote != 0 && c == '\\':
+			k++
 		case quote != 0:
 			if c == quote {
 				quote = 0
@@ -76,7 +80,7 @@ func closing(msg string, open int) int {
 			}
 		}
 	}
-	return len(msg)
+	return -1
 }
 
 // failedStepMarker starts the step in Ironic's "Node <uuid> failed step <step>: <why>" (cleaning,
@@ -97,7 +101,7 @@ func compactSteps(msg string) string {
 		}
 		open := from + i + len(failedStepMarker) - 1
 		end := closing(msg, open)
-		if end == len(msg) {
+		if end < 0 {
 			return msg // not a whole dict: left as it is
 		}
 		keys := map[string]string{}
