@@ -68,8 +68,12 @@ func TestSecondControllerSeesTheDeclaredView(t *testing.T) {
 	})
 	hw := p.last("host-0").Status.HardwareDetails
 	want := compactHardware(full.Status.HardwareDetails)
-	if hw.CPU.Arch != want.CPU.Arch || hw.Hostname != want.Hostname || len(hw.NIC) != 0 || len(hw.Storage) != 0 || hw.CPU.Model != "" {
-		t.Errorf("the second controller's cached host hardware = %+v, want only arch %q and hostname %q", hw, want.CPU.Arch, want.Hostname)
+	if hw.CPU.Arch != want.CPU.Arch || hw.Hostname != want.Hostname || hw.SystemVendor != want.SystemVendor ||
+		len(hw.NIC) != 0 || len(hw.Storage) != 0 || hw.CPU.Model != "" || hw.SystemVendor.SerialNumber != "" {
+		t.Errorf("the second controller's cached host hardware = %+v, want only arch %q, hostname %q, vendor and model %+v", hw, want.CPU.Arch, want.Hostname, want.SystemVendor)
+	}
+	if want.SystemVendor.Manufacturer == "" || want.SystemVendor.ProductName == "" {
+		t.Errorf("inspection found no system vendor/model to keep: %+v", full.Status.HardwareDetails.SystemVendor)
 	}
 	ctx := context.Background()
 	direct := &metal3.BareMetalHost{}

@@ -15,7 +15,7 @@ func CacheViews() []cacheview.View {
 	return []cacheview.View{
 		{
 			Object: &metal3.BareMetalHost{}, Owner: "host controller", Transform: compactHost,
-			Reduced: "status.hardware keeps only cpu.arch and hostname (read HardwareData, or the host through the API reader, for the rest)",
+			Reduced: "status.hardware keeps only cpu.arch, hostname and systemVendor.manufacturer/productName (read HardwareData, or the host through the API reader, for the rest)",
 		},
 		{
 			Object: &corev1.Secret{}, Owner: "host controller",
@@ -31,8 +31,10 @@ func CacheViews() []cacheview.View {
 	}
 }
 
-// compactHost strips what the controller never reads from cached hosts: the inspected hardware in
-// status (deprecated; HardwareData has it) down to the CPU architecture and hostname. Real
+// compactHost strips what the controllers never read from cached hosts: the inspected hardware in
+// status (deprecated; HardwareData has it) down to the CPU architecture, the hostname and the
+// system's vendor and model (the HostFirmwareSettings controller names a FirmwareSchema's hardware
+// with them). Real
 // hardware details (hundreds of CPU flags, dozens of NICs and disks) are most of a host's size.
 // patchStatus replaces status.hardware whole whenever a handler changes it, so the compacted copy
 // never reaches the API server. (cacheview strips managedFields first.)
@@ -44,5 +46,6 @@ func compactHost(obj any) (any, error) {
 }
 
 func compactHardware(hw *metal3.HardwareDetails) *metal3.HardwareDetails {
-	return &metal3.HardwareDetails{CPU: metal3.CPU{Arch: hw.CPU.Arch}, Hostname: hw.Hostname}
+	return &metal3.HardwareDetails{CPU: metal3.CPU{Arch: hw.CPU.Arch}, Hostname: hw.Hostname,
+		SystemVendor: metal3.HardwareSystemVendor{Manufacturer: hw.SystemVendor.Manufacturer, ProductName: hw.SystemVendor.ProductName}}
 }

@@ -55,9 +55,8 @@ func DefaultConfig() Config {
 // line with the firmware settings the provisioner reads from the host, checks its spec against the
 // host's schema, and publishes that schema as a shared FirmwareSchema.
 type Reconciler struct {
-	Client    client.Client
-	APIReader client.Reader
-	Recorder  recorder.EventRecorder
+	Client   client.Client
+	Recorder recorder.EventRecorder
 	// Provisioner reads the host's settings and their schema.
 	Provisioner provisioner.FirmwareReader
 	Config      Config
@@ -71,8 +70,7 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=metal3.io,resources=hostfirmwaresettings,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=metal3.io,resources=hostfirmwaresettings/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=metal3.io,resources=firmwareschemas,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups=metal3.io,resources=hardwaredata,verbs=get
+// +kubebuilder:rbac:groups=metal3.io,resources=firmwareschemas,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;list;watch
 
 // SetupWithManager registers the controller (keyed by host: a host's changes and its
@@ -80,9 +78,6 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
-	}
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("metal3-hostfirmwaresettings-controller")
@@ -136,7 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		}
 		published := publishedSchema(schema)
 		schemaKey := types.NamespacedName{Namespace: host.Namespace, Name: schemaName(published)}
-		if err := r.schemas.ensure(ctx, schemaKey, func() *metal3.FirmwareSchema { return newSchema(published, r.hardware(ctx, host)) }); err != nil {
+		if err := r.schemas.ensure(ctx, schemaKey, func() *metal3.FirmwareSchema { return newSchema(published, host) }); err != nil {
 			return ctrl.Result{}, err
 		}
 		if !exists {
@@ -179,17 +174,6 @@ func (r *Reconciler) noHost(ctx context.Context, obj client.Object) error {
 	}
 	list.Emit(r.Recorder, hfs)
 	return nil
-}
-
-// hardware returns the host's inspected hardware for the vendor and model of a new schema, or nil
-// (not inspected yet, or inspection disabled): they are informative only. HardwareData is not
-// cached, so this reads the API server, once per new schema.
-func (r *Reconciler) hardware(ctx context.Context, host *metal3.BareMetalHost) *metal3.HardwareDetails {
-	hd := &metal3.HardwareData{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(host), hd); err != nil {
-		return nil
-	}
-	return hd.Spec.HardwareDetails
 }
 
 // hostFound takes back noHost's mark once the host exists, registered or not.

@@ -32,7 +32,9 @@ func schemasIn(t *testing.T, ns string) []metal3.FirmwareSchema {
 
 // TestSettingsAndOneSharedSchema: every registered host gets its HostFirmwareSettings (owned by
 // it, the host's settings without passwords, both conditions), and identical hardware shares one
-// FirmwareSchema, created once, with no owner references, never written again.
+// FirmwareSchema, created once, with no owner references. Created before any of its hosts was
+// inspected (hosts register before inspection), it gets their vendor and model in one patch once
+// they are, and is never written again.
 func TestSettingsAndOneSharedSchema(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
@@ -40,18 +42,15 @@ func TestSettingsAndOneSharedSchema(t *testing.T) {
 	writes := &apicount.Writes{}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(writes.Wrap)
-	startOperator(t, cfg, ns, fix)
+	op := startOperator(t, cfg, ns, fix)
 
-	hd := &metal3.HardwareData{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h0"}, Spec: metal3.HardwareDataSpec{
-		HardwareDetails: &metal3.HardwareDetails{SystemVendor: metal3.HardwareSystemVendor{Manufacturer: "Metalforge", ProductName: "Fixture R740"}}}}
-	if err := env.Client.Create(context.Background(), hd); err != nil {
-		t.Fatal(err)
-	}
 	const n = 4
 	var schema string
+	hosts := make([]*metal3.BareMetalHost, n)
 	for i := range n {
 		name := fmt.Sprintf("h%d", i)
 		h := newHost(t, fix, ns, name)
+		hosts[i] = h
 		hfs := waitHFS(t, ns, name, "status filled", func(hfs *metal3.HostFirmwareSettings) bool {
 			return hfs.Status.FirmwareSchema != nil && current(hfs)
 		})
@@ -86,11 +85,27 @@ func TestSettingsAndOneSharedSchema(t *testing.T) {
 		t.Fatalf("%d FirmwareSchemas, want one shared", len(list))
 	}
 	fs := list[0]
-	if fs.Name != schema || len(fs.OwnerReferences) != 0 || fs.Generation != 1 {
-		t.Errorf("schema %s: owners %v, generation %d; want %s, none, 1", fs.Name, fs.OwnerReferences, fs.Generation, schema)
+	if fs.Name != schema || len(fs.OwnerReferences) != 0 || fs.Generation != 1 || fs.Spec.HardwareVendor != "" {
+		t.Errorf("schema %s: owners %v, generation %d, vendor %q; want %s, none, 1, none (no host inspected)",
+			fs.Name, fs.OwnerReferences, fs.Generation, fs.Spec.HardwareVendor, schema)
 	}
-	if fs.Spec.HardwareVendor != "Metalforge" || fs.Spec.HardwareModel != "Fixture R740" {
-		t.Errorf("schema vendor/model %q/%q, want the first host's HardwareData", fs.Spec.HardwareVendor, fs.Spec.HardwareModel)
+
+	// Inspection ends on every host at once: one of them names the schema's hardware.
+	for _, h := range hosts {
+		setHostStatus(t, h, func(st *metal3.BareMetalHostStatus) {
+			st.HardwareDetails = &metal3.HardwareDetails{Hostname: h.Name,
+				SystemVendor: metal3.HardwareSystemVendor{Manufacturer: "Metalforge", ProductName: "Fixture R740", SerialNumber: h.Name}}
+		})
+	}
+	named := &metal3.FirmwareSchema{}
+	companiontest.Wait(t, env.Client, ns, schema, "the schema to name its hardware", named, func() bool { return named.Spec.HardwareVendor != "" })
+	if named.Spec.HardwareVendor != "Metalforge" || named.Spec.HardwareModel != "Fixture R740" || named.Generation != 2 {
+		t.Errorf("schema vendor/model %q/%q, generation %d; want the hosts' status.hardware, 2", named.Spec.HardwareVendor, named.Spec.HardwareModel, named.Generation)
+	}
+	// Every host looks again (resync) with the schema named: none writes it.
+	for _, h := range hosts {
+		key := client.ObjectKeyFromObject(h)
+		op.WaitAfter(t, key, op.Mark(key), 2)
 	}
 	turbo := fs.Spec.Schema["ProcTurboMode"]
 	delay := fs.Spec.Schema["PowerOnDelaySeconds"]
@@ -101,8 +116,8 @@ func TestSettingsAndOneSharedSchema(t *testing.T) {
 	if c := writes.Count("firmwareschemas create"); c != 1 {
 		t.Errorf("%d FirmwareSchema creates, want 1 (writes: %v)", c, writes.All())
 	}
-	if c := writes.Count("firmwareschemas update") + writes.Count("firmwareschemas patch"); c != 0 {
-		t.Errorf("the shared FirmwareSchema was written %d more times", c)
+	if c := writes.Count("firmwareschemas update") + writes.Count("firmwareschemas patch"); c != 1 {
+		t.Errorf("the shared FirmwareSchema was written %d more times, want once (its hardware)", c)
 	}
 }
 

@@ -20,8 +20,9 @@ import (
 // A FirmwareSchema is content-addressed: its name is a hash of the schema it holds, so every host
 // whose firmware reports the same schema (the same hardware model and firmware) names the same
 // object, and a schema that changes (new firmware) names a new one. The object is written once, by
-// whichever host needs it first, and never updated: nothing in it can change without its name
-// changing. It carries no owner references (metal3 adds one per HostFirmwareSettings, and so
+// whichever host needs it first, and never updated but once: nothing in its schema can change
+// without its name changing, and the hardware vendor and model (informative) are filled in once
+// when the host that created it was not inspected yet (see fillHardware). It carries no owner references (metal3 adds one per HostFirmwareSettings, and so
 // rewrites the shared object once per host: 2.5–3.3 writes per host at 1000 hosts, the API
 // server's main cost); the schema cleaner (cleanup.go) deletes it once no HostFirmwareSettings of
 // its namespace names it.
@@ -64,6 +65,9 @@ type schemas struct {
 
 	mu      sync.Mutex
 	created map[types.NamespacedName]stampAt
+	// filled are the schemas this process gave their vendor and model (the cache may show the
+	// schema without them for a moment: every host of that hardware would send the same patch).
+	filled map[types.NamespacedName]bool
 }
 
 // stampAt is when a schema was last created or found for a host, and whether it was created (a
@@ -73,9 +77,8 @@ type stampAt struct {
 	created bool
 }
 
-// ensure makes sure the FirmwareSchema key exists, creating it with build() when it does not.
-// build runs only when a create is needed (it may read the host's HardwareData for the vendor and
-// model).
+// ensure makes sure the FirmwareSchema key exists, creating it with build() when it does not, and
+// gives an existing one without hardware vendor and model those of build() (fillHardware).
 func (s *schemas) ensure(ctx context.Context, key types.NamespacedName, build func() *metal3.FirmwareSchema) error {
 	existing := &metal3.FirmwareSchema{}
 	err := s.client.Get(ctx, key, existing)
@@ -85,7 +88,7 @@ func (s *schemas) ensure(ctx context.Context, key types.NamespacedName, build fu
 		s.mu.Lock()
 		s.stamp(key, s.now(), false)
 		s.mu.Unlock()
-		return nil
+		return s.fillHardware(ctx, existing, build().Spec)
 	}
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("reading firmware schema %s: %w", key, err)
@@ -108,6 +111,41 @@ func (s *schemas) ensure(ctx context.Context, key types.NamespacedName, build fu
 	return nil
 }
 
+// fillHardware gives a schema created before any host using it was inspected (hosts are
+// registered, and their settings read, before inspection) the vendor and model of a host that is
+// inspected now: one patch per schema, never per host. A schema that names hardware already is
+// left alone (hosts of one schema are one model; the first to say so is kept).
+func (s *schemas) fillHardware(ctx context.Context, fs *metal3.FirmwareSchema, want metal3.FirmwareSchemaSpec) error {
+	if fs.Spec.HardwareVendor != "" || fs.Spec.HardwareModel != "" || (want.HardwareVendor == "" && want.HardwareModel == "") {
+		return nil
+	}
+	key := client.ObjectKeyFromObject(fs)
+	s.mu.Lock()
+	done := s.filled[key]
+	if !done {
+		if s.filled == nil {
+			s.filled = map[types.NamespacedName]bool{}
+		}
+		s.filled[key] = true
+	}
+	s.mu.Unlock()
+	if done {
+		return nil
+	}
+	base := fs.DeepCopy()
+	fs.Spec.HardwareVendor, fs.Spec.HardwareModel = want.HardwareVendor, want.HardwareModel
+	if err := s.client.Patch(ctx, fs, client.MergeFrom(base)); err != nil {
+		s.mu.Lock()
+		delete(s.filled, key)
+		s.mu.Unlock()
+		if apierrors.IsNotFound(err) {
+			return nil // deleted since (the cleaner): the next reconcile creates it again
+		}
+		return fmt.Errorf("naming the hardware of firmware schema %s: %w", key, err)
+	}
+	return nil
+}
+
 // stamp records that the schema was created (or found) for a host at now; s.mu is held.
 func (s *schemas) stamp(key types.NamespacedName, now time.Time, created bool) {
 	if s.created == nil {
@@ -121,6 +159,7 @@ func (s *schemas) forget(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.created, key)
+	delete(s.filled, key)
 }
 
 // recentlyCreated reports whether this process created the schema, or found it for a host, within
@@ -133,10 +172,11 @@ func (s *schemas) recentlyCreated(key types.NamespacedName) bool {
 }
 
 // newSchema is the FirmwareSchema object for a published schema, with the host's vendor and model
-// when its HardwareData has them (the first host to need a schema names the hardware it describes).
-func newSchema(schema map[string]metal3.SettingSchema, hw *metal3.HardwareDetails) *metal3.FirmwareSchema {
+// when its inspected hardware has them (as metal3, from the host's status.hardware, which the
+// host cache keeps them in).
+func newSchema(schema map[string]metal3.SettingSchema, host *metal3.BareMetalHost) *metal3.FirmwareSchema {
 	fs := &metal3.FirmwareSchema{ObjectMeta: metav1.ObjectMeta{}, Spec: metal3.FirmwareSchemaSpec{Schema: schema}}
-	if hw != nil {
+	if hw := host.Status.HardwareDetails; hw != nil {
 		fs.Spec.HardwareVendor = hw.SystemVendor.Manufacturer
 		fs.Spec.HardwareModel = hw.SystemVendor.ProductName
 	}
