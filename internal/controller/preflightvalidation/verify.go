@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/image"
 	"github.com/metalforge/metalforge/internal/sro/kernel"
@@ -43,15 +46,33 @@ type verifier struct {
 	byName map[string]*sro.SpecialResource
 	// done are the checks so far; a nil entry is a check under way (a cycle's guard).
 	done map[string]*check
+	// nodes are the cluster's nodes, for the operating system the kernel is rendered with.
+	nodes []corev1.Node
 }
 
-func newVerifier(ctx context.Context, r *Reconciler, pv *sro.PreflightValidation, srs []sro.SpecialResource, clusterVersion string) *verifier {
+func newVerifier(ctx context.Context, r *Reconciler, pv *sro.PreflightValidation, srs []sro.SpecialResource, nodes []corev1.Node, clusterVersion string) *verifier {
 	v := &verifier{r: r, ctx: ctx, pv: pv, kernel: pv.Spec.KernelVersion, clusterVersion: clusterVersion,
-		byName: make(map[string]*sro.SpecialResource, len(srs)), done: map[string]*check{}}
+		byName: make(map[string]*sro.SpecialResource, len(srs)), done: map[string]*check{}, nodes: nodes}
 	for i := range srs {
 		v.byName[srs[i].Name] = &srs[i]
 	}
 	return v
+}
+
+// osLabels are the node labels sr's operating-system values are rendered with for the kernel
+// (kernel.UpgradeOSLabels among the nodes sr selects). Rendering without any left an Ubuntu or
+// Debian cluster's OS variables empty, so a template using them checked (and built) an image the
+// SpecialResource controller never asks for once the nodes run the kernel.
+func (v *verifier) osLabels(sr *sro.SpecialResource) map[string]string {
+	sel := labels.SelectorFromSet(sr.Spec.NodeSelector)
+	var selected []kernel.Labelled
+	for i := range v.nodes {
+		n := &v.nodes[i]
+		if sel.Matches(labels.Set(n.Labels)) {
+			selected = append(selected, kernel.Labelled{Name: n.Name, Kernel: kernel.OfNode(n), Labels: n.Labels})
+		}
+	}
+	return kernel.UpgradeOSLabels(v.kernel, selected)
 }
 
 // check is sr's check, computed once.
@@ -111,9 +132,10 @@ func (v *verifier) verify(sr *sro.SpecialResource) (check, error) {
 		return fail(sro.VerificationUnknown, "waiting for dependencies: "+strings.Join(ds.waiting, "; "))
 	}
 	k, ns := v.kernel, sr.TargetNamespace()
+	osLabels := v.osLabels(sr)
 	values := func(clusterVersion string) recipe.Values {
 		return recipe.WithKernel(recipe.Values{Namespace: ns, ClusterVersion: clusterVersion, ClusterVersionMajorMinor: kernel.MajorMinor(clusterVersion),
-			PushSecretName: sr.Spec.DriverContainer.PullSecret, SpecialResource: sr, Dependencies: ds.values}, k, nil)
+			PushSecretName: sr.Spec.DriverContainer.PullSecret, SpecialResource: sr, Dependencies: ds.values}, k, osLabels)
 	}
 	// The cluster version the SpecialResource controller renders the kernel with: the one it kept
 	// for a kernel it serves already, else the version when it first sees the kernel (during the

@@ -103,7 +103,7 @@ func TestVerifyDependencies(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Reconciler{Registry: tc.registry, Builder: noBuilds{}}
 			pv := &sro.PreflightValidation{Spec: sro.PreflightValidationSpec{KernelVersion: unitKernel}}
-			v := newVerifier(context.Background(), r, pv, tc.srs, "4.15.0")
+			v := newVerifier(context.Background(), r, pv, tc.srs, nil, "4.15.0")
 			c, err := v.check(&tc.srs[0])
 			if err != nil {
 				t.Fatal(err)
@@ -168,7 +168,7 @@ func TestSpecErrorsWaitForAChange(t *testing.T) {
 				k = unitKernel
 			}
 			pv := &sro.PreflightValidation{Spec: sro.PreflightValidationSpec{KernelVersion: k}}
-			c, err := newVerifier(context.Background(), r, pv, tc.srs, "4.15.0").check(&tc.srs[0])
+			c, err := newVerifier(context.Background(), r, pv, tc.srs, nil, "4.15.0").check(&tc.srs[0])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -196,7 +196,7 @@ func TestRefusedCredentials(t *testing.T) {
 	srs := []sro.SpecialResource{unitSR("a", true)}
 	r := &Reconciler{Registry: refusing{}, Builder: noBuilds{}}
 	pv := &sro.PreflightValidation{Spec: sro.PreflightValidationSpec{KernelVersion: unitKernel}}
-	c, err := newVerifier(context.Background(), r, pv, srs, "4.15.0").check(&srs[0])
+	c, err := newVerifier(context.Background(), r, pv, srs, nil, "4.15.0").check(&srs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestPullSecretProblems(t *testing.T) {
 			srs := []sro.SpecialResource{sr}
 			r := &Reconciler{Registry: keychainRegistry{}, Builder: noBuilds{}, APIReader: tc.secrets}
 			pv := &sro.PreflightValidation{Spec: sro.PreflightValidationSpec{KernelVersion: unitKernel}}
-			c, err := newVerifier(context.Background(), r, pv, srs, "4.15.0").check(&srs[0])
+			c, err := newVerifier(context.Background(), r, pv, srs, nil, "4.15.0").check(&srs[0])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -286,5 +286,41 @@ func TestPullSecretProblems(t *testing.T) {
 				t.Fatal("not looked at again by time")
 			}
 		})
+	}
+}
+
+// TestVerifyRendersTheNodesOS: on a cluster whose kernels do not name their operating system
+// (Ubuntu), the check renders the kernel's OS variables from the node-feature-discovery labels of
+// the nodes the SpecialResource selects, so it looks for the image the SpecialResource
+// controller will use; a node it does not select has no say.
+func TestVerifyRendersTheNodesOS(t *testing.T) {
+	const next = "6.8.0-50-generic"
+	os := func(id, major, minor string) map[string]string {
+		return map[string]string{
+			"feature.node.kubernetes.io/system-os_release.ID":               id,
+			"feature.node.kubernetes.io/system-os_release.VERSION_ID.major": major,
+			"feature.node.kubernetes.io/system-os_release.VERSION_ID.minor": minor,
+			"role": "gpu",
+		}
+	}
+	node := func(name string, labels map[string]string) corev1.Node {
+		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+		n.Status.NodeInfo.KernelVersion = "6.8.0-45-generic"
+		return n
+	}
+	other := os("debian", "12", "")
+	delete(other, "role")
+	nodes := []corev1.Node{node("w1", os("ubuntu", "22", "04")), node("w0", other)}
+	sr := unitSR("a", false)
+	sr.Spec.NodeSelector = map[string]string{"role": "gpu"}
+	sr.Spec.DriverContainer.Image = "r/a:{{.OperatingSystemMajorMinor}}-{{.KernelFullVersion}}"
+	r := &Reconciler{Registry: registryOf{"r/a:ubuntu22.04-" + next}, Builder: noBuilds{}}
+	pv := &sro.PreflightValidation{Spec: sro.PreflightValidationSpec{KernelVersion: next}}
+	c, err := newVerifier(context.Background(), r, pv, []sro.SpecialResource{sr}, nodes, "4.15.0").check(&sr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.status != sro.VerificationTrue || !strings.Contains(c.reason, "r/a:ubuntu22.04-"+next) {
+		t.Fatalf("%s %q, want True for the image of the nodes' OS", c.status, c.reason)
 	}
 }

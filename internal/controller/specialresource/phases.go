@@ -193,7 +193,7 @@ func (r *Reconciler) listNodes(s *scope) error {
 			g = &kernelGroup{kernel: k}
 			groups[k] = g
 		}
-		if g.osNode == "" || osSourceBefore(n.Name, n.Labels, g.osNode, g.nodeLabels) {
+		if g.osNode == "" || kernel.OSSourceBefore(n.Name, n.Labels, g.osNode, g.nodeLabels) {
 			g.osNode, g.nodeLabels = n.Name, n.Labels
 		}
 		g.nodes = append(g.nodes, n.Name)
@@ -320,16 +320,4 @@ func (r *Reconciler) newDependency(s *scope, i int, d sro.SpecialResourceDepende
 		dep.Spec.Recipe = *d.Recipe
 	}
 	return dep, "created", "", nil
-}
-
-// osSourceBefore says whether node a rather than node b gives its kernel group the template's
-// operating-system values. The cache lists nodes in no particular order: taking the first listed
-// let the values (and the images and objects rendered from them) flip between reconciles when a
-// node of the same kernel had no node-feature-discovery labels yet. A labelled node comes first
-// (its labels name the minor release the kernel may not), then the first by name.
-func osSourceBefore(a string, aLabels map[string]string, b string, bLabels map[string]string) bool {
-	if la, lb := kernel.OSLabelled(aLabels), kernel.OSLabelled(bLabels); la != lb {
-		return la
-	}
-	return a < b
 }

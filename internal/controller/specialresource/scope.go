@@ -95,7 +95,7 @@ type kernelGroup struct {
 	// controller writes it; driver pods are scheduled by it).
 	labelled int
 	// nodeLabels are the labels of osNode, the node the operating-system values come from
-	// (node-feature-discovery labels, or the kernel): see osSourceBefore.
+	// (node-feature-discovery labels, or the kernel): see kernel.OSSourceBefore.
 	osNode     string
 	nodeLabels map[string]string
 }

@@ -106,3 +106,69 @@ func MajorMinor(version string) string {
 	}
 	return parts[0] + "." + parts[1]
 }
+
+// OSSourceBefore says whether node a rather than node b of one kernel gives the operating-system
+// values (OSOf) its templates render with. The cache lists nodes in no particular order: taking
+// the first listed let the values (and the images and objects rendered from them) flip between
+// reconciles when a node of the same kernel had no node-feature-discovery labels yet. A labelled
+// node comes first (its labels name the minor release the kernel may not), then the first by
+// name; the SpecialResource controller and the preflight check choose alike.
+func OSSourceBefore(a string, aLabels map[string]string, b string, bLabels map[string]string) bool {
+	if la, lb := OSLabelled(aLabels), OSLabelled(bLabels); la != lb {
+		return la
+	}
+	return a < b
+}
+
+// Labelled is a node as the operating-system choice sees it.
+type Labelled struct {
+	Name   string
+	Kernel string
+	Labels map[string]string
+}
+
+// UpgradeOSLabels are the node labels OSOf takes the operating system of kernel k from when the
+// nodes do not all run it yet (a preflight check before an upgrade), among the nodes given (those
+// a SpecialResource selects):
+//   - a node that runs k already: the labels the SpecialResource controller renders k with
+//     (OSSourceBefore);
+//   - else none when k's release names its operating system (el9_2: RHEL and RHCOS kernels), as
+//     nothing in the nodes' labels can say the upgrade's better;
+//   - else the labels of a node reporting the operating system the labelled nodes agree on: an
+//     upgrade keeps the distribution (an Ubuntu or Debian kernel names none), and without them
+//     the operating system variables render empty where the nodes will fill them in;
+//   - else none (no node labelled, or the nodes disagree: no guess).
+func UpgradeOSLabels(k string, nodes []Labelled) map[string]string {
+	var running *Labelled
+	for i := range nodes {
+		n := &nodes[i]
+		if n.Kernel == k && (running == nil || OSSourceBefore(n.Name, n.Labels, running.Name, running.Labels)) {
+			running = n
+		}
+	}
+	if running != nil {
+		return running.Labels
+	}
+	if elRelease.MatchString(k) {
+		return nil
+	}
+	var agreed *Labelled
+	var os OS
+	for i := range nodes {
+		n := &nodes[i]
+		nos, ok := osFromLabels(n.Labels)
+		switch {
+		case !ok:
+		case agreed == nil:
+			agreed, os = n, nos
+		case nos != os:
+			return nil
+		case n.Name < agreed.Name:
+			agreed = n
+		}
+	}
+	if agreed == nil {
+		return nil
+	}
+	return agreed.Labels
+}
