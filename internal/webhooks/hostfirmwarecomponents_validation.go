@@ -32,7 +32,7 @@ func ValidateHostFirmwareComponents(hfc *metal3.HostFirmwareComponents) field.Er
 		case u.Component == "bmc", u.Component == "bios":
 		case strings.HasPrefix(u.Component, nicComponentPrefix) && validNICID(strings.TrimPrefix(u.Component, nicComponentPrefix)):
 		default:
-			errs = append(errs, field.Invalid(p.Child("component"), u.Component, `must be "bmc", "bios" or "nic:<id>" (the NIC's id as the BMC reports it, e.g. "nic:NIC.Slot.1-1")`))
+			errs = append(errs, field.Invalid(p.Child("component"), u.Component, `must be "bmc", "bios" or "nic:<id>" (the NIC's id as status.components lists it: its serial number, or its Redfish id when it has none)`))
 		}
 		if seen[u.Component] {
 			errs = append(errs, field.Duplicate(p.Child("component"), u.Component))

@@ -48,8 +48,9 @@ func validateComponent(c string, reported []metal3.FirmwareComponentStatus) erro
 	}
 	// Checked against the list only when the host reports components of c's kind: Ironic lists
 	// bios and bmc from the System and Manager (bmc only when the Manager has a firmware
-	// version) and, in the versions we know, no NIC at all, while its firmware.update step
-	// takes nic:<id> all the same (metal3 checks the names only).
+	// version) and NICs only for network adapters whose controllers report a firmware package
+	// version (nic:<serial number>, else nic:<Redfish id>; many BMCs report none), while its
+	// firmware.update step takes nic:<id> all the same (metal3 checks the names only).
 	var names []string
 	ofKind := false
 	for _, r := range reported {

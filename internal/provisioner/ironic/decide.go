@@ -369,7 +369,8 @@ func decideAdoption(n *nodes.Node, hostState metal3.ProvisioningState, hasImage,
 // it; a servicing that failed only because it was aborted or because Ironic restarted in its middle
 // is started again at once, without a report (nothing was wrong with the request). So is one that
 // failed on what an earlier attempt left (failedOnStaleStep) when staleRestart says this
-// provisioner has not started it again for that yet (once: failing so again is reported).
+// provisioner has not started it again for that yet (once: failing so again is reported). One
+// aborted only after its last step ended is finished: aborted on to active, and done there.
 func decideServicing(n *nodes.Node, f serviceFacts) decision {
 	switch state(n) {
 	case nodes.Active:
@@ -396,6 +397,13 @@ func decideServicing(n *nodes.Node, f serviceFacts) decision {
 			return do(actWaitShort)
 		}
 		if !f.hasSteps {
+			return do(actAbort)
+		}
+		if f.current && f.failed == "" && !f.aborted && abortedByRequest(n) {
+			// An abort that let the run's last step end first (neither Redfish step can be
+			// interrupted: Ironic fails the node and names the step): the run finished. Take the
+			// node back to active, where it is done with what it applied; starting it again from
+			// here would flash the firmware twice.
 			return do(actAbort)
 		}
 		if f.requested && f.failed != "" && !f.retry {

@@ -294,6 +294,9 @@ func TestDecideServicing(t *testing.T) {
 		"failed, the host retries":                  {got: decideServicing(node(nodes.ServiceFail, lastError("bios")), with(ran, func(f *serviceFacts) { f.retry = true })), want: actService},
 		"failed, request changed":                   {got: decideServicing(node(nodes.ServiceFail, lastError("bios")), steps), want: actService},
 		"aborted (lost agent)":                      {got: decideServicing(node(nodes.ServiceFail, lastError(aborted)), ran), want: actService},
+		// current and not aborted: serviceFactsOf found the abort let the last step end first.
+		"this attempt's run aborted after its last step": {got: decideServicing(node(nodes.ServiceFail,
+			lastError(aborted+` during or after the completion of step "firmware.update"`)), current), want: actAbort},
 		"Ironic restarted in it": {got: decideServicing(node(nodes.ServiceFail,
 			lastError("The servicing state can't be resumed by conductor c-1. Moving to fail state.")), ran), want: actService},
 		"failed on a stale step": {got: decideServicing(node(nodes.ServiceFail,

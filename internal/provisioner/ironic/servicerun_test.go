@@ -366,3 +366,33 @@ func TestRebootOfAFailedNode(t *testing.T) {
 		t.Fatalf("the node's failure: %v %v, want it recalled for the provision decisions", n, err)
 	}
 }
+
+// TestServiceAbortedAfterItsStepWithTheChangesBack: the changes taken back while the firmware step
+// runs (the abort waits for the step, which cannot be interrupted) and put back before it ends:
+// the node is left in service failed with the step named, having flashed everything asked. The
+// run is finished: aborted on to active and done there with the update recorded, not started again
+// from service failed (a second flash; a BMC refusing a same-version flash fails it).
+func TestServiceAbortedAfterItsStepWithTheChangesBack(t *testing.T) {
+	now := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	f, p, host := newServiceFake(t, now, 5*time.Minute)
+	data := provisioner.ServiceData{FirmwareUpdates: updates("bios"), Since: now.Add(-10 * time.Minute)}
+	service(t, p, host, data)
+	f.abortAfter = "firmware.update"
+	if res := service(t, p, host, provisioner.ServiceData{Since: data.Since}); !res.Busy {
+		t.Fatalf("taken back while the step runs: %+v, want busy", res)
+	}
+	f.stepEnds(p)
+	var res provisioner.Result
+	for range 4 {
+		p.watch.Forget(serviceFakeUUID)
+		if res = service(t, p, host, data); !res.Busy {
+			break
+		}
+	}
+	if res.Busy || res.Failed() || res.Serviced == nil || len(res.Serviced.Updates) != 1 {
+		t.Fatalf("put back before the step ended: %+v, requests %q; want done, naming the update flashed", res, f.requests())
+	}
+	if got := f.requests(); got != "PATCH service abort PATCH abort" {
+		t.Errorf("requests %q, want the run aborted on to active, not started again", got)
+	}
+}
