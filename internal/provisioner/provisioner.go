@@ -46,6 +46,10 @@ var (
 	// service it lacks, an account that may not do this), as opposed to not answering
 	// (ErrUnavailable) or the engine refusing.
 	ErrBMCRefused = errors.New("the BMC refused")
+	// ErrBusy means the engine holds the host for another request (Ironic's node lock) and this
+	// one was not carried out: a wait of a few seconds, not a failure. Errors that wrap it wrap
+	// ErrUnavailable too, for callers that do not tell a short wait apart.
+	ErrBusy = errors.New("the provisioner is busy with the host")
 )
 
 // Result says how an operation stands: done, still working (ask again after RequeueAfter), or failed
@@ -408,14 +412,16 @@ func (s EventSubscription) String() string {
 func (s EventSubscription) GoString() string { return s.String() }
 
 // EventSubscriber manages Redfish event subscriptions on hosts' BMCs. An error that wraps
-// ErrUnavailable or ErrNeedsRegistration is waited for; any other is the BMC's or the engine's
-// answer, safe for status (no credentials, no header values).
+// ErrUnavailable or ErrNeedsRegistration is waited for (ErrBusy, the host locked by another
+// request, only a few seconds); any other is the BMC's or the engine's answer, safe for status (no
+// credentials, no header values).
 type EventSubscriber interface {
 	// CreateEventSubscription creates the subscription and returns the BMC's identifier of it.
 	CreateEventSubscription(ctx context.Context, host Host, sub EventSubscription) (string, error)
-	// EventSubscriptionExists reports whether the BMC still has the subscription (a BMC reset to
-	// its defaults, or replaced, has lost it).
-	EventSubscriptionExists(ctx context.Context, host Host, id string) (bool, error)
+	// EventSubscriptionExists reports whether the BMC still has subscription id with sub's
+	// destination and context (its headers cannot be read back): a BMC reset to its defaults, or
+	// replaced, has lost it, and may have given its id to another client's subscription.
+	EventSubscriptionExists(ctx context.Context, host Host, id string, sub EventSubscription) (bool, error)
 	// DeleteEventSubscription removes the subscription; one the BMC no longer has is not an error.
 	DeleteEventSubscription(ctx context.Context, host Host, id string) error
 	// FindEventSubscriptions returns the identifiers of the BMC's subscriptions with sub's

@@ -5,9 +5,11 @@ package server
 // boot override, a blank disk. A test pool hands a server to the next test this way: a BIOS value
 // or firmware version an earlier test left would otherwise make the next test's change a no-op.
 //
-// The life counters (diskWrites, biosApplies) and the task, volume and subscription numbering go
-// on, so a count taken before the reset still compares; tasks whose work the reset drops end in
-// Exception, so whoever polls them stops waiting.
+// The life counters (diskWrites, biosApplies) and the task and volume numbering go on, so a count
+// taken before the reset still compares; tasks whose work the reset drops end in Exception, so
+// whoever polls them stops waiting. Subscriptions are numbered from 1 again, as real BMCs do after
+// a reset to their defaults: the first made afterwards takes the Id of one made before, which a
+// client that recorded it must not take for its own.
 func (s *Server) FactoryReset() {
 	s.mu.Lock()
 	var stop *runOp
@@ -23,7 +25,7 @@ func (s *Server) FactoryReset() {
 	}
 	fresh := initialState(&s.fleet.cfg.Profile)
 	fresh.DiskWrites, fresh.BIOSApplies = s.st.DiskWrites, s.st.BIOSApplies
-	fresh.NextVolume, fresh.NextTask, fresh.NextSub = s.st.NextVolume, s.st.NextTask, s.st.NextSub
+	fresh.NextVolume, fresh.NextTask = s.st.NextVolume, s.st.NextTask
 	fresh.Tasks = s.st.Tasks
 	s.st = fresh
 	s.mu.Unlock()

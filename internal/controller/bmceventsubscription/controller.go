@@ -57,6 +57,9 @@ type Config struct {
 	// RetryDelay is how soon a failed creation or deletion, or a missing headers Secret, is tried
 	// again.
 	RetryDelay time.Duration
+	// BusyRetry is how soon a request the provisioner could not send because another one holds
+	// the host (provisioner.ErrBusy) is tried again.
+	BusyRetry time.Duration
 	// Concurrency is how many subscriptions are reconciled at once.
 	Concurrency int
 }
@@ -65,7 +68,8 @@ type Config struct {
 func DefaultConfig() Config {
 	// An hour: each check is a synchronous call through Ironic to the BMC that holds the node's
 	// lock (at a thousand subscriptions, 10 minutes made it about two a second).
-	return Config{Resync: time.Hour, RetryDelay: time.Minute, Concurrency: 4}
+	// BusyRetry as the DataImage controller's: another request holds the node for about a second.
+	return Config{Resync: time.Hour, RetryDelay: time.Minute, BusyRetry: 5 * time.Second, Concurrency: 4}
 }
 
 // Reconciler is the BMCEventSubscription controller (see the package comment).
@@ -117,6 +121,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	if r.Config.RetryDelay == 0 {
 		r.Config.RetryDelay = def.RetryDelay
+	}
+	if r.Config.BusyRetry == 0 {
+		r.Config.BusyRetry = def.BusyRetry
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &metal3.BMCEventSubscription{}, hostNameField, func(o client.Object) []string {
 		return []string{o.(*metal3.BMCEventSubscription).Spec.HostName}
@@ -291,8 +298,9 @@ func (s *scope) run() (ctrl.Result, error) {
 		exists, err := s.stillOnBMC(host, id)
 		switch {
 		case listRefused(err):
-			// A BMC that took the create but refuses to list its subscriptions (the check reads
-			// the list) cannot say whether it still has this one: kept, as metal3 never checks.
+			// A BMC that took the create but refuses to list or read its subscriptions (the check
+			// reads the list, then this one) cannot say whether it still has this one: kept, as
+			// metal3 never checks.
 			// A changed headers Secret is still renewed below, by the recorded id.
 			exists = true
 		case err != nil:
@@ -315,8 +323,10 @@ func (s *scope) run() (ctrl.Result, error) {
 			return s.create(host)
 		}
 		// A BMC reset to its defaults (or replaced) forgets its subscriptions: metal3 never
-		// noticed, and events stopped for good.
-		s.events.Warning(ReasonLost, "Create", "The BMC of host "+s.host.Name+" no longer has subscription "+id+": creating it again")
+		// noticed, and events stopped for good. The id may name another client's subscription
+		// now: forgotten, never deleted.
+		s.events.Warning(ReasonLost, "Create", "The BMC of host "+s.host.Name+" no longer has subscription "+id+
+			" with this destination and context (a reset lost it, and may have given its id to another subscription): creating it again")
 		s.sub.Status.SubscriptionID = ""
 	}
 	return s.create(host)
@@ -330,7 +340,21 @@ func noHostMessage(hostName string) string {
 // delete removes the subscription from the BMC and lets the object go. Without a recorded id, a
 // subscription a create whose answer was lost left is looked for first and removed like ours.
 func (s *scope) delete(host provisioner.Host) (ctrl.Result, error) {
-	if s.sub.Status.SubscriptionID == "" {
+	if recorded := s.sub.Status.SubscriptionID; recorded != "" {
+		// Checked first: after a BMC reset the id may name another client's subscription,
+		// which deleting it would remove (the hourly check may not have seen the reset yet).
+		switch ours, err := s.stillOnBMC(host, recorded); {
+		case listRefused(err):
+			// Cannot be told: deleted by its id, as metal3 does.
+		case err != nil:
+			return s.failed(err, "checking the subscription on the BMC before deleting it")
+		case !ours:
+			s.release = true
+			s.events.Normal(ReasonDeleted, "Delete", "Subscription "+recorded+" is no longer on the BMC of host "+s.host.Name+
+				" with this destination and context (a reset lost it): nothing deleted")
+			return ctrl.Result{}, nil
+		}
+	} else {
 		id, err := s.takeOver(host, provisioner.EventSubscription{Destination: s.sub.Spec.Destination, Context: s.sub.Spec.Context})
 		if listRefused(err) {
 			s.leaveUnlisted(err)
@@ -439,21 +463,15 @@ func (s *scope) leave(why string) {
 	s.events.Warning(ReasonLeft, "Delete", why+": subscription "+s.sub.Status.SubscriptionID+" may remain on its BMC")
 }
 
-// stillOnBMC reports whether the BMC still has subscription id. With other BMCEventSubscriptions
-// on the host, the id must also still have this one's destination and context: a BMC reset to its
-// defaults numbers the subscriptions created again from the start, and may give this one's old id
-// to another object's (which deleting this one would then remove). Alone, the id is enough (one
-// request, not one per subscription).
+// stillOnBMC reports whether the BMC still has subscription id with this one's destination and
+// context. The id alone is not enough, even for a host with no other BMCEventSubscription: a BMC
+// reset to its defaults numbers the subscriptions made after it from the start again, and may give
+// this one's old id to anyone's (another client of the BMC, another object of the host), which
+// would then be kept (events lost) and removed by this one's deletion. The provisioner reads the
+// list and this id alone (two requests, not one per subscription of the BMC).
 func (s *scope) stillOnBMC(host provisioner.Host, id string) (bool, error) {
-	siblings, err := s.hostSubscriptions()
-	if err != nil {
-		return false, err
-	}
-	if len(siblings) < 2 {
-		return s.r.Provisioner.EventSubscriptionExists(s.ctx, host, id)
-	}
-	found, err := s.r.Provisioner.FindEventSubscriptions(s.ctx, host, provisioner.EventSubscription{Destination: s.sub.Spec.Destination, Context: s.sub.Spec.Context})
-	return slices.Contains(found, id), err
+	return s.r.Provisioner.EventSubscriptionExists(s.ctx, host, id,
+		provisioner.EventSubscription{Destination: s.sub.Spec.Destination, Context: s.sub.Spec.Context})
 }
 
 // hostSubscriptions lists the BMCEventSubscriptions of this one's host, this one included.
@@ -511,9 +529,16 @@ func (s *scope) retryDelay() time.Duration {
 }
 
 // failed handles a provisioner error: a host the provisioner does not know now is waited for; a
-// BMC or Ironic that does not answer, or refuses, is shown in status and tried again after a
-// backoff (each failing call holds an Ironic worker and the node's lock for up to half a minute).
+// host another request holds is tried again in a few seconds, with nothing said; a BMC or Ironic
+// that does not answer, or refuses, is shown in status and tried again after a backoff (each
+// failing call holds an Ironic worker and the node's lock for up to half a minute).
 func (s *scope) failed(err error, doing string) (ctrl.Result, error) {
+	if errors.Is(err, provisioner.ErrBusy) {
+		// Nothing failed (two subscriptions of one host reconciled together meet each other's
+		// node lock): no error, no Warning, no backoff step, as the DataImage controller's Busy.
+		ctrl.LoggerFrom(s.ctx).V(1).Info("The provisioner is busy with the host; looking again soon", "doing", doing, "reason", err.Error())
+		return ctrl.Result{RequeueAfter: companion.Jitter(s.r.Config.BusyRetry)}, nil
+	}
 	if errors.Is(err, provisioner.ErrNeedsRegistration) {
 		return companion.ProvisionerError(s.ctx, err, doing)
 	}

@@ -38,10 +38,14 @@ func start(t *testing.T, ns string, fix *fixture.Fixture) {
 	startWith(t, ns, fix)
 }
 
-// startWith starts the controller with p and returns the manager's cache.
-func startWith(t *testing.T, ns string, p provisioner.EventSubscriber) client.Reader {
+// startWith starts the controller with p and returns the manager's cache; tune, when given,
+// changes the tests' delays.
+func startWith(t *testing.T, ns string, p provisioner.EventSubscriber, tune ...func(*Config)) client.Reader {
 	t.Helper()
-	cfg := Config{Resync: 300 * time.Millisecond, RetryDelay: 200 * time.Millisecond, Concurrency: 2}
+	cfg := Config{Resync: 300 * time.Millisecond, RetryDelay: 200 * time.Millisecond, BusyRetry: 100 * time.Millisecond, Concurrency: 2}
+	for _, f := range tune {
+		f(&cfg)
+	}
 	return companiontest.StartManager(t, env, env.Config, ns, host.CacheViews(), func(ctx context.Context, mgr ctrl.Manager) error {
 		return (&Reconciler{Provisioner: p, Config: cfg, SkipNameValidation: true}).SetupWithManager(ctx, mgr)
 	})
@@ -308,34 +312,86 @@ func TestSubscriptionWithHeadersNotTakenOver(t *testing.T) {
 	noSecretValue(t, ns, "s")
 }
 
-// A BMC reset that numbers subscriptions anew can give one object's old id to another
-// subscription: with other BMCEventSubscriptions on the host, the hourly check sees that the id
-// now has another destination, takes its own subscription for lost and creates it again (kept,
-// deleting this object would remove the other's).
+// A BMC reset that numbers subscriptions anew can give one object's old id to another client's
+// subscription: the hourly check sees that the id now has another destination, takes its own
+// subscription for lost and creates it again, and deleting the object leaves the other client's
+// alone. Kept, the id would have hidden the loss (no error, no events) and the deletion would have
+// removed the other's. A host with a single BMCEventSubscription, as most have.
 func TestSubscriptionIdReusedAfterABMCReset(t *testing.T) {
 	ns := env.Namespace(t)
 	fix := fixture.New(fixture.Config{})
 	start(t, ns, fix)
 	companiontest.NewHost(t, env.Client, fix, ns, "h")
-	// A sibling that never reaches the BMC (its destination is refused): the host has two objects.
-	sibling := newSubscription(ns, "b", "h", false)
-	sibling.Spec.Destination = "not a URL"
-	create(t, sibling, newSubscription(ns, "a", "h", false))
+	create(t, newSubscription(ns, "a", "h", false))
 	a := waitSub(t, ns, "a", "created", func(s *metal3.BMCEventSubscription) bool { return s.Status.SubscriptionID != "" })
 
-	// The reset: another subscription is created under a's old id.
+	// The reset: another client subscribes and gets a's old id.
 	reused := a.Status.SubscriptionID
+	other := provisioner.EventSubscription{Destination: "https://other.example.com/events", Context: "rack-7"}
 	fix.DropSubscriptions(ns, "h")
-	fix.PutSubscription(ns, "h", reused, provisioner.EventSubscription{Destination: "https://other.example.com/events"})
+	fix.PutSubscription(ns, "h", reused, other)
 
 	a = waitSub(t, ns, "a", "its lost subscription created again", func(s *metal3.BMCEventSubscription) bool {
 		return s.Status.SubscriptionID != "" && s.Status.SubscriptionID != reused
 	})
 	subs := fix.Subscriptions(ns, "h")
-	if len(subs) != 2 || subs[a.Status.SubscriptionID].Destination != destination || subs[reused].Destination != "https://other.example.com/events" {
+	if len(subs) != 2 || subs[a.Status.SubscriptionID].Destination != destination || subs[reused].Destination != other.Destination {
 		t.Errorf("on the BMC: %v; want a's subscription under a new id and the other one under %s", subs, reused)
 	}
 	companiontest.WaitEvent(t, env.Client, ns, "BMCEventSubscription", "a", ReasonLost)
+
+	deleteSub(t, ns, "a")
+	waitSubGone(t, ns, "a")
+	if subs := fix.Subscriptions(ns, "h"); len(subs) != 1 || subs[reused].Destination != other.Destination {
+		t.Errorf("on the BMC after a's deletion: %v; want only the other client's, under %s", subs, reused)
+	}
+}
+
+// A subscription deleted after a BMC reset gave its id to another client's, before the hourly
+// check saw it: the other client's subscription is not deleted.
+func TestSubscriptionDeletedAfterItsIdWasReused(t *testing.T) {
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startWith(t, ns, fix, func(c *Config) { c.Resync = time.Hour })
+	companiontest.NewHost(t, env.Client, fix, ns, "h")
+	create(t, newSubscription(ns, "a", "h", false))
+	a := waitSub(t, ns, "a", "created", func(s *metal3.BMCEventSubscription) bool { return s.Status.SubscriptionID != "" })
+
+	reused := a.Status.SubscriptionID
+	other := provisioner.EventSubscription{Destination: "https://other.example.com/events", Context: "rack-7"}
+	fix.DropSubscriptions(ns, "h")
+	fix.PutSubscription(ns, "h", reused, other)
+	deleteSub(t, ns, "a")
+	waitSubGone(t, ns, "a")
+	if subs := fix.Subscriptions(ns, "h"); len(subs) != 1 || subs[reused].Destination != other.Destination {
+		t.Errorf("on the BMC after a's deletion: %v; want the other client's subscription under %s kept", subs, reused)
+	}
+	if n := fix.Count(ns, "h", fixture.OpCreateSubscription); n != 1 {
+		t.Errorf("%d creations: the deletion created one", n)
+	}
+}
+
+// A host another request holds (Ironic's node lock: two subscriptions of one host reconciled
+// together) is waited out in a few seconds: no status.error, no Warning, and not the failures'
+// backoff (an hour here).
+func TestSubscriptionNodeLocked(t *testing.T) {
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startWith(t, ns, fix, func(c *Config) { c.RetryDelay, c.Resync = time.Hour, time.Hour })
+	companiontest.NewHost(t, env.Client, fix, ns, "h")
+	fix.LockSubscriptionCreates(ns, "h", 1)
+	create(t, newSubscription(ns, "s", "h", false))
+	sub := waitSub(t, ns, "s", "created once the node is free", func(s *metal3.BMCEventSubscription) bool { return s.Status.SubscriptionID != "" })
+	if sub.Status.Error != "" {
+		t.Errorf("status.error %q after a locked node", sub.Status.Error)
+	}
+	companiontest.WaitEvent(t, env.Client, ns, "BMCEventSubscription", "s", ReasonCreated)
+	if list := companiontest.Events(t, env.Client, ns, "BMCEventSubscription", "s"); companiontest.Count(list, ReasonFailed) != 0 {
+		t.Errorf("events %q: a locked node is no failure", list)
+	}
+	if n := fix.Count(ns, "h", fixture.OpCreateSubscription); n != 1 {
+		t.Errorf("%d creations reached the BMC, want 1", n)
+	}
 }
 
 // Deleting a subscription that never reached the BMC is not held by a host that never registers.
@@ -434,7 +490,7 @@ func (b *bmc) FindEventSubscriptions(ctx context.Context, host provisioner.Host,
 
 // EventSubscriptionExists reads the same list as FindEventSubscriptions, as the Ironic
 // provisioner's does: failLists fails both.
-func (b *bmc) EventSubscriptionExists(ctx context.Context, host provisioner.Host, id string) (bool, error) {
+func (b *bmc) EventSubscriptionExists(ctx context.Context, host provisioner.Host, id string, sub provisioner.EventSubscription) (bool, error) {
 	b.mu.Lock()
 	b.checks++
 	err := b.listErr
@@ -442,7 +498,7 @@ func (b *bmc) EventSubscriptionExists(ctx context.Context, host provisioner.Host
 	if err != nil {
 		return false, err
 	}
-	return b.Fixture.EventSubscriptionExists(ctx, host, id)
+	return b.Fixture.EventSubscriptionExists(ctx, host, id, sub)
 }
 
 func (b *bmc) failLists(err error) {

@@ -5,8 +5,10 @@
 // vendor passthru) once the host is registered; status.subscriptionID is the BMC's identifier.
 //
 // What it does beyond metal3's controller: it checks every Resync that the BMC still has the
-// subscription and creates it again when a BMC reset lost it (metal3 created it once: events then
-// stopped for good, silently); a changed headers Secret (a rotated token) re-creates it with the
+// subscription, its id still with this one's destination and context (a BMC reset may give the id
+// to another client's, which is then neither kept nor deleted), and creates it again when a BMC
+// reset lost it (metal3 created it once: events then stopped for good, silently); a node another
+// request holds is waited out in seconds, with nothing said; a changed headers Secret (a rotated token) re-creates it with the
 // new headers (metal3 kept the old ones), a change of the Secret's metadata alone does not; it is
 // woken by the named host's changes (metal3's watch enqueued the host's own name, so a subscription
 // waiting for its host was retried every 10 minutes); its errors name the field (a missing headers

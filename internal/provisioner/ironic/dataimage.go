@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
+	"path"
 	"regexp"
 	"strings"
 
@@ -91,14 +93,34 @@ func (p *Provisioner) DataImage(ctx context.Context, host provisioner.Host) (pro
 	if err != nil {
 		return provisioner.DataImageState{}, classifyError(err, "reading the virtual media of Ironic node "+n.UUID)
 	}
-	st := provisioner.DataImageState{}
-	for _, m := range media {
-		st.Attached = st.Attached || m.Inserted
-	}
+	st := provisioner.DataImageState{Attached: dataImageInserted(media, n.UUID)}
 	if failure, ok := p.memory.dataImageFailure(n.UUID); ok {
 		st.Error = dataImageFailureMessage(failure, n.UUID, host.BMCCredentials.Password)
 	}
 	return st, nil
+}
+
+// dataImageInserted: some virtual media holds an image other than Ironic's own boot ISO for the
+// node (boot-<uuid>.iso, the agent's or the instance's ramdisk). metal3 counts any inserted media;
+// but with fast track (our default) Ironic leaves the agent's ISO in the CD after inspection or
+// cleaning while the agent runs, and an available host's DataImage then read as attached, and
+// its deletion ejected the running agent's ISO. Ironic publishes an attached DataImage as
+// cdrom-<uuid>.iso; an image the BMC reports without a name (some do not say) is still counted,
+// as metal3 does.
+func dataImageInserted(media []virtualMedia, nodeUUID string) bool {
+	for _, m := range media {
+		if !m.Inserted {
+			continue
+		}
+		name := m.Image
+		if u, err := url.Parse(m.Image); err == nil {
+			name = u.Path
+		}
+		if path.Base(name) != "boot-"+nodeUUID+".iso" {
+			return true
+		}
+	}
+	return false
 }
 
 // AttachDataImage asks Ironic to insert the image at url in the host's virtual CD; Done once

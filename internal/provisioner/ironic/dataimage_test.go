@@ -95,3 +95,29 @@ func TestDataImageNeedsAPI193(t *testing.T) {
 		t.Errorf("%d requests sent; want none", n)
 	}
 }
+
+// TestDataImageInserted: the CD holds a DataImage when it holds anything but Ironic's own boot ISO
+// for the node (left there by fast track while the agent runs on an available host).
+func TestDataImageInserted(t *testing.T) {
+	const uuid = testNodeID
+	cd := func(inserted bool, image string) []virtualMedia {
+		return []virtualMedia{{MediaTypes: []string{"Floppy"}}, {MediaTypes: []string{"CD", "DVD"}, Inserted: inserted, Image: image}}
+	}
+	for name, tc := range map[string]struct {
+		media []virtualMedia
+		want  bool
+	}{
+		"empty":                         {media: cd(false, ""), want: false},
+		"the data image Ironic serves":  {media: cd(true, "http://192.0.2.2:6180/redfish/cdrom-"+uuid+".iso"), want: true},
+		"the agent's ISO (fast track)":  {media: cd(true, "http://192.0.2.2:6180/redfish/boot-"+uuid+".iso"), want: false},
+		"the agent's ISO, a temp URL":   {media: cd(true, "https://swift.example/v1/c/boot-"+uuid+".iso?temp_url_sig=x"), want: false},
+		"the agent's ISO, a bare name":  {media: cd(true, "boot-"+uuid+".iso"), want: false},
+		"another node's boot ISO":       {media: cd(true, "http://192.0.2.2:6180/redfish/boot-0000.iso"), want: true},
+		"inserted, the BMC says no URL": {media: cd(true, ""), want: true},
+		"no media":                      {want: false},
+	} {
+		if got := dataImageInserted(tc.media, uuid); got != tc.want {
+			t.Errorf("%s: %t, want %t", name, got, tc.want)
+		}
+	}
+}

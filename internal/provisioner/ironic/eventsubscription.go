@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -31,9 +32,10 @@ import (
 // docs/ironic-notes.md):
 //   - every call is synchronous: inside the API request the conductor takes the node's exclusive
 //     lock (3 tries a second apart, then 409 NodeLocked), talks to the BMC and answers with what
-//     it said. A locked node is a short wait, ErrUnavailable (this interface has no Working), and
-//     nothing is sent while the node read shows a reservation: the request would hold one of
-//     Ironic's ten API threads for 3 s to get that 409;
+//     it said. A locked node is a short wait, ErrBusy (this interface has no Working; it wraps
+//     ErrUnavailable too), and nothing is sent while the node read shows a reservation: the
+//     request would hold one of Ironic's ten API threads for 3 s to get that 409. Two
+//     subscriptions of one host reconciled together meet each other's lock this way;
 //   - create checks only shapes (Destination a URI with a scheme and a host, any scheme; Context
 //     and Protocol strings; HttpHeaders a list; EventTypes, which metal3 and we leave to Ironic's
 //     ["Alert"], among the EventService's) and answers 400 with the reason; the BMC judges the
@@ -58,6 +60,10 @@ const (
 	methodListSubscriptions  = "get_all_subscriptions"
 	methodGetSubscription    = "get_subscription"
 )
+
+// errNodeLocked is wrapped by the errors for a node another request holds (a reservation, Ironic's
+// 409 NodeLocked): the caller looks again in a few seconds, and nothing failed.
+var errNodeLocked = fmt.Errorf("%w (%w)", provisioner.ErrBusy, provisioner.ErrUnavailable)
 
 // errNoEventSubscriptions is wrapped by the errors for a node whose vendor interface has no
 // subscription methods: no retry helps, the BMC address must change.
@@ -94,10 +100,13 @@ func (p *Provisioner) createSubscription(ctx context.Context, s *session, n *nod
 	return created.Id, nil
 }
 
-// EventSubscriptionExists reports whether the BMC lists the subscription. get_all_subscriptions
-// rather than get_subscription: a missing member is then absent from a list read without error,
-// where get_subscription answers 500 with sushy's "Resource … not found", as for any failure.
-func (p *Provisioner) EventSubscriptionExists(ctx context.Context, host provisioner.Host, id string) (bool, error) {
+// EventSubscriptionExists reports whether the BMC lists the subscription and it still has sub's
+// destination and context. get_all_subscriptions first: a missing member is then absent from a
+// list read without error, where get_subscription answers 500 with sushy's "Resource … not
+// found", as for any failure. Then get_subscription of id alone (the list names only Ids): a BMC
+// reset to its defaults numbers the subscriptions made after it from the start again, and may
+// have given id to another client's, which the caller must neither keep nor delete as its own.
+func (p *Provisioner) EventSubscriptionExists(ctx context.Context, host provisioner.Host, id string, sub provisioner.EventSubscription) (bool, error) {
 	ctx = withOp(ctx, "eventsubscription")
 	doing := fmt.Sprintf("reading the event subscriptions of the BMC of host %s/%s", host.Namespace, host.Name)
 	if id == "" {
@@ -108,7 +117,26 @@ func (p *Provisioner) EventSubscriptionExists(ctx context.Context, host provisio
 		return false, err
 	}
 	ids, err := p.listSubscriptions(ctx, s, n, host, doing)
-	return slices.Contains(ids, id), err
+	if err != nil || !slices.Contains(ids, id) {
+		return false, err
+	}
+	got, err := p.getSubscription(ctx, s, n, host, sub, id, doing)
+	if err != nil {
+		return false, err
+	}
+	return sameSubscription(got, sub), nil
+}
+
+// getSubscription reads one subscription of the BMC (Id, Destination, Context; never its headers).
+func (p *Provisioner) getSubscription(ctx context.Context, s *session, n *nodes.Node, host provisioner.Host,
+	sub provisioner.EventSubscription, id, doing string) (nodes.SubscriptionVendorPassthru, error) {
+	var got nodes.SubscriptionVendorPassthru
+	err := nodes.GetSubscription(ctx, s.sc, n.UUID, nodes.CallVendorPassthruOpts{Method: methodGetSubscription},
+		nodes.GetSubscriptionOpts{Id: id}).ExtractInto(&got)
+	if err != nil {
+		return got, p.subscriptionError(ctx, s, n, err, doing, subscriptionSecrets(host, sub)...)
+	}
+	return got, nil
 }
 
 // FindEventSubscriptions lists the BMC's subscriptions and reads each (get_subscription: the list
@@ -128,11 +156,8 @@ func (p *Provisioner) FindEventSubscriptions(ctx context.Context, host provision
 	}
 	var found []string
 	for _, id := range ids {
-		var got nodes.SubscriptionVendorPassthru
-		err := nodes.GetSubscription(ctx, s.sc, n.UUID, nodes.CallVendorPassthruOpts{Method: methodGetSubscription},
-			nodes.GetSubscriptionOpts{Id: id}).ExtractInto(&got)
+		got, err := p.getSubscription(ctx, s, n, host, sub, id, doing)
 		if err != nil {
-			err = p.subscriptionError(ctx, s, n, err, doing, subscriptionSecrets(host, sub)...)
 			if errors.Is(err, provisioner.ErrUnavailable) || errors.Is(err, provisioner.ErrNeedsRegistration) {
 				return nil, err
 			}
@@ -141,11 +166,44 @@ func (p *Provisioner) FindEventSubscriptions(ctx context.Context, host provision
 			p.logger(ctx).Info("Skipping an event subscription the BMC did not let us read", "node", n.UUID, "subscription", id, "reason", err.Error())
 			continue
 		}
-		if got.Destination == sub.Destination && got.Context == sub.Context {
+		if sameSubscription(got, sub) {
 			found = append(found, id)
 		}
 	}
 	return found, nil
+}
+
+// sameSubscription: the BMC's subscription got is sub, as far as a BMC keeps it. Some BMCs store
+// the destination in their own spelling (scheme and host lowercased, the default port or a
+// trailing slash dropped or added) and some keep no context: compared exactly, such a BMC's
+// subscription would be taken for lost at every check and created again each hour until the BMC
+// is full. Another client's subscription to the same destination is the same events anyway.
+func sameSubscription(got nodes.SubscriptionVendorPassthru, sub provisioner.EventSubscription) bool {
+	return sameDestination(got.Destination, sub.Destination) && (got.Context == sub.Context || got.Context == "")
+}
+
+func sameDestination(a, b string) bool {
+	if a == b {
+		return true
+	}
+	ua, errA := url.Parse(a)
+	ub, errB := url.Parse(b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	norm := func(u *url.URL) string {
+		scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
+		if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+			port = ""
+		}
+		if port != "" {
+			host = net.JoinHostPort(host, port)
+		} else if strings.Contains(host, ":") {
+			host = "[" + host + "]"
+		}
+		return scheme + "://" + host + strings.TrimSuffix(u.EscapedPath(), "/") + "?" + u.RawQuery
+	}
+	return norm(ua) == norm(ub)
 }
 
 // DeleteEventSubscription removes the subscription; one the BMC no longer has is not an error.
@@ -217,7 +275,7 @@ func (p *Provisioner) subscriptionNode(ctx context.Context, host provisioner.Hos
 		return nil, nil, err
 	}
 	if n.Reservation != "" {
-		return nil, nil, fmt.Errorf("%s: Ironic node %s is locked by %s: %w", doing, n.UUID, n.Reservation, provisioner.ErrUnavailable)
+		return nil, nil, fmt.Errorf("%s: Ironic node %s is locked by %s: %w", doing, n.UUID, n.Reservation, errNodeLocked)
 	}
 	return s, n, nil
 }
@@ -241,7 +299,7 @@ func (p *Provisioner) subscriptionError(ctx context.Context, s *session, n *node
 	fault := subscriptionFault(raw, n.UUID, secrets...)
 	switch {
 	case status == http.StatusConflict:
-		return fmt.Errorf("%s: Ironic node %s is locked (%s): %w", doing, n.UUID, fault, provisioner.ErrUnavailable)
+		return fmt.Errorf("%s: Ironic node %s is locked (%s): %w", doing, n.UUID, fault, errNodeLocked)
 	case status == http.StatusNotFound && !redfishFault(raw):
 		return fmt.Errorf("%s: Ironic node %s is gone: %w", doing, n.UUID, provisioner.ErrNeedsRegistration)
 	case status == http.StatusBadRequest && strings.Contains(raw, "No handler for method"):

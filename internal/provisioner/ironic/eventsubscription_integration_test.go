@@ -21,9 +21,10 @@ import (
 // TestEventSubscriptionOnARegisteredNode: Redfish event subscriptions created, read and deleted on
 // a manageable node through Ironic's vendor passthru, with bmcsim's EventService as the witness.
 // Then what must not pass or must be waited for: a subscription removed on the BMC behind
-// Ironic's back, requests the BMC or Ironic refuses (their reason shown, the header's value
-// never), a failing BMC and a locked node (ErrUnavailable), and a node whose vendor interface has
-// no subscriptions.
+// Ironic's back, an Id a BMC reset gave to another client's subscription, requests the BMC or
+// Ironic refuses (their reason shown, the header's value never), a failing BMC (ErrUnavailable)
+// and a locked node (ErrBusy, a short wait), and a node whose vendor interface has no
+// subscriptions.
 func TestEventSubscriptionOnARegisteredNode(t *testing.T) {
 	e := integration(t)
 	t.Parallel()
@@ -63,10 +64,10 @@ func TestEventSubscriptionOnARegisteredNode(t *testing.T) {
 		t.Fatalf("the reads quote the headers: %s %s", one, all)
 	}
 
-	if !exists(t, p, host, id) {
+	if !exists(t, p, host, id, sub) {
 		t.Fatalf("EventSubscriptionExists(%q) right after the create: false; want true", id)
 	}
-	if exists(t, p, host, id+"0") {
+	if exists(t, p, host, id+"0", sub) {
 		t.Fatalf("EventSubscriptionExists(%q), an Id the BMC never gave: true; want false", id+"0")
 	}
 	// Found by destination and context (a create whose answer was lost), not by another context.
@@ -78,12 +79,15 @@ func TestEventSubscriptionOnARegisteredNode(t *testing.T) {
 	if found, err := p.FindEventSubscriptions(ctx, host, other); err != nil || len(found) != 0 {
 		t.Fatalf("FindEventSubscriptions with another context: %v, %v; want none", found, err)
 	}
+	if exists(t, p, host, id, other) {
+		t.Fatalf("EventSubscriptionExists(%q) with another context: true; want false (the Id is another subscription's)", id)
+	}
 
 	// Delete: gone from the BMC and no longer seen; deleting again is no error.
 	if err := p.DeleteEventSubscription(ctx, host, id); err != nil {
 		t.Fatalf("deleting %q: %v", id, err)
 	}
-	if exists(t, p, host, id) {
+	if exists(t, p, host, id, sub) {
 		t.Fatalf("EventSubscriptionExists(%q) after the delete: true; want false", id)
 	}
 	if got := subs(); len(got) != 0 {
@@ -97,17 +101,37 @@ func TestEventSubscriptionOnARegisteredNode(t *testing.T) {
 
 	// Removed on the BMC behind Ironic's back (a BMC reset to its defaults, an administrator).
 	id2 := createWhenAvailable(t, p, host, sub)
-	if !exists(t, p, host, id2) {
+	if !exists(t, p, host, id2, sub) {
 		t.Fatalf("EventSubscriptionExists(%q) right after the create: false; want true", id2)
 	}
 	if err := e.sim.Fleet.ByName(srv.Name).DeleteSubscription(id2); err != nil {
 		t.Fatalf("removing subscription %q in bmcsim: %v", id2, err)
 	}
-	if exists(t, p, host, id2) {
+	if exists(t, p, host, id2, sub) {
 		t.Fatalf("EventSubscriptionExists(%q) once the BMC lost it: true; want false", id2)
 	}
 	if err := p.DeleteEventSubscription(ctx, host, id2); err != nil {
 		t.Fatalf("deleting %q, which the BMC lost: %v; want nil", id2, err)
+	}
+
+	// A BMC reset to its defaults numbers subscriptions from 1 again (bmcsim as real BMCs):
+	// another client's subscription takes the Id of ours, which no longer counts as ours.
+	if err := e.control.FactoryReset(srv.Name); err != nil {
+		t.Fatal(err)
+	}
+	id3 := createWhenAvailable(t, p, host, sub)
+	if err := e.control.FactoryReset(srv.Name); err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := e.sim.Fleet.ByName(srv.Name).AddSubscription(server.Subscription{Destination: "https://other.example.test/events", Context: sub.Context})
+	if err != nil || theirs.ID != id3 {
+		t.Fatalf("another client's subscription after the reset: %+v, %v; want it to take Id %q", theirs, err, id3)
+	}
+	if exists(t, p, host, id3, sub) {
+		t.Fatalf("EventSubscriptionExists(%q) once another client's subscription took the Id: true; want false", id3)
+	}
+	if err := e.sim.Fleet.ByName(srv.Name).DeleteSubscription(theirs.ID); err != nil {
+		t.Fatal(err)
 	}
 
 	// Refusals: each says why, carries no header value and is not waited for; nothing is created.
@@ -199,14 +223,14 @@ func TestEventSubscriptionOnARegisteredNode(t *testing.T) {
 	p.watch.Forget(host.NodeID)
 	var lerr error
 	calls := callsDelta(p, func() { _, lerr = p.CreateEventSubscription(ctx, host, sub) })
-	if !isUnavailable(lerr) || calls["eventsubscription"] != 1 {
-		t.Fatalf("creating on a node read locked: %v, requests %v; want ErrUnavailable after the node's GET alone", lerr, calls)
+	if !errors.Is(lerr, provisioner.ErrBusy) || !isUnavailable(lerr) || calls["eventsubscription"] != 1 {
+		t.Fatalf("creating on a node read locked: %v, requests %v; want ErrBusy (and ErrUnavailable) after the node's GET alone", lerr, calls)
 	}
 	start = time.Now()
 	_, lerr = p.createSubscription(ctx, s, n, host, sub, "creating on a locked node")
 	t.Logf("create on a locked node: %v (after %s)", lerr, time.Since(start).Round(100*time.Millisecond))
-	if !isUnavailable(lerr) || !strings.Contains(lerr.Error(), "locked") {
-		t.Fatalf("creating on a locked node: %v; want ErrUnavailable saying it is locked", lerr)
+	if !errors.Is(lerr, provisioner.ErrBusy) || !isUnavailable(lerr) || !strings.Contains(lerr.Error(), "locked") {
+		t.Fatalf("creating on a locked node: %v; want ErrBusy (and ErrUnavailable) saying it is locked", lerr)
 	}
 	execSQL(t, e, fmt.Sprintf(`UPDATE nodes SET reservation = NULL WHERE uuid = '%s'`, host.NodeID))
 
@@ -227,9 +251,8 @@ func TestEventSubscriptionOnARegisteredNode(t *testing.T) {
 	}
 }
 
-// createOnce creates the subscription, waiting out ErrUnavailable only while it says the node is
-// locked (a conductor's periodic task may hold a manageable node for a moment): any other outcome
-// is the caller's to judge.
+// createOnce creates the subscription, waiting out ErrBusy (a conductor's periodic task may hold a
+// manageable node for a moment): any other outcome is the caller's to judge.
 func createOnce(t *testing.T, p *Provisioner, host provisioner.Host, sub provisioner.EventSubscription) (string, error) {
 	t.Helper()
 	var id string
@@ -237,7 +260,7 @@ func createOnce(t *testing.T, p *Provisioner, host provisioner.Host, sub provisi
 	poll.Until(t, "the create to meet an unlocked node", func() (bool, string) {
 		p.watch.Forget(host.NodeID)
 		id, err = p.CreateEventSubscription(context.Background(), host, sub)
-		return !isUnavailable(err) || !strings.Contains(err.Error(), "locked"), fmt.Sprint(err)
+		return !errors.Is(err, provisioner.ErrBusy), fmt.Sprint(err)
 	})
 	return id, err
 }
@@ -253,9 +276,9 @@ func createWhenAvailable(t *testing.T, p *Provisioner, host provisioner.Host, su
 }
 
 // exists is EventSubscriptionExists, failing the test on an error.
-func exists(t *testing.T, p *Provisioner, host provisioner.Host, id string) bool {
+func exists(t *testing.T, p *Provisioner, host provisioner.Host, id string, sub provisioner.EventSubscription) bool {
 	t.Helper()
-	ok, err := p.EventSubscriptionExists(context.Background(), host, id)
+	ok, err := p.EventSubscriptionExists(context.Background(), host, id, sub)
 	if err != nil {
 		t.Fatalf("EventSubscriptionExists(%q): %v", id, err)
 	}

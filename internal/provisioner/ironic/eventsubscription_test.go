@@ -98,11 +98,12 @@ func TestEventSubscriptionError(t *testing.T) {
 	tests := map[string]struct {
 		err         error
 		unavailable bool
+		busy        bool // another request holds the node (ErrBusy): a short wait, no failure
 		gone        bool
 		refused     bool // the BMC's refusal (ErrBMCRefused): a deletion with no id may go
 		says        string
 	}{
-		"node locked":               {err: ironicAnswer(409, "Node "+testNodeID+" is locked by host c-1, please retry after the current operation is completed."), unavailable: true, says: "locked by host c-1"},
+		"node locked":               {err: ironicAnswer(409, "Node "+testNodeID+" is locked by host c-1, please retry after the current operation is completed."), unavailable: true, busy: true, says: "locked by host c-1"},
 		"node gone":                 {err: ironicAnswer(404, "Node "+testNodeID+" could not be found."), gone: true, says: "is gone"},
 		"Ironic refuses":            {err: ironicAnswer(400, "Destination x is not a valid URI"), says: "Ironic refused: Destination x is not a valid URI"},
 		"the BMC refuses":           {err: ironicAnswer(500, refusedCreate), refused: true, says: "the BMC refused: HTTP POST"},
@@ -120,6 +121,9 @@ func TestEventSubscriptionError(t *testing.T) {
 			if errors.Is(err, provisioner.ErrUnavailable) != tc.unavailable || errors.Is(err, provisioner.ErrNeedsRegistration) != tc.gone {
 				t.Errorf("%v: unavailable %t, needs registration %t; want %t, %t", err, errors.Is(err, provisioner.ErrUnavailable),
 					errors.Is(err, provisioner.ErrNeedsRegistration), tc.unavailable, tc.gone)
+			}
+			if errors.Is(err, provisioner.ErrBusy) != tc.busy {
+				t.Errorf("%v: busy %t, want %t", err, errors.Is(err, provisioner.ErrBusy), tc.busy)
 			}
 			if errors.Is(err, provisioner.ErrBMCRefused) != tc.refused {
 				t.Errorf("%v: the BMC's refusal %t, want %t", err, errors.Is(err, provisioner.ErrBMCRefused), tc.refused)
@@ -158,7 +162,7 @@ func TestEventSubscriptionNeedsARedfishBMC(t *testing.T) {
 		if !errors.Is(err, errNoEventSubscriptions) || !strings.Contains(err.Error(), "ipmi hardware type") {
 			t.Errorf("%s: %v; want an error saying the ipmi hardware type has no event subscriptions", address, err)
 		}
-		if _, err := p.EventSubscriptionExists(context.Background(), host, "1"); !errors.Is(err, errNoEventSubscriptions) {
+		if _, err := p.EventSubscriptionExists(context.Background(), host, "1", provisioner.EventSubscription{Destination: "https://e/"}); !errors.Is(err, errNoEventSubscriptions) {
 			t.Errorf("%s: exists: %v; want the same refusal", address, err)
 		}
 	}
@@ -168,5 +172,32 @@ func TestEventSubscriptionNeedsARedfishBMC(t *testing.T) {
 	host.BMCAddress = "idrac-virtualmedia://10.0.0.1/redfish/v1/Systems/System.Embedded.1"
 	if err := p.DeleteEventSubscription(context.Background(), host, "1"); !errors.Is(err, provisioner.ErrUnavailable) {
 		t.Errorf("idrac-virtualmedia with Ironic unreachable: %v; want ErrUnavailable (the address is accepted)", err)
+	}
+}
+
+// TestSameSubscription: a BMC's own spelling of the destination, or a context it does not keep, is
+// still the subscription asked for; another destination, path or context is not.
+func TestSameSubscription(t *testing.T) {
+	want := provisioner.EventSubscription{Destination: "https://Events.example.com:443/hook/", Context: "ctx"}
+	for dest, same := range map[string]bool{
+		"https://Events.example.com:443/hook/": true,
+		"https://events.example.com/hook":      true,
+		"HTTPS://EVENTS.EXAMPLE.COM/hook/":     true,
+		"https://events.example.com:8443/hook": false,
+		"https://events.example.com/other":     false,
+		"http://events.example.com/hook":       false,
+		"https://other.example.com/hook":       false,
+		"https://events.example.com/hook?x=1":  false,
+	} {
+		got := nodes.SubscriptionVendorPassthru{Destination: dest, Context: "ctx"}
+		if sameSubscription(got, want) != same {
+			t.Errorf("destination %q: same %t, want %t", dest, !same, same)
+		}
+	}
+	for ctx, same := range map[string]bool{"ctx": true, "": true, "other": false} {
+		got := nodes.SubscriptionVendorPassthru{Destination: want.Destination, Context: ctx}
+		if sameSubscription(got, want) != same {
+			t.Errorf("context %q: same %t, want %t", ctx, !same, same)
+		}
 	}
 }
