@@ -3,9 +3,10 @@
 // image-customization-controller (environment DEPLOY_ISO, DEPLOY_INITRD, DEPLOY_KERNEL,
 // IRONIC_BASE_URL, IRONIC_AGENT_IMAGE, IRONIC_RAMDISK_SSH_KEY, IP_OPTIONS, ADDITIONAL_NTP_SERVERS,
 // CA_BUNDLE, IRONIC_ROOTFS_URL, HTTP_PROXY, HTTPS_PROXY, NO_PROXY, IRONIC_AGENT_PULL_SECRET or
-// the file /run/secrets/pull-secret; flags -images-bind-addr and -images-publish-addr), so a
-// cluster can run either. Out of a cluster it connects with KUBECONFIG. Flags and wiring only: the
-// behaviour lives in internal/controller/imagecustomization and internal/imagecustomization.
+// the file /run/secrets/pull-secret, REGISTRIES_CONF_PATH; flags -images-bind-addr and
+// -images-publish-addr), so a cluster can run either. Out of a cluster it connects with
+// KUBECONFIG. Flags and wiring only: the behaviour lives in internal/controller/imagecustomization
+// and internal/imagecustomization.
 package main
 
 import (
@@ -117,6 +118,9 @@ func agentConfig(log logr.Logger, secretFile string) (ignition.AgentConfig, erro
 	if c.CABundle, err = caBundle(log); err != nil {
 		return c, err
 	}
+	if c.RegistriesConf, err = registriesConf(log); err != nil {
+		return c, err
+	}
 	return c, c.Check()
 }
 
@@ -161,17 +165,40 @@ func pullSecret(log logr.Logger, file string) (ignition.PullSecret, error) {
 // bundle: images carry no CA, and overrides are checked against the system's roots only. A file
 // that is there but cannot be read stops the controller at start: it was meant to be trusted.
 func caBundle(log logr.Logger) ([]byte, error) {
-	p := os.Getenv("CA_BUNDLE")
+	return optionalFile(log, "CA_BUNDLE", os.Getenv("CA_BUNDLE"), "images carry no CA, and Ignition overrides are fetched trusting the system's roots only")
+}
+
+// registriesConf reads the containers registries.conf REGISTRIES_CONF_PATH names (the
+// cluster-baremetal-operator gives the node's, which holds a disconnected cluster's mirrors):
+// every image replaces the live system's with it, so that podman pulls the agent image through
+// the mirrors. Unset, naming no file (logged) or empty (OpenShift's operator mounts the node's
+// file with FileOrCreate: empty on a node without one) is none, the live image's own. As for
+// CA_BUNDLE, a file that is there but cannot be read stops the controller at start: hosts would
+// fail to pull their agent while their images showed Ready.
+func registriesConf(log logr.Logger) ([]byte, error) {
+	p := os.Getenv("REGISTRIES_CONF_PATH")
+	data, err := optionalFile(log, "REGISTRIES_CONF_PATH", p, "images keep the live system's registries.conf, without the cluster's mirrors")
+	if err != nil || len(data) == 0 {
+		return nil, err
+	}
+	log.Info("Hosts pull the agent image with the cluster's registries.conf", "path", p)
+	return data, nil
+}
+
+// optionalFile reads the file p, the value of the environment variable. Unset is no file; a path
+// naming no file is none too, logged with what that means (without); a file that is there but
+// cannot be read is an error naming the variable.
+func optionalFile(log logr.Logger, variable, p, without string) ([]byte, error) {
 	if p == "" {
 		return nil, nil
 	}
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		log.Info("CA_BUNDLE names no file: images carry no CA, and Ignition overrides are fetched trusting the system's roots only", "path", p)
+		log.Info(variable+" names no file: "+without, "path", p)
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("CA_BUNDLE: %w", err)
+		return nil, fmt.Errorf("%s: %w", variable, err)
 	}
 	return data, nil
 }

@@ -75,14 +75,14 @@ const (
 	secretMarker = "dXNlcjpTM2NyZXQtdG9rZW4"
 )
 
-// agentEnv sets the agent's required environment and clears the proxy and pull secret variables
-// (the test process may run behind a proxy).
+// agentEnv sets the agent's required environment and clears the proxy, pull secret and
+// registries.conf variables (the test process may run behind a proxy).
 func agentEnv(t *testing.T) {
 	t.Helper()
 	t.Setenv("IRONIC_BASE_URL", "https://192.0.2.2")
 	t.Setenv("IRONIC_AGENT_IMAGE", "registry.example:5000/ironic-agent:latest")
 	t.Setenv("CA_BUNDLE", "")
-	for _, v := range []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "IRONIC_AGENT_PULL_SECRET"} {
+	for _, v := range []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "IRONIC_AGENT_PULL_SECRET", "REGISTRIES_CONF_PATH"} {
 		t.Setenv(v, "")
 	}
 }

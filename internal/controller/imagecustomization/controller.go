@@ -123,6 +123,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	} else if err != nil {
 		return ctrl.Result{}, fmt.Errorf("reading preprovisioning image %s: %w", req.NamespacedName, err)
 	}
+	// An object deleted without our finalizer's step and created again under its name before this
+	// reconcile: the old one was never seen gone, and its image must not stay served.
+	if err := r.Builder.DiscardNamedExcept(req.Namespace, req.Name, string(ppi.UID)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("discarding the images of earlier objects named %s: %w", req.NamespacedName, err)
+	}
 	if r.written.Stale(ppi) {
 		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}

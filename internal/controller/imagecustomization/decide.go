@@ -100,10 +100,17 @@ func (s *scope) run() outcome {
 	case errors.Is(err, imagebuild.ErrUnsupported):
 		return s.fail(metal3.ImageConfigurationErrorReason, err.Error())
 	case err != nil:
-		// Retried with backoff; a Ready image whose cache was lost must not stay Ready meanwhile,
-		// naming a URL that answers 404.
-		if isReady(ppi) && s.cacheLost() {
-			setUnready(ppi, msgCacheLost, s.now)
+		// An error of the controller's own, not of the input: retried with backoff, Error stays
+		// False. A Ready image whose image is still served stays Ready; one whose cache was lost
+		// must not, naming a URL that answers 404. An image that is not Ready says that its build
+		// fails: its message would otherwise say what it last waited for (the grace period, for
+		// as long as every build fails).
+		if isReady(ppi) {
+			if s.cacheLost() {
+				setUnready(ppi, msgCacheLost, s.now)
+			}
+		} else {
+			setBuildFailed(ppi, err, s.now)
 		}
 		return outcome{err: fmt.Errorf("building image %s/%s: %w", ppi.Namespace, ppi.Name, err)}
 	}

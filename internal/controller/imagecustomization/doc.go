@@ -16,7 +16,9 @@
 //     retried with a delay that grows with the time since the error, up to 10 minutes (metal3's).
 //  4. The image is prepared (imagebuild): bad network data or override is ImageBuildInvalid with a
 //     message naming the field; an override that cannot be fetched now is retried, with a delay
-//     that grows from when the fetch began to fail.
+//     that grows from when the fetch began to fail. Any other error is the controller's own
+//     (nmcli failing to run): retried with backoff, Error False, and an image that is not Ready
+//     says in Ready's message that its build fails.
 //  5. When the prepared image's URL differs from a Ready status's URL (new content, or the image
 //     cache was lost), Ready is cleared first and the new image published on the next pass, as
 //     metal3 does, so that nothing is told Ready for an image that is going away. An image whose

@@ -1,6 +1,7 @@
 package imagecustomization
 
 import (
+	"regexp"
 	"strings"
 	"time"
 
@@ -24,6 +25,9 @@ const (
 	msgCacheLost     = "The image cache was lost; rebuilding"
 	// msgOverrideWait begins the message of an image whose Ignition override cannot be fetched now.
 	msgOverrideWait = "Waiting for the Ignition override: "
+	// msgBuildFailed begins the message of an image whose build fails with an error of the
+	// controller's own (nmcli failing to run, say), retried with backoff.
+	msgBuildFailed = "Building the image failed; retrying: "
 )
 
 // maxMessage bounds condition messages (they carry nmcli's and Ignition's words), to an Event
@@ -56,6 +60,24 @@ func setOverrideUnready(ppi *metal3.PreprovisioningImage, cause string, now time
 		conditions.Get(ppi.Status.Conditions, readyType).LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
 	}
 }
+
+// setBuildFailed clears Ready with the error of a build that is retried. A retry whose error
+// differs from the message's only in its words with digits (a temporary file's random name, a
+// process ID, a port, a time) keeps the message: retries of one failure write the status once,
+// while a failure that changed cause is shown.
+func setBuildFailed(ppi *metal3.PreprovisioningImage, err error, now time.Time) {
+	msg := sanitize(msgBuildFailed + err.Error())
+	c := conditions.Get(ppi.Status.Conditions, readyType)
+	if c != nil && c.Status == metav1.ConditionFalse && c.Reason == metal3.ImageSuccessReason && strings.HasPrefix(c.Message, msgBuildFailed) &&
+		volatile.ReplaceAllString(c.Message, "#") == volatile.ReplaceAllString(msg, "#") {
+		msg = c.Message
+	}
+	setUnready(ppi, msg, now)
+}
+
+// volatile is a word with a digit in it: what changes from one retry of the same failure to the
+// next.
+var volatile = regexp.MustCompile(`[[:alnum:]]*[0-9][[:alnum:]]*`)
 
 // waitingForOverride reports whether Ready already says that the override cannot be fetched.
 func waitingForOverride(ppi *metal3.PreprovisioningImage) bool {

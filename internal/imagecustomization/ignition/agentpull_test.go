@@ -100,9 +100,9 @@ func TestBuildWithProxyAndPullSecret(t *testing.T) {
 	}
 }
 
-// Without a proxy or a pull secret the config is byte for byte the one built before they were
-// supported (hashes taken then), so a controller upgraded without them keeps every image and
-// its URL; the configuration's JSON, which the builder digests, is unchanged too.
+// Without a proxy, a pull secret or registries.conf the config is byte for byte the one built
+// before they were supported (hashes taken then), so a controller upgraded without them keeps
+// every image and its URL; the configuration's JSON, which the builder digests, is unchanged too.
 func TestBuildUnchangedWithoutProxyOrPullSecret(t *testing.T) {
 	hosts := map[string]struct {
 		host Host

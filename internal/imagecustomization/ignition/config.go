@@ -31,6 +31,9 @@ const (
 	AgentUnit        = "ironic-agent.service"
 	// AuthFilePath is the pull secret podman pulls the agent image with (OpenShift's path).
 	AuthFilePath = "/etc/authfile.json"
+	// RegistriesConfPath is the containers' registries configuration podman pulls the agent image
+	// with: a disconnected cluster's mirrors are in it.
+	RegistriesConfPath = "/etc/containers/registries.conf"
 )
 
 // defaultIronicPort is added to an IRONIC_BASE_URL entry without a port (Ironic's API port).
@@ -38,8 +41,8 @@ const defaultIronicPort = "6385"
 
 // AgentConfig is what every host's agent image shares: the image-customization-controller's
 // environment (IRONIC_BASE_URL, IRONIC_AGENT_IMAGE, IRONIC_RAMDISK_SSH_KEY, IP_OPTIONS,
-// ADDITIONAL_NTP_SERVERS, the content of CA_BUNDLE, HTTP_PROXY, HTTPS_PROXY, NO_PROXY and
-// IRONIC_AGENT_PULL_SECRET).
+// ADDITIONAL_NTP_SERVERS, the content of CA_BUNDLE, HTTP_PROXY, HTTPS_PROXY, NO_PROXY,
+// IRONIC_AGENT_PULL_SECRET and the content of REGISTRIES_CONF_PATH).
 //
 // The fields added after the first release are omitted from JSON when empty: the builder digests
 // the configuration as JSON, and a controller upgraded without them must keep its images' URLs.
@@ -65,6 +68,10 @@ type AgentConfig struct {
 	NoProxy    string `json:",omitempty"`
 	// PullSecret authenticates podman's pull of AgentImage (a registry that asks for credentials).
 	PullSecret PullSecret `json:",omitempty"`
+	// RegistriesConf replaces the live system's containers registries.conf (the cluster's, with
+	// the mirrors of a disconnected cluster): without it podman pulls the agent image from the
+	// registry its name says, which such a cluster cannot reach. Empty: the live image's own.
+	RegistriesConf []byte `json:",omitempty"`
 }
 
 // PullSecret is a registry credentials file: a container auth config's JSON ({"auths": …}). It
@@ -165,6 +172,11 @@ func Build(cfg AgentConfig, host Host) ([]byte, error) {
 	if len(cfg.PullSecret) > 0 {
 		// Root's podman reads it; nobody else on the live system needs the credentials.
 		files = append(files, file(AuthFilePath, 0o600, string(cfg.PullSecret)))
+	}
+	if len(cfg.RegistriesConf) > 0 {
+		// No credentials in it (they are the pull secret's): world-readable, as the live image's
+		// own file and OpenShift's.
+		files = append(files, file(RegistriesConfPath, 0o644, string(cfg.RegistriesConf)))
 	}
 	if len(cfg.NTPServers) > 0 {
 		var b strings.Builder

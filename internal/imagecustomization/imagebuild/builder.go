@@ -295,8 +295,16 @@ func (b *Builder) Stored() []StoredImage {
 // DiscardNamed discards the images of the PreprovisioningImage namespace/name, whatever its UID
 // (the object is gone, so none of them is its current one).
 func (b *Builder) DiscardNamed(namespace, name string) error {
+	return b.DiscardNamedExcept(namespace, name, "")
+}
+
+// DiscardNamedExcept discards the images of earlier PreprovisioningImages named namespace/name,
+// all but the one of UID keep (the object of that name now): an object deleted and created again
+// between two reconciles is never seen gone, and its predecessor's image, with the network
+// configuration and pull secret of then, would be served until the next start.
+func (b *Builder) DiscardNamedExcept(namespace, name, keep string) error {
 	for _, r := range b.cfg.Store.All() {
-		if r.Namespace == namespace && r.Name == name {
+		if r.Namespace == namespace && r.Name == name && r.UID != keep {
 			if err := b.cfg.Store.Delete(r.UID); err != nil {
 				return err
 			}

@@ -96,6 +96,18 @@ interfaces:
 	}
 }
 
+// NetworkManager takes a boolean bonding option as the 1 or 0 it becomes (nmstate's use_carrier:
+// true).
+func TestKeyfilesBondBooleanOption(t *testing.T) {
+	kf := keyfiles(t, `
+interfaces:
+- name: bond0
+  type: bond
+  link-aggregation: {mode: active-backup, options: {miimon: 140, use_carrier: true, all_slaves_active: false}, port: [eno1]}
+`)
+	wantLines(t, "bond0", kf["bond0.nmconnection"], "type=bond", "mode=active-backup", "miimon=140", "use_carrier=1", "all_slaves_active=0")
+}
+
 // An IPv6-only interface keeps its DNS servers and search domains: NetworkManager ignores the
 // [ipv4] settings of a disabled family, so the domains go in [ipv6].
 func TestKeyfilesIPv6Only(t *testing.T) {

@@ -280,7 +280,7 @@ func parseBond(o *object, in *Interface) error {
 		return err
 	} else if found {
 		for _, k := range slices.Sorted(maps.Keys(opts.m)) {
-			v, _, err := opts.str(k)
+			v, err := bondOption(opts, k)
 			if err != nil {
 				return err
 			}
@@ -311,6 +311,22 @@ func parseBond(o *object, in *Interface) error {
 	}
 	in.Bond = b
 	return nil
+}
+
+// bondOption is the value of a bonding option as NetworkManager's bond.options takes it: a string
+// or a number as written, a boolean (nmstate's documents write use_carrier: true) as 1 or 0, the
+// numbers the kernel's bonding driver and NetworkManager read for a flag.
+func bondOption(opts *object, key string) (string, error) {
+	if v, ok := opts.get(key); ok {
+		if b, isBool := v.(bool); isBool {
+			if b {
+				return "1", nil
+			}
+			return "0", nil
+		}
+	}
+	v, _, err := opts.str(key)
+	return v, err
 }
 
 // validOption: bonding option names and values are words; a comma or "=" would change what

@@ -2,7 +2,9 @@ package nmstate
 
 import (
 	"errors"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -180,6 +182,36 @@ interfaces:
 			t.Errorf("no profile for %s (profiles %v)", n, names)
 		}
 	}
+}
+
+// Boolean bonding options, as nmstate's documents write them (use_carrier: true), are the 1 or 0
+// NetworkManager's bond.options takes; strings and numbers stay as written.
+func TestParseBondBooleanOptions(t *testing.T) {
+	s, err := Parse([]byte(`
+interfaces:
+- name: bond0
+  type: bond
+  link-aggregation:
+    mode: active-backup
+    options: {use_carrier: true, all_slaves_active: false, miimon: 140, primary_reselect: always}
+    port: [eno1, eno2]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"use_carrier": "1", "all_slaves_active": "0", "miimon": "140", "primary_reselect": "always"}
+	if got := s.Interface("bond0").Bond.Options; !maps.Equal(got, want) {
+		t.Errorf("options %v, want %v", got, want)
+	}
+	for _, p := range Profiles(s) {
+		if i := slices.Index(p.Args, "bond.options"); i >= 0 {
+			if got := p.Args[i+1]; got != "mode=active-backup,all_slaves_active=0,miimon=140,primary_reselect=always,use_carrier=1" {
+				t.Errorf("bond.options %q", got)
+			}
+			return
+		}
+	}
+	t.Error("no profile sets bond.options")
 }
 
 func FuzzParse(f *testing.F) {

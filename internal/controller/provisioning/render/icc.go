@@ -55,6 +55,13 @@ const (
 	// name); pullSecretPath is the file the controller reads it from (OpenShift's path).
 	pullSecretVolume = "ironic-agent-pull-secret"
 	pullSecretPath   = "/run/secrets/pull-secret"
+	// containersDir is the node's containers configuration: its registries.conf holds a
+	// disconnected cluster's mirrors (the machine-config operator writes them there), which the
+	// controller writes into every host's image (REGISTRIES_CONF_PATH, as OpenShift's operator
+	// passes it) so that hosts pull the agent image through them. The directory is mounted
+	// read-only rather than the file (OpenShift mounts the file with FileOrCreate): a node without
+	// the file gives none, instead of an empty file the kubelet creates in the node's /etc.
+	containersDir = "/etc/containers"
 )
 
 // iccLabels select the image-customization-controller's pod; its Service uses them.
@@ -178,6 +185,8 @@ func buildICC(in *Input, s *Stack) {
 					{Name: "work", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
 						Path: hostICCWorkDir, Type: ptrTo(corev1.HostPathDirectoryOrCreate)}}},
 					secretVolume("ironic-ca", secrets.IronicTLS, secrets.KeyCA),
+					{Name: "containers-config", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+						Path: containersDir, Type: ptrTo(corev1.HostPathDirectoryOrCreate)}}},
 				},
 			},
 		},
@@ -286,6 +295,7 @@ func (in *Input) iccContainer() corev1.Container {
 		envVar(envIronicAgentImage, in.AgentImage()),
 		envVar("IP_OPTIONS", in.ipOptions()),
 		envVar("CA_BUNDLE", ironicCADir+"/"+secrets.KeyCA),
+		envVar("REGISTRIES_CONF_PATH", containersDir+"/registries.conf"),
 	)
 	if len(in.Spec.AdditionalNTPServers) > 0 {
 		env = append(env, envVar("ADDITIONAL_NTP_SERVERS", strings.Join(in.Spec.AdditionalNTPServers, ",")))
@@ -306,6 +316,7 @@ func (in *Input) iccContainer() corev1.Container {
 			{Name: "base-images", MountPath: imagesDir, ReadOnly: true},
 			{Name: "work", MountPath: iccWorkDir},
 			{Name: "ironic-ca", MountPath: ironicCADir, ReadOnly: true},
+			{Name: "containers-config", MountPath: containersDir, ReadOnly: true},
 		},
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(ICCHealthPort)}},
