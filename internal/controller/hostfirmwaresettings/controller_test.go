@@ -234,6 +234,23 @@ func TestValidationRules(t *testing.T) {
 	if c := condition(hfs, metal3.FirmwareSettingsChangeDetected); c.Status != metav1.ConditionFalse {
 		t.Errorf("a copy of the host's settings: ChangeDetected %+v", c)
 	}
+
+	// One setting of that copy changed: the read-only copy still asks for nothing, and is not
+	// judged; the change is.
+	turbo := "Disabled"
+	if hfs.Status.Settings["ProcTurboMode"] == turbo {
+		turbo = "Enabled"
+	}
+	gen = setSpec(t, ns, "h", metal3.DesiredSettingsMap{"SystemModelName": str(model), "ProcTurboMode": str(turbo)})
+	hfs = waitHFS(t, ns, "h", "a copy with one setting changed judged", func(hfs *metal3.HostFirmwareSettings) bool {
+		return current(hfs) && hfs.Generation == gen
+	})
+	if c := condition(hfs, metal3.FirmwareSettingsValid); c.Status != metav1.ConditionTrue {
+		t.Errorf("a copy with one setting changed: Valid %+v, want True (the read-only copy is no change)", c)
+	}
+	if c := condition(hfs, metal3.FirmwareSettingsChangeDetected); c.Status != metav1.ConditionTrue || c.Message != "Settings that differ from the host's: ProcTurboMode" {
+		t.Errorf("a copy with one setting changed: ChangeDetected %+v, want True naming ProcTurboMode only", c)
+	}
 }
 
 // TestRereadsWriteOnlyChanges: periodic re-reads of unchanged settings write nothing; a setting

@@ -58,11 +58,15 @@ func setStatus(hfs *metal3.HostFirmwareSettings, obs observed, now time.Time) ev
 	}
 	conditions.Set(&st.Conditions, change, gen, now)
 
-	// Only a spec that asks for a change is judged (metal3 validates only a spec that differs
-	// from the host's settings): a copy of status.settings, read-only settings included, is valid.
+	// Only the settings that differ from the host's are judged: a copy of status.settings,
+	// read-only settings included, is valid, and stays so when one of its other settings is
+	// changed (judging the whole spec then refused the read-only copies, and the host dropped the
+	// change). Only those settings reach Ironic, which checks only what it is sent. metal3 judges
+	// the whole spec once anything differs. Unknown and password names are never in status, so
+	// they always differ and are always judged.
 	var errs []error
 	if len(changed) > 0 {
-		errs = validateSettings(hfs.Spec.Settings, obs.schema)
+		errs = validateSettings(hfs.PendingSettings(obs.schema), obs.schema)
 		if len(obs.settings) == 0 {
 			errs = []error{errNoSettings}
 		}

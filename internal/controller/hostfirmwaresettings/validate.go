@@ -61,7 +61,9 @@ func validateSetting(name string, v intstr.IntOrString, schema map[string]metal3
 	case "":
 		return nil
 	case typeEnumeration:
-		if !slices.Contains(s.AllowableValues, value) {
+		// A registry entry that lists no values leaves Ironic with none (None or []), and Ironic
+		// then checks none: refusing every value would refuse what Ironic applies.
+		if len(s.AllowableValues) > 0 && !slices.Contains(s.AllowableValues, value) {
 			return fmt.Errorf("%q is not an allowed value; allowed: %s", value, strings.Join(s.AllowableValues, ", "))
 		}
 	case typeInteger:

@@ -22,6 +22,7 @@ var testSchema = map[string]metal3.SettingSchema{
 	"AdminPwd":            {AttributeType: "Password"},
 	"NoRegistry":          {},
 	"Weird":               {AttributeType: "Blob"},
+	"NoValuesListed":      {AttributeType: "Enumeration"},
 }
 
 func TestValidateSetting(t *testing.T) {
@@ -57,6 +58,8 @@ func TestValidateSetting(t *testing.T) {
 		"password by name":              {"BootPassword", str("secret"), "password settings cannot be set"},
 		"unknown setting":               {"NoSuchSetting", str("1"), "unknown setting"},
 		"no registry: anything goes":    {"NoRegistry", str("whatever"), ""},
+		// Ironic keeps no allowable_values when the registry lists none, and then checks none.
+		"enumeration listing no values": {"NoValuesListed", str("Anything"), ""},
 		"unsupported attribute type":    {"Weird", str("x"), `attribute type "Blob" cannot be set`},
 	}
 	for name, tc := range tests {
