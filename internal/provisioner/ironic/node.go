@@ -202,6 +202,9 @@ func (p *Provisioner) finished(n *nodes.Node, key, fp string) bool {
 	if v, _ := n.Extra[key].(string); v != fp {
 		return false
 	}
+	if key == extraPrepared && preparedNotStarted(n) {
+		return false
+	}
 	bad, failed := p.memory.failedStart(n.UUID, key)
 	return !failed || bad != fp
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
@@ -19,6 +20,9 @@ import (
 const (
 	extraPrepared = "metalforge_prepared"
 	extraServiced = "metalforge_serviced"
+	// extraPreparedFrom is the node's provision_updated_at when extraPrepared was written: a node
+	// still manageable since then never started that cleaning (see preparedNotStarted).
+	extraPreparedFrom = "metalforge_prepared_from"
 )
 
 // Prepare applies RAID, root device hints, BIOS settings and firmware updates through manual
@@ -57,7 +61,7 @@ func (p *Provisioner) Prepare(ctx context.Context, host provisioner.Host, data p
 			// Forget the failed attempt, so the next call starts it again from manageable (a
 			// failed check is remembered: staleRecordAction does not start it again).
 			var pt patch
-			pt.setKeys("extra", n.Extra, map[string]any{extraPrepared: nil})
+			pt.setKeys("extra", n.Extra, map[string]any{extraPrepared: nil, extraPreparedFrom: nil})
 			updated, res, err, ok := p.update(ctx, s, n, pt)
 			if !ok {
 				return res, err
@@ -101,7 +105,11 @@ func (p *Provisioner) startCleaning(ctx context.Context, s *session, n *nodes.No
 	if err := p.setDeployImage(&pt, n, host, access); err != nil {
 		return provisioner.Result{}, err
 	}
-	pt.setKeys("extra", n.Extra, map[string]any{extraPrepared: fp})
+	var from any
+	if !n.ProvisionUpdatedAt.IsZero() {
+		from = n.ProvisionUpdatedAt.UTC().Format(time.RFC3339Nano)
+	}
+	pt.setKeys("extra", n.Extra, map[string]any{extraPrepared: fp, extraPreparedFrom: from})
 	n, res, err, ok := p.update(ctx, s, n, pt)
 	if !ok {
 		return res, err
@@ -172,4 +180,20 @@ func stepNames(steps []nodes.CleanStep) []string {
 		out[i] = string(st.Interface) + "." + st.Step
 	}
 	return out
+}
+
+// preparedNotStarted: the node has not changed provision state since the preparation's fingerprint
+// was written (extraPreparedFrom), so the cleaning it was written for never started. The
+// fingerprint is written before the cleaning is asked for; an operator stopped in between (or
+// whose request got no answer, and restarted before asking again), reading it back with no memory
+// of the failed start, took the preparation for finished: the host went available with none of
+// its settings or updates applied, and the updates recorded as applied. A fingerprint an older
+// operator wrote without the time is trusted, as before.
+func preparedNotStarted(n *nodes.Node) bool {
+	v, _ := n.Extra[extraPreparedFrom].(string)
+	from, err := time.Parse(time.RFC3339Nano, v)
+	if v == "" || err != nil || n.ProvisionUpdatedAt.IsZero() {
+		return false
+	}
+	return !n.ProvisionUpdatedAt.After(from)
 }

@@ -92,7 +92,7 @@ func (p *Provisioner) provide(ctx context.Context, s *session, n *nodes.Node, ho
 	// node may be deployed, serviced or changed behind our back and deprovisioned: a preparation
 	// with the same steps after that must run, not be taken for finished (and its firmware
 	// updates recorded as applied). Nor may a failure of the automated cleaning pass for a check's.
-	pt.setKeys("extra", n.Extra, map[string]any{extraPrepared: nil})
+	pt.setKeys("extra", n.Extra, map[string]any{extraPrepared: nil, extraPreparedFrom: nil})
 	n, res, err, ok := p.update(ctx, s, n, pt)
 	if !ok {
 		return res, err

@@ -32,6 +32,29 @@ type fakeStatesIronic struct {
 	late    time.Duration // answer the state changes this much later (0: at once)
 	ignore  bool          // with late: do not carry the change out either (Ironic never got it)
 	log     []string      // "PATCH", "PATCH refused", provision targets, "power <target>", "clean" (automated)
+	url     string        // the fake's endpoint, for a restarted provisioner
+	// changes counts the provision state changes: provision_updated_at moves with each, as in
+	// Ironic (a fixed time long past, so no settle wait applies).
+	changes int
+}
+
+// stateChanged moves provision_updated_at, as Ironic does with every provision state change.
+func (f *fakeStatesIronic) stateChanged() {
+	f.changes++
+	f.node["provision_updated_at"] = time.Date(2026, 1, 1, 0, 0, f.changes, 0, time.UTC).Format(time.RFC3339)
+}
+
+// restarted is a new provisioner on the same Ironic: an operator restarted, with no memory.
+func (f *fakeStatesIronic) restarted(t *testing.T) *Provisioner {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Endpoint = f.url + "/v1/"
+	cfg.ClientTimeout = clientTimeout
+	p, err := New(cfg, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 const statesFakeUUID = "0b3c9c3e-5d1a-4c1e-9a57-6b1f1f2f0077"
@@ -45,11 +68,13 @@ func newStatesFake(t *testing.T, version string, node map[string]any) (*fakeStat
 		"uuid": statesFakeUUID, "name": "ns~h", "power_state": "power on",
 		"extra": map[string]any{}, "driver_info": map[string]any{}, "properties": map[string]any{}, "driver_internal_info": map[string]any{},
 	}}
+	f.stateChanged()
 	for k, v := range node {
 		f.node[k] = v
 	}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(srv.Close)
+	f.url = srv.URL
 	cfg := DefaultConfig()
 	cfg.Endpoint = srv.URL + "/v1/"
 	cfg.ClientTimeout = clientTimeout
@@ -66,6 +91,9 @@ func (f *fakeStatesIronic) set(p *Provisioner, fields map[string]any) {
 	f.mu.Lock()
 	for k, v := range fields {
 		f.node[k] = v
+	}
+	if _, ok := fields["provision_state"]; ok {
+		f.stateChanged()
 	}
 	f.mu.Unlock()
 	p.watch.Writing(statesFakeUUID)() // reads before this one are out of date
@@ -176,6 +204,7 @@ func (f *fakeStatesIronic) serve(w http.ResponseWriter, r *http.Request) {
 func (f *fakeStatesIronic) moveProvision(target string) {
 	st, _ := f.node["provision_state"].(string)
 	move := func(state, target string) {
+		f.stateChanged()
 		f.node["provision_state"] = state
 		if target == "" {
 			f.node["target_provision_state"] = nil
@@ -250,6 +279,32 @@ func TestPreparationStartAnsweredLate(t *testing.T) {
 		}
 		if got := f.requests(); got != "PATCH, clean, clean" {
 			t.Errorf("requests %q, want the cleaning asked again", got)
+		}
+	})
+	// The operator restarted before asking again (or stopped between writing the fingerprint and
+	// asking): the node, manageable since the fingerprint was written, never started it. Taken for
+	// finished, the host went available with nothing applied.
+	t.Run("never got, operator restarted", func(t *testing.T) {
+		f, p, host := newStatesFake(t, "1.115", map[string]any{"provision_state": "manageable"})
+		ctx := context.Background()
+		f.late, f.ignore = 2*clientTimeout, true
+		if _, err := p.Prepare(ctx, host, data, false); !isUnavailable(err) {
+			t.Fatalf("start without an answer: %v, want ErrUnavailable", err)
+		}
+		f.late, f.ignore = 0, false
+		if res, err := f.restarted(t).Prepare(ctx, host, data, false); err != nil || !res.Busy {
+			t.Fatalf("after a restart, the node still manageable: %s, %v, want the cleaning started", describe(res), err)
+		}
+		if got := f.requests(); got != "PATCH, clean, clean" {
+			t.Errorf("requests %q, want the cleaning asked again", got)
+		}
+		// Finished (manageable again, its state changed since): done, also after a restart.
+		f.set(p, map[string]any{"provision_state": "manageable", "target_provision_state": nil})
+		if res, err := f.restarted(t).Prepare(ctx, host, data, false); err != nil || res.Busy || res.Failed() {
+			t.Fatalf("the cleaning over, after a restart: %s, %v, want done", describe(res), err)
+		}
+		if got := f.requests(); got != "PATCH, clean, clean" {
+			t.Errorf("requests %q, want no third cleaning", got)
 		}
 	})
 }
