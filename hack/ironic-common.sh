@@ -350,6 +350,9 @@ write_config() {
 		# cleaning or deployment without another ramdisk boot (a quarter less Ironic CPU, see
 		# docs/ironic-notes.md). IRONIC_FAST_TRACK=false turns it off.
 		fast_track = ${IRONIC_FAST_TRACK:-true}
+		# Automated cleaning wipes metadata only, as metal3's image and the Ironic runner configure it.
+		erase_devices_metadata_priority = 10
+		erase_devices_priority = 0
 		http_url = http://127.0.0.1:$IRONIC_HTTP_PORT
 		http_root = $s/httpboot
 		iso_master_path = $s/master_iso_images

@@ -39,6 +39,9 @@ type Config struct {
 	Htpasswd string
 	// Insecure (IRONIC_INSECURE): the agent does not verify Ironic's certificate (ipa-insecure=1).
 	Insecure bool
+	// WebserverCACert (WEBSERVER_CACERT_FILE) is the CA file the conductor verifies image
+	// servers with (webserver_verify_ca).
+	WebserverCACert string
 	// KernelParams (IRONIC_KERNEL_PARAMS) are added to the agent's kernel command line.
 	KernelParams string
 	// KernelIPFromAddresses (IRONIC_KERNEL_IP_FROM_ADDRESSES, default false) adds the agent's ip=
@@ -79,7 +82,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		Interface: strings.TrimSpace(getenv("PROVISIONING_INTERFACE")),
 		CertFile:  getenv("IRONIC_CERT_FILE"), KeyFile: getenv("IRONIC_KEY_FILE"),
 		Htpasswd: strings.TrimSpace(getenv("IRONIC_HTPASSWD")), KernelParams: strings.TrimSpace(getenv("IRONIC_KERNEL_PARAMS")),
-		SharedDir: orDefault(getenv("SHARED_DIR"), "/shared"), DataDir: orDefault(getenv("IRONIC_DATA_DIR"), "/var/lib/ironic"),
+		WebserverCACert: strings.TrimSpace(getenv("WEBSERVER_CACERT_FILE")),
+		SharedDir:       orDefault(getenv("SHARED_DIR"), "/shared"), DataDir: orDefault(getenv("IRONIC_DATA_DIR"), "/var/lib/ironic"),
 		ConfDir: orDefault(getenv("IRONIC_CONF_DIR"), "/etc/ironic"), ESPImage: getenv("IRONIC_ESP_IMAGE"),
 		IPXEDir:   orDefault(getenv("IPXE_CUSTOM_FIRMWARE_DIR"), DefaultIPXEDir),
 		DHCPRange: strings.TrimSpace(getenv("DHCP_RANGE")), Gateway: strings.TrimSpace(getenv("GATEWAY_IP")), DNS: strings.TrimSpace(getenv("DNS_IP")),

@@ -72,6 +72,11 @@ func IronicConf(c Config, ip netip.Addr, tls bool) string {
 		"default_network_interface", "noop",
 		"tempdir", filepath.Join(c.DataDir, "tmp"),
 		"esp_image", c.ESPImage,
+		// The conductor's own downloads (an https image or checksum URL it checks before a
+		// deployment) verify the server's certificate against this CA file; IRONIC_INSECURE, as
+		// metal3's image, verifies none (Ironic's default True refused an image server with a
+		// private CA although the agent, with ipa-insecure, would have taken it).
+		"webserver_verify_ca", c.webserverVerifyCA(),
 	)
 	api := []string{"host_ip", c.listenAddress(ip), "port", fmt.Sprint(c.APIPort)}
 	if tls {
@@ -82,6 +87,10 @@ func IronicConf(c Config, ip netip.Addr, tls bool) string {
 		// A rack working at once makes writers wait on sqlite's lock longer than the default 10 s.
 		"sqlite_max_wait_for_retry", "60")
 	section("conductor", "automated_clean", "true",
+		// metal3's image's values: an agent may take long to boot on real servers (firmware,
+		// many disks), and some BMCs take over a minute to change power.
+		"deploy_callback_timeout", "4800",
+		"power_state_change_timeout", "120",
 		// A restarted conductor fails the nodes a dead one left in a working state, but at most
 		// periodic_max_workers (default 8) per state; the rest stay there for good. 128 is the most
 		// the default worker pool starts with (docs/ironic-notes.md, "A restart fails 8 nodes").
@@ -93,6 +102,12 @@ func IronicConf(c Config, ip netip.Addr, tls bool) string {
 		"http_url", fmt.Sprintf("http://%s:%d", urlHost(ip), c.HTTPPort),
 		"http_root", c.httpRoot(),
 		"default_boot_mode", "uefi",
+		// Automated cleaning (automatedCleaningMode: metadata) wipes partition tables and
+		// metadata only, as metal3's image configures it. Left to the agent's priorities,
+		// erase_devices also ran: a secure erase or shred of every disk, hours per disk, which
+		// some controllers refuse (clean failed).
+		"erase_devices_metadata_priority", "10",
+		"erase_devices_priority", "0",
 	}
 	external := ip
 	if c.ExternalIP.IsValid() {
@@ -118,8 +133,14 @@ func IronicConf(c Config, ip netip.Addr, tls bool) string {
 		"images_path", filepath.Join(c.SharedDir, "html", "tmp"),
 		"instance_master_path", filepath.Join(c.SharedDir, "html", "master_images"),
 		"tftp_root", filepath.Join(c.SharedDir, "tftpboot"),
-		"tftp_master_path", filepath.Join(c.SharedDir, "tftpboot", "master_images"))
-	section("agent", "deploy_logs_local_path", filepath.Join(c.SharedDir, "log", "ironic", "deploy"))
+		"tftp_master_path", filepath.Join(c.SharedDir, "tftpboot", "master_images"),
+		// A PXE boot that got lost is retried after 20 minutes (metal3's image), not left to the
+		// callback timeout.
+		"boot_retry_timeout", "1200")
+	section("agent", "deploy_logs_local_path", filepath.Join(c.SharedDir, "log", "ironic", "deploy"),
+		// metal3's image: a moment of network trouble between the conductor and the agent fails
+		// the step after Ironic's 3 attempts.
+		"max_command_attempts", "30")
 	section("service_catalog", "endpoint_override", c.apiURL(ip, tls))
 	section("dhcp", "dhcp_provider", "none")
 	section("oslo_concurrency", "lock_path", filepath.Join(c.DataDir, "lock"))
@@ -149,4 +170,16 @@ func AgentIPOptions(addrs ...netip.Addr) string {
 		return "ip=dhcp6"
 	}
 	return "ip=dhcp"
+}
+
+// webserverVerifyCA is [DEFAULT] webserver_verify_ca: the CA file WEBSERVER_CACERT_FILE names,
+// else False with IRONIC_INSECURE, else unset (Ironic's default: the system's CAs).
+func (c Config) webserverVerifyCA() string {
+	switch {
+	case c.WebserverCACert != "":
+		return c.WebserverCACert
+	case c.Insecure:
+		return "False"
+	}
+	return ""
 }

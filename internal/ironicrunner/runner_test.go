@@ -125,13 +125,20 @@ func TestIronicConf(t *testing.T) {
 				"cert_file = /certs/ironic/tls.crt", "host_ip = ::", "endpoint_override = https://192.168.111.10:6385",
 				"http_url = http://192.168.111.10:6180", "external_http_url = https://192.168.111.10:6183", "ipa-insecure=1",
 				"connection = sqlite:////var/lib/ironic/ironic.sqlite", "file_url_allowed_paths = /var/lib/ironic,/shared,/templates",
-				"periodic_max_workers = 128"},
+				"periodic_max_workers = 128", "webserver_verify_ca = False",
+				// metal3's image's values.
+				"erase_devices_metadata_priority = 10", "erase_devices_priority = 0", "deploy_callback_timeout = 4800",
+				"power_state_change_timeout = 120", "boot_retry_timeout = 1200", "max_command_attempts = 30"},
 			avoid: []string{"external_callback_url", "$2y$"},
 		},
 		"no TLS, no auth": {
 			c: func(c Config) Config { return c }, ip: v4,
-			want:  []string{"auth_strategy = noauth", "endpoint_override = http://192.168.111.10:6385"},
-			avoid: []string{"enable_ssl_api", "http_basic_auth_user_file", "external_http_url", "ipa-insecure"},
+			want:  []string{"auth_strategy = noauth", "endpoint_override = http://192.168.111.10:6385", "erase_devices_priority = 0"},
+			avoid: []string{"enable_ssl_api", "http_basic_auth_user_file", "external_http_url", "ipa-insecure", "webserver_verify_ca"},
+		},
+		"the image servers' CA": {
+			c: func(c Config) Config { c.WebserverCACert, c.Insecure = "/certs/ca/trusted.crt", true; return c }, ip: v4,
+			want: []string{"webserver_verify_ca = /certs/ca/trusted.crt"},
 		},
 		"every address without IPv6 in the kernel": {
 			c: func(c Config) Config { c.NoIPv6 = true; return c }, ip: v4,
