@@ -13,7 +13,15 @@ import (
 // loader, FillTFTPRoot puts them in the TFTP root) and then pointed at
 // Ironic's boot script over HTTP, the gateway (or none; on IPv6 never a default route), and
 // Ironic's address as DNS server when DNS_IP is "provisioning". No DNS service of its own (port=0).
+//
+// Without DHCP_RANGE (an Unmanaged provisioning network, whose DHCP server is someone else's and
+// points hosts at Ironic's address for their boot file) it serves TFTP only, as metal3's image
+// does: without it, PXE hosts there never got the iPXE loader.
 func DnsmasqConf(c Config, ip netip.Addr, iface string) (string, error) {
+	if strings.TrimSpace(c.DHCPRange) == "" {
+		return strings.Join([]string{"# Written by ironic-runner dnsmasq (TFTP only: no DHCP_RANGE).",
+			"port=0", "interface=" + iface, "bind-dynamic", "enable-tftp", "tftp-root=" + c.TFTPRoot(), ""}, "\n"), nil
+	}
 	parts := strings.Split(c.DHCPRange, ",")
 	if len(parts) < 2 {
 		return "", fmt.Errorf("DHCP_RANGE=%q: want start,end[,prefix]", c.DHCPRange)

@@ -295,3 +295,24 @@ func TestFileHandler(t *testing.T) {
 		t.Errorf("POST: %d", resp.StatusCode)
 	}
 }
+
+// TestDnsmasqTFTPOnly: without DHCP_RANGE (an Unmanaged provisioning network) dnsmasq serves the
+// iPXE loaders over TFTP on the provisioning interface, and no DHCP; a malformed range is still an
+// error.
+func TestDnsmasqTFTPOnly(t *testing.T) {
+	conf, err := DnsmasqConf(Config{SharedDir: "/shared"}, netip.MustParseAddr("172.22.0.3"), "eth1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"port=0\n", "interface=eth1\n", "enable-tftp\n", "tftp-root=/shared/tftpboot\n"} {
+		if !strings.Contains(conf, w) {
+			t.Errorf("TFTP-only config lacks %q:\n%s", w, conf)
+		}
+	}
+	if strings.Contains(conf, "dhcp-") {
+		t.Errorf("TFTP-only config serves DHCP:\n%s", conf)
+	}
+	if _, err := DnsmasqConf(Config{DHCPRange: "172.22.0.10"}, netip.MustParseAddr("172.22.0.3"), "eth1"); err == nil {
+		t.Error("a range without its end was accepted")
+	}
+}

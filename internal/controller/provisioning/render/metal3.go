@@ -268,14 +268,19 @@ func (in *Input) staticIPSet() []corev1.Container {
 
 func (in *Input) staticIP() bool { return in.provisioningIP() != "" }
 
-// networkContainers keep the static IP in place, and run the DHCP server of a Managed network.
+// networkContainers keep the static IP in place, and run dnsmasq on a provisioning network: DHCP
+// and TFTP on a Managed one, TFTP only on an Unmanaged one (its DHCP server is the user's, and
+// points PXE hosts at Ironic's address for the iPXE loader), as OpenShift's operator does.
 func (in *Input) networkContainers() []corev1.Container {
 	var out []corev1.Container
 	if in.staticIP() {
 		out = append(out, in.runnerNetContainer("metal3-static-ip-manager", []string{"static-ip", "refresh"}, nil, "NET_ADMIN"))
 	}
-	if in.mode() == metal3.ProvisioningNetworkManaged {
-		env := append(in.dhcpEnv(), in.portEnv()...)
+	if mode := in.mode(); mode != metal3.ProvisioningNetworkDisabled {
+		env := in.portEnv()
+		if mode == metal3.ProvisioningNetworkManaged {
+			env = append(in.dhcpEnv(), env...)
+		}
 		c := in.runnerNetContainer("metal3-dnsmasq", []string{"dnsmasq"}, env, "NET_ADMIN", "NET_RAW", "NET_BIND_SERVICE")
 		// Its TFTP root is /shared/tftpboot: the iPXE loaders it puts there, and the PXE files
 		// Ironic writes there, must be on the volume both containers share.

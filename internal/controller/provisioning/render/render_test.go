@@ -112,8 +112,10 @@ func TestMetal3PerMode(t *testing.T) {
 				s.ProvisioningNetwork, s.ProvisioningDHCPRange = "Unmanaged", ""
 				return s
 			}(),
-			containers: []string{"init:metal3-static-ip-set", "init:metal3-machine-os-images", "metal3-ironic", "metal3-httpd", "metal3-static-ip-manager"},
+			// dnsmasq serves TFTP only: the user's DHCP server points PXE hosts at Ironic.
+			containers: []string{"init:metal3-static-ip-set", "init:metal3-machine-os-images", "metal3-ironic", "metal3-httpd", "metal3-static-ip-manager", "metal3-dnsmasq"},
 			ironicEnv:  map[string]string{"PROVISIONING_IP": "172.22.0.3/24"},
+			dnsmasqEnv: map[string]string{"DHCP_RANGE": "", "GATEWAY_IP": "", "DNS_IP": ""},
 		},
 		"disabled, no IP: the host's": {
 			spec:       metal3.ProvisioningSpec{ProvisioningNetwork: "Disabled"},
