@@ -35,7 +35,8 @@ type Config struct {
 	// CertFile and KeyFile (IRONIC_CERT_FILE, IRONIC_KEY_FILE) serve the API and virtual media
 	// over TLS when both exist.
 	CertFile, KeyFile string
-	// Htpasswd (IRONIC_HTPASSWD) turns on HTTP basic authentication.
+	// Htpasswd (IRONIC_HTPASSWD, or HTTP_BASIC_HTPASSWD, or the file MountedHtpasswd) turns on
+	// HTTP basic authentication.
 	Htpasswd string
 	// Insecure (IRONIC_INSECURE): the agent does not verify Ironic's certificate (ipa-insecure=1).
 	Insecure bool
@@ -70,6 +71,10 @@ type Config struct {
 	DHCPRange, Gateway, DNS string
 }
 
+// MountedHtpasswd is where metal3's image (and OpenShift's operator, which mounts the credentials
+// Secret there) puts the htpasswd when no variable carries it.
+const MountedHtpasswd = "/auth/ironic/htpasswd"
+
 // DefaultESPImage is where the Ironic image keeps its EFI system partition.
 const DefaultESPImage = "/usr/share/ironic-runner/esp.img"
 
@@ -81,7 +86,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
 		Interface: strings.TrimSpace(getenv("PROVISIONING_INTERFACE")),
 		CertFile:  getenv("IRONIC_CERT_FILE"), KeyFile: getenv("IRONIC_KEY_FILE"),
-		Htpasswd: strings.TrimSpace(getenv("IRONIC_HTPASSWD")), KernelParams: strings.TrimSpace(getenv("IRONIC_KERNEL_PARAMS")),
+		// HTTP_BASIC_HTPASSWD: the name older deployments of metal3's image use.
+		Htpasswd:        strings.TrimSpace(orDefault(getenv("IRONIC_HTPASSWD"), getenv("HTTP_BASIC_HTPASSWD"))),
+		KernelParams:    strings.TrimSpace(getenv("IRONIC_KERNEL_PARAMS")),
 		WebserverCACert: strings.TrimSpace(getenv("WEBSERVER_CACERT_FILE")),
 		SharedDir:       orDefault(getenv("SHARED_DIR"), "/shared"), DataDir: orDefault(getenv("IRONIC_DATA_DIR"), "/var/lib/ironic"),
 		ConfDir: orDefault(getenv("IRONIC_CONF_DIR"), "/etc/ironic"), ESPImage: getenv("IRONIC_ESP_IMAGE"),

@@ -2,10 +2,13 @@ package ironicrunner
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -30,10 +33,19 @@ func RunIronic(ctx context.Context, c Config, logf func(string, ...any)) error {
 			return fmt.Errorf("creating %s: %w", d, err)
 		}
 	}
+	if c.Htpasswd == "" {
+		h, err := readMountedHtpasswd(MountedHtpasswd)
+		if err != nil {
+			return err
+		}
+		c.Htpasswd = h
+	}
 	if c.Htpasswd != "" {
 		if err := os.WriteFile(c.htpasswdPath(), []byte(c.Htpasswd+"\n"), 0o600); err != nil {
 			return fmt.Errorf("writing the htpasswd: %w", err)
 		}
+	} else {
+		logf("WARNING: no htpasswd (IRONIC_HTPASSWD, HTTP_BASIC_HTPASSWD or %s): Ironic's API takes requests without authentication", MountedHtpasswd)
 	}
 	if w := ESPWarning(c); w != "" {
 		logf("%s", w)
@@ -70,4 +82,18 @@ func createSchema(ctx context.Context, c Config, logf func(string, ...any)) erro
 		return fmt.Errorf("switching the database to write-ahead logging: %w\n%s", err, out)
 	}
 	return nil
+}
+
+// readMountedHtpasswd reads the htpasswd file metal3's image looks for when no variable holds it:
+// "" when there is none; an unreadable one stops the runner (starting without authentication
+// instead would open the API).
+func readMountedHtpasswd(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("reading the htpasswd %s: %w", path, err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }

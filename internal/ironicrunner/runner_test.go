@@ -42,6 +42,18 @@ func TestFromEnv(t *testing.T) {
 				t.Errorf("%+v", c)
 			}
 		}},
+		"the htpasswd under its older name": {env: map[string]string{"HTTP_BASIC_HTPASSWD": "u:$2y$05$x"}, check: func(t *testing.T, c Config) {
+			t.Helper()
+			if c.Htpasswd != "u:$2y$05$x" {
+				t.Errorf("htpasswd %q", c.Htpasswd)
+			}
+		}},
+		"IRONIC_HTPASSWD first": {env: map[string]string{"IRONIC_HTPASSWD": "a:1", "HTTP_BASIC_HTPASSWD": "b:2"}, check: func(t *testing.T, c Config) {
+			t.Helper()
+			if c.Htpasswd != "a:1" {
+				t.Errorf("htpasswd %q", c.Htpasswd)
+			}
+		}},
 		"bad values named": {env: map[string]string{"PROVISIONING_IP": "eth0", "HTTP_PORT": "80000", "IRONIC_FAST_TRACK": "sometimes", "PROVISIONING_MACS": "xx", "IRONIC_CERT_FILE": "/c"},
 			wantErr: "PROVISIONING_IP"},
 	} {
@@ -314,5 +326,24 @@ func TestDnsmasqTFTPOnly(t *testing.T) {
 	}
 	if _, err := DnsmasqConf(Config{DHCPRange: "172.22.0.10"}, netip.MustParseAddr("172.22.0.3"), "eth1"); err == nil {
 		t.Error("a range without its end was accepted")
+	}
+}
+
+// TestReadMountedHtpasswd: the mounted htpasswd is read when there; none is no error; an unreadable
+// one is (the API would otherwise start without authentication).
+func TestReadMountedHtpasswd(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "htpasswd")
+	if err := os.WriteFile(file, []byte("ironic:$2y$05$x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := readMountedHtpasswd(file); err != nil || h != "ironic:$2y$05$x" {
+		t.Errorf("mounted: %q, %v", h, err)
+	}
+	if h, err := readMountedHtpasswd(filepath.Join(dir, "none")); err != nil || h != "" {
+		t.Errorf("none: %q, %v", h, err)
+	}
+	if _, err := readMountedHtpasswd(dir); err == nil {
+		t.Error("a directory in its place was taken for no htpasswd")
 	}
 }
