@@ -431,8 +431,10 @@ type EventSubscriber interface {
 
 // Capacity limits how many hosts the engine works on at once.
 type Capacity interface {
-	// HasCapacity reports whether another host may start a busy operation (PROVISIONING_LIMIT).
-	HasCapacity(ctx context.Context) (bool, error)
+	// HasCapacity reports whether host may start a busy operation (PROVISIONING_LIMIT): always
+	// for a host that boots by virtual media (metal3: it needs no DHCP lease nor TFTP, the
+	// limit's reason), else when fewer than the limit are busy.
+	HasCapacity(ctx context.Context, host Host) (bool, error)
 }
 
 // ImageFormats says which PreprovisioningImage formats the engine can boot on a host (which

@@ -674,6 +674,30 @@ func TestCapacityDelaysHosts(t *testing.T) {
 	}
 }
 
+// TestCapacityDoesNotHoldVirtualMedia: PROVISIONING_LIMIT counts and holds hosts that boot over
+// the provisioning network only (as metal3): with the limit filled by one, a virtual media host
+// inspects at once, never delayed.
+func TestCapacityDoesNotHoldVirtualMedia(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{Capacity: 1, PollInterval: 50 * time.Millisecond})
+	fix.SetLatency(fixture.OpInspect, hold)
+	startOperator(t, ns, fix)
+	a := noImage(ns)
+	a.Name, a.Spec.BMC.CredentialsName = "a", "bmc-a"
+	createHost(t, a)
+	waitState(t, ns, "a", metal3.StateInspecting)
+	v := noImage(ns)
+	v.Name, v.Spec.BMC.Address, v.Spec.BMC.CredentialsName = "v", testVMediaBMC, "bmc-v"
+	createHost(t, v)
+	h := waitState(t, ns, "v", metal3.StateInspecting)
+	if h.Status.OperationalStatus == metal3.OperationalStatusDelayed {
+		t.Fatalf("virtual media host: %s", describe(h))
+	}
+	fix.SetLatency(fixture.OpInspect, 0)
+	waitState(t, ns, "v", metal3.StateAvailable)
+}
+
 // backoffRecorder records the failure counts the operator asks the backoff for (its record tunes
 // a Config; the delays stay the test's short ones).
 type backoffRecorder struct {

@@ -52,6 +52,12 @@ func (s *hostScope) reconcilePower() outcome {
 			return out
 		}
 	}
+	// A failed power change is asked again after the error backoff, as metal3 does: Ironic's
+	// power sync wakes the host about a minute after each failure (it erases last_error), which
+	// otherwise asked a BMC that refuses every minute for ever, a Warning each time.
+	if out, wait := s.backingOff(metal3.PowerManagementError); wait {
+		return out
+	}
 	host := s.provHost()
 	var res provisioner.Result
 	what := "the host to power on"
@@ -115,6 +121,11 @@ func (s *hostScope) rebootInPlace(reboot rebootRequest) outcome {
 		if out, wait := s.syncDataImage(); wait {
 			return out
 		}
+	}
+	// A reboot that failed (the server may have restarted all the same) is asked again after the
+	// error backoff, not at every wake-up.
+	if out, wait := s.backingOff(metal3.PowerManagementError); wait {
+		return out
 	}
 	mode := reboot.mode
 	if s.host.Status.ErrorCount > 0 {

@@ -84,3 +84,27 @@ func TestLiveUpdateWithPowerOffDisabled(t *testing.T) {
 		t.Errorf("%d power offs and %d reboots besides servicing; want none", offs, reboots)
 	}
 }
+
+// TestPowerFailureBacksOff: a power off the BMC refuses is asked again after the error backoff,
+// not at every wake-up (Ironic's power sync wakes the host about a minute after each failure;
+// here, annotation edits do): the BMC was asked once.
+func TestPowerFailureBacksOff(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	op := startOperator(t, ns, fix, func(c *Config) { c.Backoff = func(int) time.Duration { return time.Hour } })
+	createHost(t, newHost(ns, "h").Build())
+	waitState(t, ns, "h", metal3.StateProvisioned)
+	fix.FailNext(fixture.OpPowerOff, 100)
+	annotate(t, ns, "h", metal3.RebootAnnotationPrefix+"/remediation", "")
+	waitHost(t, ns, "h", "the power off failed", func(h *metal3.BareMetalHost) bool {
+		return h.Status.ErrorType == metal3.PowerManagementError
+	})
+	for _, v := range []string{"1", "2", "3"} {
+		rv := annotate(t, ns, "h", "example.com/nudge", v)
+		op.waitSeen(t, ns, "h", rv, 1)
+	}
+	if n := fix.Count(ns, "h", fixture.OpPowerOff); n != 1 {
+		t.Fatalf("%d power offs asked within the backoff, want 1", n)
+	}
+}

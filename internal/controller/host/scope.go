@@ -327,7 +327,7 @@ func (fx *effects) provisionerUnavailable() { metricProvisionerUnavailable.Inc()
 // too many hosts.
 func (s *hostScope) checkCapacity() (outcome, bool) {
 	s.capacityAsked = true
-	ok, err := s.prov.HasCapacity(s.ctx)
+	ok, err := s.prov.HasCapacity(s.ctx, s.provHost())
 	if err != nil {
 		return s.provError(err, "checking provisioner capacity for"), true
 	}

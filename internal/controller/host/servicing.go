@@ -119,9 +119,9 @@ func (s *hostScope) startServicing() (outcome, bool) {
 	if !supported {
 		return outcome{}, false // powered on as usual; the LiveUpdates condition says why
 	}
-	if out, wait := s.checkCapacity(); wait {
-		return out, true
-	}
+	// No capacity check (metal3 has none for servicing, and servicing states are not among those
+	// PROVISIONING_LIMIT counts): a host powered off for the reboot that starts its live update
+	// stayed off for as long as other hosts filled the limit.
 	if out, wait := s.waitNewSecond(); wait {
 		return out, true
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
+	"github.com/metalforge/metalforge/internal/bmc"
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
 
@@ -19,11 +20,15 @@ var busyStates = map[nodes.ProvisionState]bool{
 	nodes.Deleting: true,
 }
 
-// HasCapacity reports whether fewer than PROVISIONING_LIMIT nodes are busy. Nodes that boot by
-// virtual media do not count (metal3: they need no DHCP and share one image). The count comes from
-// one list request (the watcher's, when it is recent) and is reused for CapacityCacheTTL, so a
-// thousand hosts asking at once cost one request.
-func (p *Provisioner) HasCapacity(ctx context.Context) (bool, error) {
+// HasCapacity reports whether host may start: a host that boots by virtual media always may, and
+// does not count (metal3: such hosts need no DHCP and share one image); another may when fewer
+// than PROVISIONING_LIMIT nodes are busy. (It held virtual media hosts back behind PXE ones.) The
+// count comes from one list request (the watcher's, when it is recent) and is reused for
+// CapacityCacheTTL, so a thousand hosts asking at once cost one request.
+func (p *Provisioner) HasCapacity(ctx context.Context, host provisioner.Host) (bool, error) {
+	if a, err := bmc.Parse(host.BMCAddress); err == nil && a.SupportsISOPreprovisioningImage {
+		return true, nil
+	}
 	ctx = withOp(ctx, "capacity")
 	busy, err := p.capacity.count(ctx, p.listNodes)
 	if err != nil {

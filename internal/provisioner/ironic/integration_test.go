@@ -456,7 +456,7 @@ func TestDetach(t *testing.T) {
 		t.Errorf("register with a stale node ID: %s, %q, %v; want done with %s", describe(res), id, err, host.NodeID)
 	}
 	// Capacity is a list of nodes; virtual media nodes never count.
-	if ok, err := p.HasCapacity(context.Background()); err != nil || !ok {
+	if ok, err := p.HasCapacity(context.Background(), provisioner.Host{BMCAddress: "ipmi://192.0.2.1"}); err != nil || !ok {
 		t.Errorf("HasCapacity: %t, %v", ok, err)
 	}
 	mustDone(t, "delete", 3*time.Minute, func(ctx context.Context) (provisioner.Result, error) { return p.Delete(ctx, host) })
