@@ -61,14 +61,18 @@ func (s *hostScope) reconcilePower() outcome {
 	host := s.provHost()
 	var res provisioner.Result
 	what := "the host to power on"
+	// Forced after a power failure, as metal3 does; a reboot annotation's "force" is not a hard
+	// power off (it restarts an agent wait, and metal3 still shuts the OS down with ACPI first:
+	// a hard cut lost an etcd or database node's unwritten data).
+	force := st.ErrorType == metal3.PowerManagementError
 	if wantOn {
-		res, err = s.prov.PowerOn(s.ctx, host, reboot.force)
+		res, err = s.prov.PowerOn(s.ctx, host, force)
 	} else {
 		mode := reboot.mode
 		if st.ErrorCount > 0 {
 			mode = metal3.RebootModeHard // a soft power off that failed is not tried again
 		}
-		res, err = s.prov.PowerOff(s.ctx, host, mode, reboot.force)
+		res, err = s.prov.PowerOff(s.ctx, host, mode, force)
 		what = "the host to power off"
 	}
 	if err != nil {

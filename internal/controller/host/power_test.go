@@ -108,3 +108,24 @@ func TestPowerFailureBacksOff(t *testing.T) {
 		t.Fatalf("%d power offs asked within the backoff, want 1", n)
 	}
 }
+
+// TestForcedRebootShutsDownSoftly: a reboot annotation's "force" (metal3's way out for a stuck agent
+// wait) does not make the power off of a provisioned host a hard one: the OS is shut down softly
+// first, as metal3 does; force goes with a power failure only.
+func TestForcedRebootShutsDownSoftly(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	createHost(t, newHost(ns, "h").Build())
+	waitState(t, ns, "h", metal3.StateProvisioned)
+	before := fix.Count(ns, "h", fixture.OpPowerOff)
+	annotate(t, ns, "h", metal3.RebootAnnotationPrefix, `{"force": true}`)
+	waitHost(t, ns, "h", "rebooted", func(h *metal3.BareMetalHost) bool {
+		_, ok := h.Annotations[metal3.RebootAnnotationPrefix]
+		return !ok && h.Status.PoweredOn && fix.Count(ns, "h", fixture.OpPowerOff) == before+1
+	})
+	if n, _ := fix.Node(ns, "h"); n.LastPowerOffForced || n.LastPowerOffMode != metal3.RebootModeSoft {
+		t.Fatalf("power off asked forced %t, mode %q; want soft, not forced", n.LastPowerOffForced, n.LastPowerOffMode)
+	}
+}
