@@ -57,27 +57,39 @@ func (r rebootRequest) any() bool { return r.oneShot || r.held }
 // rebootRequests reads reboot.metal3.io and reboot.metal3.io/<suffix>; any hard one wins, the
 // default is soft.
 func (s *hostScope) rebootRequests() rebootRequest {
+	return s.rebootRequestsOf(false)
+}
+
+// rebootRequestsOf is rebootRequests counting, with forcedOnly, the annotations that say
+// "force": true only: a host that is not provisioned takes only those (metal3: "normal reboots
+// only work in provisioned states"; a plain one would power-cycle an available host's agent).
+func (s *hostScope) rebootRequestsOf(forcedOnly bool) rebootRequest {
 	r := rebootRequest{mode: metal3.RebootModeSoft}
 	for key, value := range s.host.Annotations {
 		if s.fx.removeAnnotations[key] {
 			continue
 		}
-		switch {
-		case key == metal3.RebootAnnotationPrefix:
-			r.oneShot = true
-		case strings.HasPrefix(key, metal3.RebootAnnotationPrefix+"/"):
-			r.held = true
-		default:
+		oneShot := key == metal3.RebootAnnotationPrefix
+		if !oneShot && !strings.HasPrefix(key, metal3.RebootAnnotationPrefix+"/") {
 			continue
 		}
 		var args metal3.RebootAnnotationArguments
-		if strings.TrimSpace(value) != "" && json.Unmarshal([]byte(value), &args) == nil {
-			if args.Mode == metal3.RebootModeHard {
-				r.mode = metal3.RebootModeHard
-			}
-			r.force = r.force || args.Force
-			r.forcedOneShot = r.forcedOneShot || (args.Force && key == metal3.RebootAnnotationPrefix)
+		if strings.TrimSpace(value) != "" && json.Unmarshal([]byte(value), &args) != nil {
+			args = metal3.RebootAnnotationArguments{}
 		}
+		if forcedOnly && !args.Force {
+			continue
+		}
+		if oneShot {
+			r.oneShot = true
+		} else {
+			r.held = true
+		}
+		if args.Mode == metal3.RebootModeHard {
+			r.mode = metal3.RebootModeHard
+		}
+		r.force = r.force || args.Force
+		r.forcedOneShot = r.forcedOneShot || (args.Force && oneShot)
 	}
 	return r
 }

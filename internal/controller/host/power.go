@@ -9,9 +9,10 @@ import (
 )
 
 // reconcilePower keeps a host in a steady state (available, provisioned, externally provisioned)
-// powered as spec.online asks, and carries out reboot annotations: any reboot annotation wants the
-// host off; the one-shot one is removed once the host is off, so it comes back on; suffixed ones
-// keep it off until their owner removes them. A host whose power off is disabled is never asked
+// powered as spec.online asks, and carries out reboot annotations: any reboot annotation wants a
+// provisioned host off (an available one only a forced one, as metal3); the one-shot one is
+// removed once the host is off, so it comes back on; suffixed ones keep it off until their owner
+// removes them. A host whose power off is disabled is never asked
 // to power off: see rebootInPlace.
 func (s *hostScope) reconcilePower() outcome {
 	on, known, err := s.prov.PowerState(s.ctx, s.provHost())
@@ -23,11 +24,13 @@ func (s *hostScope) reconcilePower() outcome {
 	}
 	st := &s.host.Status
 	st.PoweredOn = on
-	reboot := s.rebootRequests()
-	if !on && reboot.oneShot {
+	// A host off has done the one-shot reboot (or needs none): removed in any state, as metal3.
+	if _, ok := s.annotation(metal3.RebootAnnotationPrefix); ok && !on {
 		s.removeAnnotation(metal3.RebootAnnotationPrefix)
-		reboot = s.rebootRequests()
 	}
+	// Only a provisioned host takes any reboot annotation; the others only forced ones (metal3).
+	state := s.state()
+	reboot := s.rebootRequestsOf(state != metal3.StateProvisioned && state != metal3.StateExternallyProvisioned)
 	if s.host.Spec.DisablePowerOff {
 		if err := keptOff(s.host, reboot); err != nil {
 			return s.inputFailure(metal3.PowerManagementError, err)

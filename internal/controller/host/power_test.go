@@ -129,3 +129,32 @@ func TestForcedRebootShutsDownSoftly(t *testing.T) {
 		t.Fatalf("power off asked forced %t, mode %q; want soft, not forced", n.LastPowerOffForced, n.LastPowerOffMode)
 	}
 }
+
+// TestAvailableHostTakesForcedRebootsOnly: as metal3 ("normal reboots only work in provisioned
+// states"), an available host ignores a plain reboot annotation (which would power-cycle the agent
+// fast track keeps running) and takes a forced one.
+func TestAvailableHostTakesForcedRebootsOnly(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	op := startOperator(t, ns, fix)
+	createHost(t, noImage(ns))
+	h := waitState(t, ns, "h", metal3.StateAvailable)
+	if !h.Status.PoweredOn {
+		t.Fatalf("available host off: %s", describe(h))
+	}
+	before := fix.Count(ns, "h", fixture.OpPowerOff)
+	rv := annotate(t, ns, "h", metal3.RebootAnnotationPrefix, "")
+	op.waitSeen(t, ns, "h", rv, 2)
+	rv = annotate(t, ns, "h", metal3.RebootAnnotationPrefix+"/remediation", "")
+	op.waitSeen(t, ns, "h", rv, 2)
+	if n := fix.Count(ns, "h", fixture.OpPowerOff); n != before {
+		t.Fatalf("plain reboot annotations on an available host: %d power offs, want none", n-before)
+	}
+	unannotate(t, ns, "h", metal3.RebootAnnotationPrefix+"/remediation")
+	annotate(t, ns, "h", metal3.RebootAnnotationPrefix, `{"force": true}`)
+	waitHost(t, ns, "h", "the forced reboot done", func(h *metal3.BareMetalHost) bool {
+		_, ok := h.Annotations[metal3.RebootAnnotationPrefix]
+		return !ok && h.Status.PoweredOn && fix.Count(ns, "h", fixture.OpPowerOff) == before+1
+	})
+}
