@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -31,13 +32,24 @@ func DnsmasqConf(c Config, ip netip.Addr, iface string) (string, error) {
 	if err1 != nil || err2 != nil || start.Is4() != end.Is4() {
 		return "", fmt.Errorf("DHCP_RANGE=%q: want two addresses of one family", c.DHCPRange)
 	}
-	bits := c.Prefix
-	if len(parts) > 2 {
-		n, err := strconv.Atoi(strings.TrimSpace(parts[2]))
-		if err != nil {
-			return "", fmt.Errorf("DHCP_RANGE=%q: the prefix is not a number", c.DHCPRange)
+	// The fields after the addresses, as metal3's image passes them through to dnsmasq: a prefix
+	// length (what the cluster-baremetal-operator writes), an IPv4 netmask, and a lease time.
+	bits, lease := c.Prefix, ""
+	for _, f := range parts[2:] {
+		f = strings.TrimSpace(f)
+		if n, err := strconv.Atoi(f); err == nil {
+			bits = n
+		} else if m, err := netip.ParseAddr(f); err == nil && m.Is4() && start.Is4() {
+			ones, size := net.IPMask(m.AsSlice()).Size()
+			if size == 0 {
+				return "", fmt.Errorf("DHCP_RANGE=%q: %s is not a netmask", c.DHCPRange, f)
+			}
+			bits = ones
+		} else if leaseTime.MatchString(f) {
+			lease = "," + f
+		} else {
+			return "", fmt.Errorf("DHCP_RANGE=%q: %q is neither a prefix length, a netmask nor a lease time", c.DHCPRange, f)
 		}
-		bits = n
 	}
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
@@ -53,7 +65,7 @@ func DnsmasqConf(c Config, ip netip.Addr, iface string) (string, error) {
 		if bits > 0 {
 			mask = "," + net.IP(net.CIDRMask(bits, 32)).String()
 		}
-		w("dhcp-range=%s,%s%s", start, end, mask)
+		w("dhcp-range=%s,%s%s%s", start, end, mask, lease)
 		// A client already running iPXE (option 175) gets Ironic's boot script. Any other gets
 		// the iPXE loader of its firmware (client architecture, RFC 4578): 7 and 9 are x86-64
 		// UEFI, the rest legacy BIOS, which cannot run an EFI binary.
@@ -69,14 +81,14 @@ func DnsmasqConf(c Config, ip netip.Addr, iface string) (string, error) {
 		default:
 			w("dhcp-option=3,%s", c.Gateway)
 		}
-		if c.DNS == "provisioning" {
-			w("dhcp-option=6,%s", ip)
+		if dns, ok := dnsServer(c.DNS, ip); ok && dns.Is4() {
+			w("dhcp-option=6,%s", dns)
 		}
 	} else {
 		if bits == 0 {
 			bits = 64
 		}
-		w("dhcp-range=%s,%s,%d", start, end, bits)
+		w("dhcp-range=%s,%s,%d%s", start, end, bits, lease)
 		// Router advertisements carry the prefix; router lifetime 0 (and the default interval)
 		// keeps the provisioning network from being anyone's default route, as dhcp-option=3
 		// does for IPv4 and metal3's ironic-image does. Without it dnsmasq announces itself as
@@ -87,8 +99,8 @@ func DnsmasqConf(c Config, ip netip.Addr, iface string) (string, error) {
 		// DHCPv6 network boot is UEFI only: no BIOS loader.
 		w("dhcp-option=tag:!ipxe6,option6:bootfile-url,tftp://%s/%s", urlHost(ip), EFILoader)
 		w("dhcp-option=tag:ipxe6,option6:bootfile-url,http://%s:%d/boot.ipxe", urlHost(ip), c.HTTPPort)
-		if c.DNS == "provisioning" {
-			w("dhcp-option=option6:dns-server,%s", urlHost(ip))
+		if dns, ok := dnsServer(c.DNS, ip); ok && dns.Is6() {
+			w("dhcp-option=option6:dns-server,%s", urlHost(dns))
 		}
 	}
 	return b.String(), nil
@@ -111,4 +123,17 @@ func ProvisioningInterface(c Config, links []Link) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%w: no provisioning interface (PROVISIONING_INTERFACE, PROVISIONING_MACS)", errNoAddress)
+}
+
+// leaseTime is a dnsmasq lease time: seconds, or a number with m, h, d or w, or infinite.
+var leaseTime = regexp.MustCompile(`^([0-9]+[smhdw]?|infinite)$`)
+
+// dnsServer is the DNS server handed out: Ironic's address for DNS_IP=provisioning, the address
+// DNS_IP names (metal3's image passes it through), none when unset or not an address.
+func dnsServer(dns string, ironic netip.Addr) (netip.Addr, bool) {
+	if dns == "provisioning" {
+		return ironic, true
+	}
+	a, err := netip.ParseAddr(strings.Trim(dns, "[]"))
+	return a, err == nil
 }

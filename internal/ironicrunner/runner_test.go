@@ -347,3 +347,29 @@ func TestReadMountedHtpasswd(t *testing.T) {
 		t.Error("a directory in its place was taken for no htpasswd")
 	}
 }
+
+// TestDnsmasqRangeAsMetal3Writes: DHCP_RANGE with a netmask or a lease time, and DNS_IP naming a
+// server, as metal3's image takes them; a field that is none of those is an error naming it.
+func TestDnsmasqRangeAsMetal3Writes(t *testing.T) {
+	ip := netip.MustParseAddr("172.22.0.3")
+	for rng, want := range map[string]string{
+		"172.22.0.10,172.22.0.100,255.255.255.0":     "dhcp-range=172.22.0.10,172.22.0.100,255.255.255.0\n",
+		"172.22.0.10,172.22.0.100,255.255.255.0,12h": "dhcp-range=172.22.0.10,172.22.0.100,255.255.255.0,12h\n",
+		"172.22.0.10,172.22.0.100,24,infinite":       "dhcp-range=172.22.0.10,172.22.0.100,255.255.255.0,infinite\n",
+	} {
+		conf, err := DnsmasqConf(Config{SharedDir: "/shared", DHCPRange: rng, DNS: "10.0.0.53"}, ip, "eth1")
+		if err != nil {
+			t.Fatalf("%s: %v", rng, err)
+		}
+		if !strings.Contains(conf, want) || !strings.Contains(conf, "dhcp-option=6,10.0.0.53\n") {
+			t.Errorf("%s:\n%s\nwant %q and the DNS server", rng, conf, want)
+		}
+	}
+	if _, err := DnsmasqConf(Config{DHCPRange: "172.22.0.10,172.22.0.100,soon"}, ip, "eth1"); err == nil || !strings.Contains(err.Error(), `"soon"`) {
+		t.Errorf("a bad field: %v", err)
+	}
+	conf, err := DnsmasqConf(Config{SharedDir: "/shared", DHCPRange: "fd00::a,fd00::ff,64", DNS: "fd00::53"}, netip.MustParseAddr("fd00::3"), "eth1")
+	if err != nil || !strings.Contains(conf, "dhcp-option=option6:dns-server,[fd00::53]\n") {
+		t.Errorf("IPv6 DNS server: %v\n%s", err, conf)
+	}
+}
