@@ -215,3 +215,11 @@ func isSecretKey(key string) bool {
 	}
 	return false
 }
+
+// BootsFromISO reports whether the BMC at address boots its host from an ISO (virtual media or
+// UEFI HTTP boot): such a host needs no DHCP lease nor TFTP, so PROVISIONING_LIMIT neither counts
+// nor holds it (metal3's rule). False for an address that does not parse.
+func BootsFromISO(address string) bool {
+	a, err := Parse(address)
+	return err == nil && a.SupportsISOPreprovisioningImage
+}

@@ -26,7 +26,7 @@ var busyStates = map[nodes.ProvisionState]bool{
 // count comes from one list request (the watcher's, when it is recent) and is reused for
 // CapacityCacheTTL, so a thousand hosts asking at once cost one request.
 func (p *Provisioner) HasCapacity(ctx context.Context, host provisioner.Host) (bool, error) {
-	if a, err := bmc.Parse(host.BMCAddress); err == nil && a.SupportsISOPreprovisioningImage {
+	if bmc.BootsFromISO(host.BMCAddress) {
 		return true, nil
 	}
 	ctx = withOp(ctx, "capacity")
