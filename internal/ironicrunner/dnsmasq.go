@@ -19,9 +19,17 @@ import (
 // points hosts at Ironic's address for their boot file) it serves TFTP only, as metal3's image
 // does: without it, PXE hosts there never got the iPXE loader.
 func DnsmasqConf(c Config, ip netip.Addr, iface string) (string, error) {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	w("# Written by ironic-runner dnsmasq.")
+	w("port=0")
+	w("interface=%s", iface)
+	w("bind-dynamic")
+	w("log-dhcp")
+	w("enable-tftp")
+	w("tftp-root=%s", c.TFTPRoot())
 	if strings.TrimSpace(c.DHCPRange) == "" {
-		return strings.Join([]string{"# Written by ironic-runner dnsmasq (TFTP only: no DHCP_RANGE).",
-			"port=0", "interface=" + iface, "bind-dynamic", "enable-tftp", "tftp-root=" + c.TFTPRoot(), ""}, "\n"), nil
+		return b.String(), nil // TFTP only
 	}
 	parts := strings.Split(c.DHCPRange, ",")
 	if len(parts) < 2 {
@@ -51,15 +59,6 @@ func DnsmasqConf(c Config, ip netip.Addr, iface string) (string, error) {
 			return "", fmt.Errorf("DHCP_RANGE=%q: %q is neither a prefix length, a netmask nor a lease time", c.DHCPRange, f)
 		}
 	}
-	var b strings.Builder
-	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	w("# Written by ironic-runner dnsmasq.")
-	w("port=0")
-	w("interface=%s", iface)
-	w("bind-dynamic")
-	w("log-dhcp")
-	w("enable-tftp")
-	w("tftp-root=%s", c.TFTPRoot())
 	if start.Is4() {
 		mask := ""
 		if bits > 0 {
