@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -101,9 +102,10 @@ func (s *suite) wait(t *testing.T, ns, name, what string, timeout time.Duration,
 			return h
 		}
 		if time.Since(start) > timeout {
-			t.Fatalf("%s: not %s after %s; state %s, operationalStatus %s, error %q %q (count %d); history:%s",
+			t.Fatalf("%s: not %s after %s; state %s, operationalStatus %s, error %q %q (count %d); history:%s%s",
 				name, what, timeout, h.Status.Provisioning.State, h.Status.OperationalStatus, h.Status.ErrorType,
-				h.Status.ErrorMessage, h.Status.ErrorCount, formatHistory(s.rec.history(ns, name, time.Time{})))
+				h.Status.ErrorMessage, h.Status.ErrorCount, formatHistory(s.rec.history(ns, name, time.Time{})),
+				s.ironicView(h.Status.Provisioning.ID))
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -247,6 +249,37 @@ func (s *suite) node(t *testing.T, id string) *nodes.Node {
 		t.Fatalf("reading Ironic node %s: %v", id, err)
 	}
 	return n
+}
+
+// ironicView is what Ironic says of a node, for a failure's message: its states, its last error
+// and its last warnings and errors in Ironic's log (a timeout's cause is often only there).
+func (s *suite) ironicView(id string) string {
+	if id == "" {
+		return ""
+	}
+	var b strings.Builder
+	n, err := nodes.Get(context.Background(), s.nodes, id).Extract()
+	if err != nil {
+		fmt.Fprintf(&b, "\nIronic node %s: %v", id, err)
+	} else {
+		fmt.Fprintf(&b, "\nIronic node %s: %s → %q, power %s, last_error %q", id, n.ProvisionState, n.TargetProvisionState,
+			n.PowerState, n.LastError)
+	}
+	log, err := os.ReadFile(s.Ironic.Vars["IRONIC_LOG"])
+	if err != nil {
+		return b.String()
+	}
+	var lines []string
+	for line := range strings.Lines(string(log)) {
+		if strings.Contains(line, id) && (strings.Contains(line, " ERROR ") || strings.Contains(line, " WARNING ")) {
+			lines = append(lines, strings.TrimSpace(line))
+		}
+	}
+	for _, line := range lines[max(0, len(lines)-10):] {
+		b.WriteString("\n    ")
+		b.WriteString(line)
+	}
+	return b.String()
 }
 
 // deleteHost deletes a host and waits until it is gone with its HardwareData, its Ironic node and

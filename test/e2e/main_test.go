@@ -31,12 +31,15 @@ import (
 const extraHosts = 13
 
 // ironicConf is appended to the test Ironic's configuration: a crashed agent fails its deploy
-// within a minute (heartbeats reset the timer, so healthy deploys are unaffected), timeouts are
-// checked every 5 s, and the power poll after the agent powered the server off waits 1 s.
+// within a few minutes, timeouts are checked every 5 s, and the power poll after the agent powered
+// the server off waits 1 s. Heartbeats reset the deploy timer, but on two busy cores Ironic's API
+// took up to 35 s to answer one (make test runs this suite beside the Ironic package tests and
+// their own Ironic): at 30 s healthy deploys failed on a timeout, and a retry made them miss their
+// deadline. 120 s keeps them clear and adds 90 s to the crash scenario only.
 const ironicConf = `
 [conductor]
 check_provision_state_interval = 5
-deploy_callback_timeout = 30
+deploy_callback_timeout = 120
 clean_callback_timeout = 300
 inspect_wait_timeout = 300
 service_callback_timeout = 300

@@ -22,14 +22,19 @@ type snapshot struct {
 	opStatus    metal3.OperationalStatus
 	poweredOn   bool
 	errorType   metal3.ErrorType
+	errorMsg    string
 	errorCount  int
 	nodeID      string
 	annotations int
 }
 
 func (s snapshot) String() string {
-	return fmt.Sprintf("%s %s/%s power=%t error=%q×%d node=%s", s.at.Format("15:04:05.000"), s.state, s.opStatus,
+	out := fmt.Sprintf("%s %s/%s power=%t error=%q×%d node=%s", s.at.Format("15:04:05.000"), s.state, s.opStatus,
 		s.poweredOn, s.errorType, s.errorCount, s.nodeID)
+	if s.errorMsg != "" {
+		out += fmt.Sprintf(" message=%q", s.errorMsg)
+	}
+	return out
 }
 
 // recorder keeps every distinct status of every host, from a watch: polling would miss the short
@@ -57,7 +62,7 @@ func startRecorder(ctx context.Context, cfg *rest.Config) (*recorder, error) {
 		}
 		st := h.Status
 		s := snapshot{at: time.Now(), state: st.Provisioning.State, opStatus: st.OperationalStatus, poweredOn: st.PoweredOn,
-			errorType: st.ErrorType, errorCount: st.ErrorCount, nodeID: st.Provisioning.ID, annotations: len(h.Annotations)}
+			errorType: st.ErrorType, errorMsg: st.ErrorMessage, errorCount: st.ErrorCount, nodeID: st.Provisioning.ID, annotations: len(h.Annotations)}
 		key := h.Namespace + "/" + h.Name
 		r.mu.Lock()
 		defer r.mu.Unlock()
