@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -108,5 +109,58 @@ func TestPruneKindNoLongerRendered(t *testing.T) {
 	})
 	h.waitSR(sr.Name, "Service's kind forgotten", func(sr *sro.SpecialResource) bool {
 		return !slices.Contains(strings.Split(sr.Annotations[sro.AppliedKindsAnnotation], ","), "v1/Service")
+	})
+}
+
+// TestPruneKeepsWhatThePlanDidNotApply: a recipe that renders a Pod and a Namespace makes both
+// kinds listed for pruning. The driver DaemonSet's pods carry the owner label (it is on the pod
+// template) and so does the namespace the operator created for the SpecialResource, but the plan
+// applied neither: both stay.
+func TestPruneKeepsWhatThePlanDidNotApply(t *testing.T) {
+	h := start(t)
+	h.node("x", kernelX, true)
+	h.push("vendor/kmod:" + kernelX)
+	ns := h.recipeNamespace()
+	data := builtinRecipeData(t)
+	data["3000-monitoring.yaml"] = "apiVersion: v1\nkind: Namespace\nmetadata: {name: '{{.SpecialResource.Name}}-mon'}\n"
+	data["4000-check.yaml"] = "apiVersion: v1\nkind: Pod\nmetadata: {name: '{{.SpecialResource.Name}}-check'}\n" +
+		"spec:\n  containers: [{name: check, image: busybox}]\n"
+	h.recipeConfigMap(ns, "with-pod", data)
+	sr := h.specialResource("kmod")
+	sr.Spec.Recipe = sro.SpecialResourceRecipe{ConfigMap: &sro.RecipeConfigMap{Name: "with-pod", Namespace: ns}}
+	h.create(sr)
+	ds := h.waitDaemonSets(sr.Name, kernelX)[kernelX]
+	h.runDaemonSet(ds, 1)
+	driver := h.driverPod(ds)
+	h.waitSR(sr.Name, "Ready, the Pod and Namespace kinds recorded", func(sr *sro.SpecialResource) bool {
+		kinds := strings.Split(sr.Annotations[sro.AppliedKindsAnnotation], ",")
+		return isTrue(sro.ConditionReady, "")(sr) && slices.Contains(kinds, "v1/Pod") && slices.Contains(kinds, "v1/Namespace")
+	})
+	// Reconciles after the kinds were recorded list Pods and Namespaces for pruning: poke a few.
+	for i := range 5 {
+		h.update(sr.Name, func(sr *sro.SpecialResource) { sr.Annotations["test.metalforge.io/poke"] = fmt.Sprint(i) })
+		time.Sleep(200 * time.Millisecond)
+	}
+	p := &corev1.Pod{}
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(driver), p); err != nil || !p.DeletionTimestamp.IsZero() {
+		t.Fatalf("driver pod %s pruned: %v, deletion %v", driver.Name, err, p.DeletionTimestamp)
+	}
+	own := &corev1.Namespace{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: sr.Name}, own); err != nil || !own.DeletionTimestamp.IsZero() {
+		t.Fatalf("the SpecialResource's namespace pruned: %v, deletion %v", err, own.DeletionTimestamp)
+	}
+	// What the plan applied is still pruned once the recipe drops it.
+	delete(data, "4000-check.yaml")
+	cm := &corev1.ConfigMap{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "with-pod"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data = data
+	if err := env.Client.Update(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the recipe's Pod pruned", func() (bool, string) {
+		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: sr.Name, Name: sr.Name + "-check"}, p)
+		return apierrors.IsNotFound(err) || (err == nil && !p.DeletionTimestamp.IsZero()), fmt.Sprint(err)
 	})
 }

@@ -217,6 +217,9 @@ func (r *Reconciler) observeOwned(s *scope, kinds map[schema.GroupVersionKind]bo
 			if _, isBuild := u.GetLabels()[build.BuildLabel]; isBuild {
 				continue
 			}
+			if !appliedBy(u, s.sr) {
+				continue
+			}
 			if slices.Contains(leaving, u.GetNamespace()) {
 				s.in.left = append(s.in.left, u)
 				continue
@@ -225,6 +228,17 @@ func (r *Reconciler) observeOwned(s *scope, kinds map[schema.GroupVersionKind]bo
 		}
 	}
 	return refused, nil
+}
+
+// appliedBy says whether the plan applied u for sr: it carries the hash the plan writes and sr
+// controls it. The owner label alone is not enough: decorate puts it on pod templates too, so
+// every pod of a recipe's DaemonSet or Job carries it, and so does the namespace the operator
+// creates for sr. Once a recipe renders a Pod or a Namespace, those kinds are listed for
+// pruning, and taking the label for ours deleted the driver pods (modules unloaded, the
+// DaemonSet making them again, in a loop) or sr's own namespace.
+func appliedBy(u *unstructured.Unstructured, sr *sro.SpecialResource) bool {
+	_, hashed := u.GetAnnotations()[sro.HashAnnotation]
+	return hashed && ownedBy(u, sr)
 }
 
 func cmpString(a, b string) int {
