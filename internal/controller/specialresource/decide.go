@@ -101,6 +101,14 @@ func decide(sr *sro.SpecialResource, in inputs, p *planResult, cfg *Config) outc
 			source = in.recipe.Source + ": "
 		}
 		return errored(sro.ReasonRecipeFailure, message.Sanitize(source+p.unservedKind), min(erroredAfter, cfg.RetryDelay))
+	case p.failedObject != "":
+		// Waiting cannot make it ready; the object is watched or polled, so its deletion (or
+		// success) is seen.
+		source := ""
+		if in.recipe != nil {
+			source = in.recipe.Source + ": "
+		}
+		return errored(sro.ReasonRecipeFailure, message.Sanitize(source+p.failedObject), erroredAfter)
 	case in.imageProblem != "":
 		// The user's to fix; looked at again every RetryDelay (Secrets are not watched: an invalid
 		// image reference, which only a watched change mends, is looked at as often, cheaply), or

@@ -86,6 +86,9 @@ type planResult struct {
 	// the cluster does not serve its kind and no CustomResourceDefinition of its state or an
 	// earlier one defines it: the recipe's problem (RecipeFailure), not something to wait for.
 	unservedKind string
+	// failedObject names ("state S: Kind ns/name failed…") the first waited-for object that failed
+	// for good (failedByKind): the recipe's problem (RecipeFailure), not something to wait for.
+	failedObject string
 	// crdKinds are the kinds defined by the CRDs of the states walked so far, each to its CRD's
 	// name.
 	crdKinds map[schema.GroupVersionKind]string
@@ -312,6 +315,14 @@ func (res *planResult) object(in planInput, o recipe.Object, g *kernelGroup, may
 		res.poll = true
 	}
 	if ok, why := kind.check(obs); !ok {
+		if failed := failedByKind[key.gvk.Kind]; failed != nil {
+			if msg := failed(obs); msg != "" {
+				if res.failedObject == "" {
+					res.failedObject = "state " + o.State + ": " + what + " " + msg + " (delete it to run it again)"
+				}
+				return false, what + " " + msg
+			}
+		}
 		return false, what + ": " + why
 	}
 	if g != nil && key.gvk.Kind == "DaemonSet" && len(g.nodes) > 0 {

@@ -370,6 +370,10 @@ func TestDecide(t *testing.T) {
 			images: img(sro.ImageExists, sro.ImageBuildFailed), problem: "spec.driverContainer.pullSecret: Secret ns/pull not found",
 			plan: planResult{waiting: "Widget w: the cluster does not serve kind Widget in x.io/v1", unservedKind: "state 1000-w.yaml: Widget w: the cluster does not serve kind Widget in x.io/v1"},
 			cond: sro.ConditionErrored, reason: sro.ReasonRecipeFailure, message: "state 1000-w.yaml: Widget w: the cluster does not serve kind Widget in x.io/v1", after: 10 * time.Second},
+		"a waited-for Job that failed for good: RecipeFailure naming it, polled while it is waited for": {
+			images: img(sro.ImageExists), plan: planResult{waitingState: "1500-check.yaml", waiting: "Job ns/check failed", poll: true,
+				failedObject: "state 1500-check.yaml: Job ns/check failed (BackoffLimitExceeded) (delete it to run it again)"},
+			cond: sro.ConditionErrored, reason: sro.ReasonRecipeFailure, message: "Job ns/check failed (BackoffLimitExceeded) (delete it to run it again)", after: time.Second},
 		// The build succeeded, the registry does not show the image yet (a mirror catching up):
 		// not a failed build (no Errored, so no BuildFailed Warning), asked again soon.
 		"a succeeded build whose image the registry does not show yet: waits, looked at again soon": {
@@ -555,6 +559,55 @@ func TestNewBuildFailure(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := newBuildFailure(tc.res, tc.prev); got != tc.count {
 				t.Fatalf("counted %v, want %v", got, tc.count)
+			}
+		})
+	}
+}
+
+// TestPlanFailedObject: a waited-for Job past its backoff limit, or a Pod that failed, holds
+// the later states back and is named as failed (the plan's failedObject), not as still
+// waiting; one still running or done is not.
+func TestPlanFailedObject(t *testing.T) {
+	job := obj("1500-check.yaml", "Job", "check", "", true)
+	job.Obj.SetAPIVersion("batch/v1")
+	pod := obj("1500-check.yaml", "Pod", "check", "", true)
+	pod.Obj.SetAPIVersion("v1")
+	withStatus := func(o recipe.Object, status map[string]any) *unstructured.Unstructured {
+		u := observed(o, "", 0)
+		_ = unstructured.SetNestedField(u.Object, status, "status")
+		return u
+	}
+	failedJob := map[string]any{"conditions": []any{map[string]any{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
+		"message": "Job has reached the specified backoff limit"}}}
+	tests := map[string]struct {
+		check  recipe.Object
+		status map[string]any
+		failed string // in failedObject; "" for none
+	}{
+		"Job failed": {check: job, status: failedJob,
+			failed: "state 1500-check.yaml: Job ns/check failed (BackoffLimitExceeded): Job has reached the specified backoff limit (delete it to run it again)"},
+		"Job running":  {check: job, status: map[string]any{"active": int64(1)}},
+		"Job complete": {check: job, status: map[string]any{"conditions": []any{map[string]any{"type": "Complete", "status": "True"}}}},
+		"Pod failed": {check: pod, status: map[string]any{"phase": "Failed", "reason": "Error", "message": "exit 3"},
+			failed: "Pod ns/check failed (Error): exit 3"},
+		"Pod pending": {check: pod, status: map[string]any{"phase": "Pending"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			in := planInput{states: states(rbac, dsX, tc.check, plugin), kernels: groups(true, "X"),
+				observed: observe(observed(rbac, "", 0), observed(dsX, "", 2), withStatus(tc.check, tc.status))}
+			res := plan(in)
+			if tc.failed == "" {
+				if res.failedObject != "" {
+					t.Fatalf("failedObject %q, want none", res.failedObject)
+				}
+				return
+			}
+			if !strings.Contains(res.failedObject, tc.failed) {
+				t.Fatalf("failedObject %q, want it to contain %q", res.failedObject, tc.failed)
+			}
+			if slices.Contains(names(res.apply), "plugin") {
+				t.Fatal("the state after the failed object was applied")
 			}
 		})
 	}

@@ -87,6 +87,58 @@ func statefulSetReady(u *unstructured.Unstructured) (bool, string) {
 	return true, ""
 }
 
+// failedByKind says whether an object the recipe waits for has failed for good (a Job past its
+// backoff limit, a Pod that ended in failure, a Build that failed or was cancelled): it will not
+// become ready by waiting, so the SpecialResource is Errored naming it, not Progressing for ever.
+// Deleting the object makes the plan create it again.
+var failedByKind = map[string]func(u *unstructured.Unstructured) string{
+	"Job":   jobFailed,
+	"Pod":   podFailed,
+	"Build": buildFailed,
+}
+
+func jobFailed(u *unstructured.Unstructured) string {
+	j, err := convert[batchv1.Job](u)
+	if err != nil {
+		return ""
+	}
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			return joinReason("failed", c.Reason, c.Message)
+		}
+	}
+	return ""
+}
+
+func podFailed(u *unstructured.Unstructured) string {
+	p, err := convert[corev1.Pod](u)
+	if err != nil || p.Status.Phase != corev1.PodFailed {
+		return ""
+	}
+	return joinReason("failed", p.Status.Reason, p.Status.Message)
+}
+
+func buildFailed(u *unstructured.Unstructured) string {
+	phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+	switch phase {
+	case "Failed", "Error", "Cancelled":
+		msg, _, _ := unstructured.NestedString(u.Object, "status", "message")
+		return joinReason("build "+phase, "", msg)
+	}
+	return ""
+}
+
+// joinReason is "what (reason): message", leaving out what is empty.
+func joinReason(what, reason, msg string) string {
+	if reason != "" {
+		what += " (" + reason + ")"
+	}
+	if msg != "" {
+		what += ": " + msg
+	}
+	return what
+}
+
 func jobReady(u *unstructured.Unstructured) (bool, string) {
 	j, err := convert[batchv1.Job](u)
 	if err != nil {
