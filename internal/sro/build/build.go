@@ -94,14 +94,37 @@ func Refused(err error) bool {
 }
 
 // Name is the name of the build of req's inputs: the SpecialResource, the kernel and a hash of
-// everything that changes the image (image, source, build arguments, version).
+// everything the build is made from: what changes the image (image, source, build arguments,
+// version) and what the build mounts (the pull Secret it pushes with, host paths, claims, the
+// artifact images' pull Secrets and paths). A failed build is not started again under the same
+// name, so a fix of any of these (a Secret that may push, a claim's name that was wrong and kept
+// the build pod pending) must give another name. Inputs not set add nothing, so the names of
+// builds that use none of the mounts did not change when they joined.
 func Name(sr *sro.SpecialResource, kernel, image string, args []sro.BuildArg) string {
+	dc := sr.Spec.DriverContainer
 	inputs := []string{image, sr.Spec.Version}
-	if g := sr.Spec.DriverContainer.Source.Git; g != nil {
+	if g := dc.Source.Git; g != nil {
 		inputs = append(inputs, g.URI, g.Ref)
 	}
 	for _, a := range args {
 		inputs = append(inputs, a.Name+"="+a.Value)
+	}
+	if dc.PullSecret != "" {
+		inputs = append(inputs, "pullSecret="+dc.PullSecret)
+	}
+	for _, h := range dc.Artifacts.HostPaths {
+		inputs = append(inputs, "hostPath="+h.SourcePath+":"+h.DestinationDir)
+	}
+	for _, c := range dc.Artifacts.Claims {
+		inputs = append(inputs, "claim="+c.Name+":"+c.MountPath)
+	}
+	for i, img := range dc.Artifacts.Images {
+		if img.PullSecret != "" {
+			inputs = append(inputs, fmt.Sprintf("image%d.pullSecret=%s", i, img.PullSecret))
+		}
+		for _, p := range img.Paths {
+			inputs = append(inputs, fmt.Sprintf("image%d.path=%s:%s", i, p.SourcePath, p.DestinationDir))
+		}
 	}
 	return naming.DNSLabel(sr.Name, "build", naming.Hash(kernel), naming.Hash(strings.Join(inputs, "\x00")))
 }

@@ -51,7 +51,22 @@ func TestName(t *testing.T) {
 	version.Spec.Version = "2"
 	ref := sr.DeepCopy()
 	ref.Spec.DriverContainer.Source.Git.Ref = "other"
+	with := func(change func(dc *sro.SpecialResourceDriverContainer)) string {
+		c := sr.DeepCopy()
+		change(&c.Spec.DriverContainer)
+		return Name(c, "k1", "img:1", args)
+	}
 	for what, name := range map[string]string{
+		"pull Secret": with(func(dc *sro.SpecialResourceDriverContainer) { dc.PullSecret = "push" }),
+		"host path": with(func(dc *sro.SpecialResourceDriverContainer) {
+			dc.Artifacts.HostPaths = []sro.HostPathArtifact{{SourcePath: "/opt", DestinationDir: "/x"}}
+		}),
+		"claim": with(func(dc *sro.SpecialResourceDriverContainer) {
+			dc.Artifacts.Claims = []sro.ClaimArtifact{{Name: "sources", MountPath: "/src"}}
+		}),
+		"artifact image pull Secret": with(func(dc *sro.SpecialResourceDriverContainer) {
+			dc.Artifacts.Images = []sro.ImageArtifact{{Name: "fw:1", PullSecret: "vendor"}}
+		}),
 		"kernel":  Name(sr, "k2", "img:1", args),
 		"image":   Name(sr, "k1", "img:2", args),
 		"arg":     Name(sr, "k1", "img:1", []sro.BuildArg{{Name: "A", Value: "2"}}),
