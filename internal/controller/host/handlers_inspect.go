@@ -257,12 +257,16 @@ func (s *hostScope) needsPreparing() bool {
 // provisioning or provisioned (a setting waiting for the next preparation, a live update that
 // failed) is new to it, and the host prepares for it before it provisions again. A preparation
 // ended in this process at or after that deprovisioning (the API's times are seconds: a quick one
-// can end in the same second) puts the cutoff back to when the host became available.
+// can end in the same second) puts the cutoff back to when the host became available. A host that
+// came back from deprovisioning without ever provisioning here (externally provisioned: adopted
+// hosts) has no time its last preparation could have had a change from: every pending change is
+// new to it (one that was applied before and still shows as pending costs one preparation, after
+// which the host is available again and the cutoff is that time).
 func (s *hostScope) firmwareCutoff() time.Time {
 	since := availableSince(s.host, s.now.Time)
 	history := s.host.Status.OperationHistory
 	provisioned, deprovisioned := history.Provision.Start.Time, history.Deprovision.End.Time
-	if provisioned.IsZero() || deprovisioned.Before(provisioned) || deprovisioned.Before(since) {
+	if deprovisioned.IsZero() || deprovisioned.Before(since) || (!provisioned.IsZero() && deprovisioned.Before(provisioned)) {
 		return since
 	}
 	if ended, ok := s.preparations.endedAt(s.host.UID); ok && !ended.Before(deprovisioned) {

@@ -56,6 +56,41 @@ func TestDeprovisionedHostPreparesForChangesMadeWhileProvisioned(t *testing.T) {
 	}
 }
 
+// TestDeprovisionedAdoptedHostPreparesForChangesMadeBefore: the same for a host adopted as
+// externally provisioned, which never went through provisioning here: the changes made while it
+// was externally provisioned are applied once it comes back from deprovisioning, before it
+// provisions again.
+func TestDeprovisionedAdoptedHostPreparesForChangesMadeBefore(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{Latency: map[fixture.Op]time.Duration{
+		fixture.OpPrepare: 1100 * time.Millisecond, fixture.OpDeprovision: 1100 * time.Millisecond}})
+	startWithFirmware(t, ns, fix)
+	h := newHost(ns, "h").WithExternallyProvisioned().Build()
+	h.Spec.BMC.CredentialsName = "bmc-h"
+	createHost(t, h)
+	waitState(t, ns, "h", metal3.StateExternallyProvisioned)
+	waitHFS(t, ns, "h", "filled in", func(hfs *metal3.HostFirmwareSettings) bool { return len(hfs.Status.Settings) > 0 })
+	waitHFC(t, ns, "h", "filled in", func(hfc *metal3.HostFirmwareComponents) bool { return len(hfc.Status.Components) > 0 })
+	setSettings(t, ns, "h", map[string]string{"ProcTurboMode": "Disabled"})
+	setUpdates(t, ns, "h", metal3.FirmwareUpdate{Component: "bmc", URL: "http://fw.example/bmc-8.1.bin"})
+	waitHFC(t, ns, "h", "the update judged", func(hfc *metal3.HostFirmwareComponents) bool {
+		return companiontest.Condition(hfc.Status.Conditions, metal3.HostFirmwareComponentsChangeDetected).Status == metav1.ConditionTrue
+	})
+
+	h = waitState(t, ns, "h", metal3.StateExternallyProvisioned)
+	update(t, h, func(h *metal3.BareMetalHost) { h.Spec.ExternallyProvisioned = false })
+	h = waitState(t, ns, "h", metal3.StateProvisioned)
+	update(t, h, func(h *metal3.BareMetalHost) { h.Spec.Image = nil })
+	waitHFC(t, ns, "h", "the update recorded", func(hfc *metal3.HostFirmwareComponents) bool { return len(hfc.Status.Updates) == 1 })
+	waitState(t, ns, "h", metal3.StateAvailable)
+	if n := fix.Count(ns, "h", fixture.OpPrepare); n != 1 || firmwareVersion(t, fix, ns, "h", "bmc") != "8.1" ||
+		biosValue(t, fix, ns, "h", "ProcTurboMode") != "Disabled" {
+		t.Fatalf("after deprovisioning: prepared %d times (want 1), bmc %s, ProcTurboMode %s", n,
+			firmwareVersion(t, fix, ns, "h", "bmc"), biosValue(t, fix, ns, "h", "ProcTurboMode"))
+	}
+}
+
 // TestAvailableHostPreparesForAChangeMadeWhileInError: a setting changed while an available host
 // shows an error (its credentials Secret lost its password, so nothing else happens to it) is
 // applied once the error is fixed. The host's AvailableForProvisioning condition turned False at
