@@ -59,7 +59,9 @@ const (
 	HardwareDataFinalizer = BareMetalHostFinalizer + "/hardwareData"
 	// HostPreprovisioningImageFinalizer is a finalizer another controller may put on a
 	// PreprovisioningImage to keep its image served (ICC waits for it); the baremetal-operator
-	// adds none: it deletes the image only once the host no longer boots the agent.
+	// adds none: it deletes the image only once the host no longer boots the agent. metal3's
+	// baremetal-operator puts it on the images it makes: this one removes it from its host's
+	// image when it deletes it (or finds it deleted), as metal3 does.
 	HostPreprovisioningImageFinalizer = BareMetalHostFinalizer + "/preprovisioningImage"
 	// PreprovisioningImageFinalizer is put on a PreprovisioningImage by the image controller, which
 	// discards the built image before removing it.

@@ -178,8 +178,16 @@ func (w imageWrite) empty() bool { return w.create == nil && w.update == nil && 
 // planImage decides the write for a host whose current state uses its image as use: delete it
 // when the host is done with the agent; create it, or bring its spec, labels (added or changed,
 // never removed: others may label it too, as metal3 does) and controller reference up to date,
-// when it is needed. An image another object controls, or one being deleted, is left alone.
+// when it is needed. An image another object controls, or one being deleted, is left alone, but
+// for metal3's host finalizer, which is taken off a deleting image the host controls.
 func planImage(h *metal3.BareMetalHost, ppi *metal3.PreprovisioningImage, use imageUse, want metal3.PreprovisioningImageSpec) imageWrite {
+	if ppi != nil && !ppi.DeletionTimestamp.IsZero() && controlledBy(ppi, h) &&
+		slices.Contains(ppi.Finalizers, metal3.HostPreprovisioningImageFinalizer) {
+		// Deleted under a metal3 baremetal-operator that ran before this one, which held it with
+		// its host finalizer (see dropHostFinalizer): released, so that it goes and the host's
+		// next image can be made.
+		return imageWrite{before: ppi, update: withoutHostFinalizer(ppi)}
+	}
 	if use == imageDeleted {
 		if ppi != nil && ppi.DeletionTimestamp.IsZero() && controlledBy(ppi, h) {
 			return imageWrite{remove: ppi}
@@ -215,6 +223,12 @@ func planImage(h *metal3.BareMetalHost, ppi *metal3.PreprovisioningImage, use im
 		return imageWrite{}
 	}
 	return imageWrite{before: ppi, update: next}
+}
+
+func withoutHostFinalizer(ppi *metal3.PreprovisioningImage) *metal3.PreprovisioningImage {
+	next := ppi.DeepCopy()
+	next.Finalizers = slices.DeleteFunc(next.Finalizers, func(f string) bool { return f == metal3.HostPreprovisioningImageFinalizer })
+	return next
 }
 
 func controlledBy(ppi *metal3.PreprovisioningImage, h *metal3.BareMetalHost) bool {

@@ -413,3 +413,34 @@ func TestImageErrorWhileDeleting(t *testing.T) {
 	}
 	waitImageGone(t, ns, "d")
 }
+
+// TestImageHeldByMetal3FinalizerGoes: an image carrying metal3's host finalizer (put there by a
+// metal3 baremetal-operator that ran before this one) is released when the host is done with
+// it, as metal3 does: it goes, instead of staying Terminating for ever. A host deleted meanwhile
+// then gets a new image for its cleaning.
+func TestImageHeldByMetal3FinalizerGoes(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := imageFixture()
+	startImageOperator(t, ns, fix, false)
+	h := newHost(ns, "m").Build()
+	h.Spec.Architecture = "x86_64"
+	createHost(t, h)
+	waitProgressing(t, ns, "m", `Waiting for the image builder to build PreprovisioningImage "m" (`)
+	ppi := getImage(t, ns, "m")
+	ppi.Finalizers = append(ppi.Finalizers, metal3.HostPreprovisioningImageFinalizer)
+	if err := env.Client.Update(context.Background(), ppi); err != nil {
+		t.Fatal(err)
+	}
+	buildImage(t, ns, "m", built("http://builder/m.initrd", metal3.ImageFormatInitRD, "x86_64", "", ""))
+	waitState(t, ns, "m", metal3.StateProvisioned)
+	waitImageGone(t, ns, "m")
+
+	deleteHost(t, ns, "m")
+	waitImage(t, ns, "m", "made again for the cleaning", func(p *metal3.PreprovisioningImage) bool { return p.DeletionTimestamp.IsZero() })
+	buildImage(t, ns, "m", built("http://builder/m.initrd", metal3.ImageFormatInitRD, "x86_64", "", ""))
+	waitGone(t, ns, "m")
+	if n := fix.Count(ns, "m", fixture.OpDeprovision); n != 1 {
+		t.Fatalf("deprovisioned %d times, want 1", n)
+	}
+}

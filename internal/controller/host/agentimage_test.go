@@ -233,6 +233,19 @@ func TestPlanImage(t *testing.T) {
 			p.DeletionTimestamp = &now
 			return p
 		}(), use: imageBooted},
+		"being deleted, held by metal3's host finalizer: released": {ppi: func() *metal3.PreprovisioningImage {
+			p := mine.DeepCopy()
+			now := metav1.Now()
+			p.DeletionTimestamp = &now
+			p.Finalizers = []string{metal3.PreprovisioningImageFinalizer, metal3.HostPreprovisioningImageFinalizer}
+			return p
+		}(), use: imageBooted, want: "update",
+			check: func(t *testing.T, w imageWrite) {
+				t.Helper()
+				if !reflect.DeepEqual(w.update.Finalizers, []string{metal3.PreprovisioningImageFinalizer}) || !reflect.DeepEqual(w.update.Spec, w.before.Spec) {
+					t.Errorf("finalizers %v, spec %+v (before %+v)", w.update.Finalizers, w.update.Spec, w.before.Spec)
+				}
+			}},
 		"spec outdated: updated": {
 			ppi: func() *metal3.PreprovisioningImage { p := mine.DeepCopy(); p.Spec.Architecture = "aarch64"; return p }(),
 			use: imageKept, want: "update",

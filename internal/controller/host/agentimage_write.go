@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -120,6 +121,9 @@ func (m *imageRefusals) forget(uid types.UID) { m.m.Delete(uid) }
 // image finds it still there.
 func (r *Reconciler) deleteImage(ctx context.Context, ppi *metal3.PreprovisioningImage) error {
 	ctrl.LoggerFrom(ctx).V(1).Info("Deleting the host's PreprovisioningImage")
+	if err := r.dropHostFinalizer(ctx, ppi); err != nil {
+		return err
+	}
 	uid := ppi.UID
 	if err := r.Client.Delete(ctx, ppi, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting PreprovisioningImage %s/%s: %w", ppi.Namespace, ppi.Name, err)
@@ -214,10 +218,31 @@ func (r *Reconciler) releaseImage(ctx context.Context, h *metal3.BareMetalHost) 
 	} else if err != nil {
 		return fmt.Errorf("reading the PreprovisioningImage of host %s/%s: %w", h.Namespace, h.Name, err)
 	}
-	if !controlledBy(ppi, h) || !ppi.DeletionTimestamp.IsZero() {
+	if !controlledBy(ppi, h) {
 		return nil
 	}
+	if !ppi.DeletionTimestamp.IsZero() {
+		return r.dropHostFinalizer(ctx, ppi)
+	}
 	return r.deleteImage(ctx, ppi)
+}
+
+// dropHostFinalizer removes metal3's host finalizer (HostPreprovisioningImageFinalizer) from an
+// image the host is done with. This operator never adds it, but a metal3 baremetal-operator that
+// ran before it (a cluster moved over from OpenShift's stack) put it on every image it made, and
+// removes it itself once it deleted the image: left there, the image stayed Terminating for ever,
+// the host waited for a new one that could not be created (the old name still taken) and a
+// deleting host's cleaning never started.
+func (r *Reconciler) dropHostFinalizer(ctx context.Context, ppi *metal3.PreprovisioningImage) error {
+	if !slices.Contains(ppi.Finalizers, metal3.HostPreprovisioningImageFinalizer) {
+		return nil
+	}
+	next := withoutHostFinalizer(ppi)
+	if err := r.Client.Patch(ctx, next, client.MergeFromWithOptions(ppi, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing finalizer %s from PreprovisioningImage %s/%s: %w", metal3.HostPreprovisioningImageFinalizer,
+			ppi.Namespace, ppi.Name, err)
+	}
+	return nil
 }
 
 // imageChanged wakes a host when its image's status changes (built, failed, rebuilt), when the
