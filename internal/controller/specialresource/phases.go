@@ -193,7 +193,7 @@ func (r *Reconciler) listNodes(s *scope) error {
 			g = &kernelGroup{kernel: k}
 			groups[k] = g
 		}
-		if g.osNode == "" || kernel.OSSourceBefore(n.Name, n.Labels, g.osNode, g.nodeLabels) {
+		if g.osNode == "" || kernel.OSSourceBefore(k, n.Name, n.Labels, g.osNode, g.nodeLabels) {
 			g.osNode, g.nodeLabels = n.Name, n.Labels
 		}
 		g.nodes = append(g.nodes, n.Name)

@@ -150,8 +150,8 @@ func (r *Reconciler) dependants(ctx context.Context, o client.Object) []reconcil
 }
 
 // nodeHandler wakes the SpecialResources a node change matters to: those whose nodeSelector
-// matches the node before or after, when the match, the node's kernel or its kernel label
-// changed (node heartbeats, and other SpecialResources' state labels, wake nobody).
+// matches the node before or after, when the match, the node's kernel, its kernel label or its
+// operating-system labels changed (node heartbeats, and other SpecialResources' state labels, wake nobody).
 type nodeHandler struct{ r *Reconciler }
 
 func (h nodeHandler) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -168,7 +168,10 @@ func (h nodeHandler) Update(ctx context.Context, e event.UpdateEvent, q workqueu
 	if !okO || !okN {
 		return
 	}
-	kernelChanged := kernel.OfNode(o) != kernel.OfNode(n) || o.Labels[sro.KernelLabel] != n.Labels[sro.KernelLabel]
+	// node-feature-discovery's OS labels too: after an upgrade they follow the kernel late, and
+	// the kernel's objects are rendered again with them.
+	kernelChanged := kernel.OfNode(o) != kernel.OfNode(n) || o.Labels[sro.KernelLabel] != n.Labels[sro.KernelLabel] ||
+		kernel.OSLabelsChanged(o.Labels, n.Labels)
 	h.enqueue(ctx, q, func(sr *sro.SpecialResource) bool {
 		before, after := selects(sr, o.Labels), selects(sr, n.Labels)
 		return before != after || (after && kernelChanged)

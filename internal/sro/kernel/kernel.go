@@ -51,16 +51,34 @@ const (
 	nfdOSMajor     = "feature.node.kubernetes.io/system-os_release.VERSION_ID.major"
 	nfdOSMinor     = "feature.node.kubernetes.io/system-os_release.VERSION_ID.minor"
 	nfdRHELVersion = "feature.node.kubernetes.io/system-os_release.RHEL_VERSION"
+	// nfdKernelFull is the kernel node-feature-discovery saw when it last labelled the node.
+	nfdKernelFull = "feature.node.kubernetes.io/kernel-version.full"
 )
+
+// osLabels are the labels OSOf reads, a change of which changes what templates render with.
+var osLabels = []string{nfdOSID, nfdOSMajor, nfdOSMinor, nfdRHELVersion, nfdKernelFull}
+
+// OSLabelsChanged: a change between two label sets of a node that can change its OSOf.
+func OSLabelsChanged(before, after map[string]string) bool {
+	for _, l := range osLabels {
+		if before[l] != after[l] {
+			return true
+		}
+	}
+	return false
+}
 
 // elRelease finds the RHEL release in a kernel release: .el8_4. or .el9.
 var elRelease = regexp.MustCompile(`\.el(\d+)(?:_(\d+))?(?:\.|$)`)
 
 // OSOf derives the operating system from node-feature-discovery's labels when a node has them
-// (RHCOS nodes report the RHEL version they are built on), else from the kernel's release
-// (el8_4 → rhel8.4). Zero when neither says.
+// for kernel full (RHCOS nodes report the RHEL version they are built on), else from the kernel's
+// release (el8_4 → rhel8.4). Zero when neither says. Labels NFD wrote for another kernel are
+// stale: a node rebooted into an upgrade reports its new kernel at once, while its OS labels stay
+// those of the release it left until NFD's worker runs again (rhel9.2 rendered for an el9_4
+// kernel: the wrong image, or a build with the wrong arguments).
 func OSOf(full string, nodeLabels map[string]string) OS {
-	if os, ok := osFromLabels(nodeLabels); ok {
+	if os, ok := osFromLabelsFor(full, nodeLabels); ok {
 		return os
 	}
 	if m := elRelease.FindStringSubmatch(full); m != nil {
@@ -69,11 +87,21 @@ func OSOf(full string, nodeLabels map[string]string) OS {
 	return OS{}
 }
 
-// OSLabelled: node-feature-discovery's labels on the node say its operating system (OSOf uses
-// them rather than the kernel's release, which may lack the minor version).
-func OSLabelled(nodeLabels map[string]string) bool {
-	_, ok := osFromLabels(nodeLabels)
+// OSLabelled: node-feature-discovery's labels on the node say its operating system for kernel
+// full (OSOf uses them rather than the kernel's release, which may lack the minor version).
+func OSLabelled(full string, nodeLabels map[string]string) bool {
+	_, ok := osFromLabelsFor(full, nodeLabels)
 	return ok
+}
+
+// osFromLabelsFor reads the labels unless NFD wrote them for another kernel than full (without
+// its kernel label, as NFD configured without the kernel source labels, they are taken as they
+// are).
+func osFromLabelsFor(full string, nodeLabels map[string]string) (OS, bool) {
+	if k := nodeLabels[nfdKernelFull]; k != "" && k != full {
+		return OS{}, false
+	}
+	return osFromLabels(nodeLabels)
 }
 
 func osFromLabels(nodeLabels map[string]string) (OS, bool) {
@@ -113,8 +141,8 @@ func MajorMinor(version string) string {
 // reconciles when a node of the same kernel had no node-feature-discovery labels yet. A labelled
 // node comes first (its labels name the minor release the kernel may not), then the first by
 // name; the SpecialResource controller and the preflight check choose alike.
-func OSSourceBefore(a string, aLabels map[string]string, b string, bLabels map[string]string) bool {
-	if la, lb := OSLabelled(aLabels), OSLabelled(bLabels); la != lb {
+func OSSourceBefore(full, a string, aLabels map[string]string, b string, bLabels map[string]string) bool {
+	if la, lb := OSLabelled(full, aLabels), OSLabelled(full, bLabels); la != lb {
 		return la
 	}
 	return a < b
@@ -142,7 +170,7 @@ func UpgradeOSLabels(k string, nodes []Labelled) map[string]string {
 	var running *Labelled
 	for i := range nodes {
 		n := &nodes[i]
-		if n.Kernel == k && (running == nil || OSSourceBefore(n.Name, n.Labels, running.Name, running.Labels)) {
+		if n.Kernel == k && (running == nil || OSSourceBefore(k, n.Name, n.Labels, running.Name, running.Labels)) {
 			running = n
 		}
 	}
@@ -156,7 +184,7 @@ func UpgradeOSLabels(k string, nodes []Labelled) map[string]string {
 	var os OS
 	for i := range nodes {
 		n := &nodes[i]
-		nos, ok := osFromLabels(n.Labels)
+		nos, ok := osFromLabelsFor(n.Kernel, n.Labels)
 		switch {
 		case !ok:
 		case agreed == nil:

@@ -61,6 +61,17 @@ func TestOSOf(t *testing.T) {
 			"feature.node.kubernetes.io/system-os_release.VERSION_ID.major": "4",
 			"feature.node.kubernetes.io/system-os_release.RHEL_VERSION":     "8.6",
 		}, want: OS{"rhel8", "rhel8.6", "8.6"}},
+		"nfd labels of this kernel win": {kernel: "5.14.0-427.13.1.el9_4.x86_64", labels: map[string]string{
+			"feature.node.kubernetes.io/system-os_release.ID":           "rhcos",
+			"feature.node.kubernetes.io/system-os_release.RHEL_VERSION": "9.4",
+			"feature.node.kubernetes.io/kernel-version.full":            "5.14.0-427.13.1.el9_4.x86_64",
+		}, want: OS{"rhel9", "rhel9.4", "9.4"}},
+		// Rebooted into an upgrade: NFD has not labelled the node again yet.
+		"nfd labels of the kernel before are stale": {kernel: "5.14.0-427.13.1.el9_4.x86_64", labels: map[string]string{
+			"feature.node.kubernetes.io/system-os_release.ID":           "rhcos",
+			"feature.node.kubernetes.io/system-os_release.RHEL_VERSION": "9.2",
+			"feature.node.kubernetes.io/kernel-version.full":            "5.14.0-284.30.1.el9_2.x86_64",
+		}, want: OS{"rhel9", "rhel9.4", "9.4"}},
 		"unknown":                           {kernel: "6.8.0-45-generic"},
 		"el inside a word is not a release": {kernel: "6.1.0-shell9.x86_64"},
 	}
@@ -77,6 +88,23 @@ func TestMajorMinor(t *testing.T) {
 	for in, want := range map[string]string{"4.14.3": "4.14", "v1.37.2": "1.37", "4.10.0-fc.8": "4.10", "5": "5"} {
 		if got := MajorMinor(in); got != want {
 			t.Errorf("MajorMinor(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestOSLabelsChanged(t *testing.T) {
+	base := map[string]string{"feature.node.kubernetes.io/system-os_release.RHEL_VERSION": "9.2", "other": "a"}
+	for name, tc := range map[string]struct {
+		after map[string]string
+		want  bool
+	}{
+		"nothing":           {after: map[string]string{"feature.node.kubernetes.io/system-os_release.RHEL_VERSION": "9.2", "other": "a"}},
+		"another label":     {after: map[string]string{"feature.node.kubernetes.io/system-os_release.RHEL_VERSION": "9.2", "other": "b"}},
+		"the RHEL version":  {after: map[string]string{"feature.node.kubernetes.io/system-os_release.RHEL_VERSION": "9.4", "other": "a"}, want: true},
+		"NFD's kernel seen": {after: map[string]string{"feature.node.kubernetes.io/system-os_release.RHEL_VERSION": "9.2", "other": "a", "feature.node.kubernetes.io/kernel-version.full": "k"}, want: true},
+	} {
+		if got := OSLabelsChanged(base, tc.after); got != tc.want {
+			t.Errorf("%s: %v, want %v", name, got, tc.want)
 		}
 	}
 }

@@ -36,7 +36,7 @@ func TestOSSourceIsStable(t *testing.T) {
 				var chosen string
 				var labels map[string]string
 				for _, n := range order {
-					if chosen == "" || OSSourceBefore(n.name, n.labels, chosen, labels) {
+					if chosen == "" || OSSourceBefore(k, n.name, n.labels, chosen, labels) {
 						chosen, labels = n.name, n.labels
 					}
 				}
@@ -46,8 +46,8 @@ func TestOSSourceIsStable(t *testing.T) {
 			}
 		})
 	}
-	if OSOf(k, nfd).MajorMinor != "rhel9.2" || !OSLabelled(nfd) || OSLabelled(nil) {
-		t.Fatalf("NFD labels: OS %+v, labelled %v", OSOf(k, nfd), OSLabelled(nfd))
+	if OSOf(k, nfd).MajorMinor != "rhel9.2" || !OSLabelled(k, nfd) || OSLabelled(k, nil) {
+		t.Fatalf("NFD labels: OS %+v, labelled %v", OSOf(k, nfd), OSLabelled(k, nfd))
 	}
 }
 
