@@ -97,6 +97,31 @@ func TestUnsupportedArchitecture(t *testing.T) {
 	}
 }
 
+// TestFormatSetForTheArchitectureWins: a format whose image is set for the architecture alone is
+// taken over an earlier accepted one only the plain variable (another architecture's image)
+// serves; with none set for it, the host's order decides.
+func TestFormatSetForTheArchitectureWins(t *testing.T) {
+	im := ImagesFromEnv([]string{"DEPLOY_ISO_URL=http://i/x.iso", "DEPLOY_KERNEL_URL=http://i/x.kernel",
+		"DEPLOY_RAMDISK_URL_AARCH64=http://i/a.initrd", "DEPLOY_KERNEL_URL_AARCH64=http://i/a.kernel"})
+	for name, tc := range map[string]struct {
+		arch        string
+		url, format string
+		accepts     []metal3.ImageFormat
+	}{
+		"aarch64: its initrd, not the plain ISO": {arch: "aarch64", accepts: []metal3.ImageFormat{metal3.ImageFormatISO, metal3.ImageFormatInitRD},
+			url: "http://i/a.initrd", format: "initrd"},
+		"aarch64 accepting ISOs only: the plain one": {arch: "aarch64", accepts: []metal3.ImageFormat{metal3.ImageFormatISO},
+			url: "http://i/x.iso", format: "iso"},
+		"x86_64: the host's order": {arch: "x86_64", accepts: []metal3.ImageFormat{metal3.ImageFormatISO, metal3.ImageFormatInitRD},
+			url: "http://i/x.iso", format: "iso"},
+	} {
+		d := decide(image(tc.arch, "", tc.accepts...), im, networkData{}, t0, retry)
+		if d.status.ImageURL != tc.url || string(d.status.Format) != tc.format {
+			t.Errorf("%s: %s %s, want %s %s", name, d.status.Format, d.status.ImageURL, tc.format, tc.url)
+		}
+	}
+}
+
 // TestMissingNetworkDataRetry: the wait grows with the time since the error, up to the maximum.
 func TestMissingNetworkDataRetry(t *testing.T) {
 	ppi := image("x86_64", "net", metal3.ImageFormatISO)

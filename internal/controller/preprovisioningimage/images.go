@@ -60,15 +60,34 @@ func (im Images) Configured() bool {
 
 // url is the variable's value for arch: <VAR>_<ARCH>, then <BASE>_BY_ARCH, then <VAR>.
 func (im Images) url(variable, arch string) string {
-	if arch != "" {
-		if v := im.env[variable+"_"+strings.ToUpper(arch)]; v != "" {
-			return v
-		}
-		if v := lookupByArch(im.env[byArchVar[variable]], arch); v != "" {
-			return v
-		}
+	if v := im.archURL(variable, arch); v != "" {
+		return v
 	}
 	return im.env[variable]
+}
+
+// archURL is the variable's value set for arch alone (<VAR>_<ARCH> or <BASE>_BY_ARCH), "" when
+// only the plain variable could serve it.
+func (im Images) archURL(variable, arch string) string {
+	if arch == "" {
+		return ""
+	}
+	if v := im.env[variable+"_"+strings.ToUpper(arch)]; v != "" {
+		return v
+	}
+	return lookupByArch(im.env[byArchVar[variable]], arch)
+}
+
+// ForArch: the format's image (for an initrd, its ramdisk) is set for arch alone, not taken from
+// the plain variable, which is most often the image of the controller's own architecture.
+func (im Images) ForArch(format metal3.ImageFormat, arch string) bool {
+	switch format {
+	case metal3.ImageFormatISO:
+		return im.archURL(EnvISOURL, arch) != ""
+	case metal3.ImageFormatInitRD:
+		return im.archURL(EnvRamdiskURL, arch) != ""
+	}
+	return false
 }
 
 // lookupByArch finds arch in "arch:url,arch:url" (the URL may contain colons).
