@@ -33,7 +33,12 @@ func (s *hostScope) detachedArgs() (metal3.DetachedAnnotationArguments, bool) {
 		return args, false
 	}
 	if strings.TrimSpace(v) != "" {
-		_ = json.Unmarshal([]byte(v), &args)
+		if err := json.Unmarshal([]byte(v), &args); err != nil {
+			// Unmarshal keeps the fields it decoded before the one it could not: a value
+			// with a mistyped field ({"deleteAction":"delay","force":"true"}) counts as the
+			// defaults as a whole, not half (metal3 does not delay then either).
+			args = metal3.DetachedAnnotationArguments{}
+		}
 	}
 	return args, true
 }

@@ -210,3 +210,23 @@ func TestOnlineFollowsSpec(t *testing.T) {
 		return n.PoweredOn, "still off"
 	})
 }
+
+// TestDetachedArgs: a detached annotation that is not a JSON object, or one with a field of the
+// wrong type, counts as the defaults as a whole: no half-decoded delay (metal3 does not delay
+// then either).
+func TestDetachedArgs(t *testing.T) {
+	for value, want := range map[string]metal3.DetachedAnnotationArguments{
+		"":                                      {},
+		"capm3":                                 {},
+		`{"deleteAction":"delay"}`:              {DeleteAction: metal3.DetachedDeleteActionDelay},
+		`{"deleteAction":"delay","force":true}`: {DeleteAction: metal3.DetachedDeleteActionDelay, Force: true},
+		`{"deleteAction":"delay","force":"true"}`: {},
+	} {
+		h := &metal3.BareMetalHost{}
+		h.Annotations = map[string]string{metal3.DetachedAnnotation: value}
+		s := &hostScope{host: h}
+		if got, annotated := s.detachedArgs(); got != want || !annotated {
+			t.Errorf("%q: %+v (annotated %v), want %+v", value, got, annotated, want)
+		}
+	}
+}

@@ -12,7 +12,8 @@ import (
 const maxDeleteErrors = 3
 
 // checkDeletion is the guard that starts deletion (metal3's checkInitiateDelete) and lets a
-// detached host skip power off and deprovisioning.
+// detached host skip power off and deprovisioning (one whose annotation went is attached again
+// first, and then deleted as any other).
 func (s *hostScope) checkDeletion() (outcome, bool) {
 	if !s.deleting() {
 		return outcome{}, false
@@ -24,6 +25,23 @@ func (s *hostScope) checkDeletion() (outcome, bool) {
 	// the host is deprovisioned as any other (metal3 looks at operationalStatus detached only);
 	// deleting its node would cut the provisioner's operation short.
 	args, annotated := s.detachedArgs()
+	if s.detached() && !annotated && s.in.bmcErr == nil {
+		// Detached, and the annotation removed: the host is attached again first, then deleted as
+		// any other (metal3's delayDeleteForDetachedHost). This is how assisted-service's
+		// deleteAction: delay ends: it removes the annotation once it cleaned up, for the host to
+		// be deprovisioned; going to deleting at once left the server running its old OS.
+		s.needsRegistration = true
+		if out, ok := s.ensureRegistered(); ok || s.detached() {
+			if !ok {
+				out = waitFor(s.cfg.UnmanagedPoll, "the host to be attached again before deletion")
+			}
+			return out, true
+		}
+		// Attached: this once, the state's handler runs as in metal3 (a provisioned host is
+		// adopted, so that its deprovisioning undeploys what it runs); the next reconcile takes
+		// the deletion edges.
+		return outcome{}, false
+	}
 	if s.detached() || (annotated && s.detachTakesEffect(args)) {
 		if annotated && args.DeleteAction == metal3.DetachedDeleteActionDelay {
 			if !s.detached() {

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,6 +143,19 @@ func TestDeleteDetached(t *testing.T) {
 		t.Fatal("a detached host was deprovisioned or powered off on deletion")
 	}
 
+	// An available host detached, deleted: the same.
+	a := newHost(ns, "a").WithAnnotation(metal3.DetachedAnnotation, "").Build()
+	a.Spec.Image = nil
+	createHost(t, a)
+	waitHost(t, ns, "a", "available and detached", func(h *metal3.BareMetalHost) bool {
+		return h.Status.Provisioning.State == metal3.StateAvailable && h.Status.OperationalStatus == metal3.OperationalStatusDetached
+	})
+	deleteHost(t, ns, "a")
+	waitGone(t, ns, "a")
+	if fix.Count(ns, "a", fixture.OpPowerOff) != 0 {
+		t.Fatal("a detached available host was powered off on deletion")
+	}
+
 	createHost(t, newHost(ns, "d").WithAnnotation(metal3.DetachedAnnotation, `{"deleteAction":"delay"}`).Build())
 	waitHost(t, ns, "d", "detached", func(h *metal3.BareMetalHost) bool {
 		return h.Status.OperationalStatus == metal3.OperationalStatusDetached
@@ -158,6 +172,32 @@ func TestDeleteDetached(t *testing.T) {
 	waitGone(t, ns, "d")
 	if fix.Count(ns, "d", fixture.OpDeprovision) != 0 {
 		t.Fatal("deprovisioned a host deleted while detached")
+	}
+}
+
+// TestDelayedDeletionEndsWithDeprovisioning: a provisioned host detached with deleteAction delay
+// (assisted-service's way), deleted, then its annotation removed: it is attached again and
+// deprovisioned before it goes, as in metal3, not left running its old OS.
+func TestDelayedDeletionEndsWithDeprovisioning(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	createHost(t, newHost(ns, "z").Build())
+	waitState(t, ns, "z", metal3.StateProvisioned)
+	annotate(t, ns, "z", metal3.DetachedAnnotation, `{"deleteAction":"delay"}`)
+	waitHost(t, ns, "z", "detached", func(h *metal3.BareMetalHost) bool {
+		return h.Status.OperationalStatus == metal3.OperationalStatusDetached
+	})
+	deleteHost(t, ns, "z")
+	waitHost(t, ns, "z", "deletion delayed", func(h *metal3.BareMetalHost) bool {
+		c := condition(h, metal3.ProgressingCondition)
+		return c != nil && strings.Contains(c.Message, "deleteAction: delay")
+	})
+	unannotate(t, ns, "z", metal3.DetachedAnnotation)
+	waitGone(t, ns, "z")
+	if n := fix.Count(ns, "z", fixture.OpDeprovision); n != 1 {
+		t.Fatalf("deprovisioned %d times after the annotation went, want 1", n)
 	}
 }
 
