@@ -57,7 +57,7 @@ var wantSchemes = map[string]schemeRow{
 		driver: "idrac",
 		interfaces: Interfaces{
 			Boot: "ipxe", BIOS: "idrac-redfish", Management: "idrac-redfish", Power: "idrac-redfish",
-			RAID: "idrac-redfish", Vendor: "idrac-redfish", Firmware: "redfish", Inspect: "redfish",
+			RAID: "idrac-redfish", Vendor: "idrac-redfish", Firmware: "redfish", Inspect: "idrac-redfish",
 		},
 		transports: true, secureBoot: true, provNet: true, raid: true,
 	},
@@ -65,7 +65,7 @@ var wantSchemes = map[string]schemeRow{
 		driver: "idrac",
 		interfaces: Interfaces{
 			Boot: "idrac-redfish-virtual-media", BIOS: "idrac-redfish", Management: "idrac-redfish", Power: "idrac-redfish",
-			RAID: "idrac-redfish", Vendor: "idrac-redfish", Firmware: "redfish", Inspect: "redfish",
+			RAID: "idrac-redfish", Vendor: "idrac-redfish", Firmware: "redfish", Inspect: "idrac-redfish",
 		},
 		transports: true, secureBoot: true, isoPPI: true, raid: true,
 	},

@@ -103,13 +103,15 @@ var kinds = map[string]kind{
 		transports: true, secureBoot: true, isoPPI: true,
 	},
 	// The idrac hardware type defaults to WS-Man for several interfaces; every one is pinned to its
-	// Redfish implementation. Firmware and inspection use the generic redfish interfaces, as metal3
-	// does (ironic-image does not enable idrac-redfish inspection).
+	// Redfish implementation. Firmware uses the generic redfish interface, as metal3 does; out-of-band
+	// inspection has to be idrac-redfish: the idrac type swaps the generic redfish one for it, and
+	// Ironic refuses a node asking for an interface its type does not list (drivers/drac.py), so
+	// inspectionMode fast never enrolled a Dell host.
 	TypeIDRACRedfish: {
 		driver: DriverIDRAC,
 		interfaces: Interfaces{
 			Boot: ifaceIPXE, BIOS: ifaceIDRACRedfish, Management: ifaceIDRACRedfish, Power: ifaceIDRACRedfish,
-			RAID: ifaceIDRACRedfish, Vendor: ifaceIDRACRedfish, Firmware: ifaceRedfish, Inspect: ifaceRedfish,
+			RAID: ifaceIDRACRedfish, Vendor: ifaceIDRACRedfish, Firmware: ifaceRedfish, Inspect: ifaceIDRACRedfish,
 		},
 		transports: true, secureBoot: true, provNet: true,
 	},
@@ -117,7 +119,7 @@ var kinds = map[string]kind{
 		driver: DriverIDRAC,
 		interfaces: Interfaces{
 			Boot: ifaceIDRACRedfishVMedia, BIOS: ifaceIDRACRedfish, Management: ifaceIDRACRedfish, Power: ifaceIDRACRedfish,
-			RAID: ifaceIDRACRedfish, Vendor: ifaceIDRACRedfish, Firmware: ifaceRedfish, Inspect: ifaceRedfish,
+			RAID: ifaceIDRACRedfish, Vendor: ifaceIDRACRedfish, Firmware: ifaceRedfish, Inspect: ifaceIDRACRedfish,
 		},
 		transports: true, secureBoot: true, isoPPI: true,
 	},

@@ -60,7 +60,7 @@ func IronicConf(c Config, ip netip.Addr, tls bool) string {
 		"enabled_boot_interfaces", "ipxe,pxe,redfish-virtual-media,redfish-https,idrac-redfish-virtual-media",
 		"enabled_power_interfaces", "ipmitool,redfish,idrac-redfish",
 		"enabled_management_interfaces", "ipmitool,redfish,idrac-redfish",
-		"enabled_inspect_interfaces", "agent,redfish,no-inspect",
+		"enabled_inspect_interfaces", "agent,redfish,idrac-redfish,no-inspect",
 		"default_inspect_interface", "agent",
 		"enabled_deploy_interfaces", "direct,ramdisk,custom-agent",
 		"default_deploy_interface", "direct",
