@@ -8,6 +8,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/metalforge/metalforge/internal/controller/provisioning/render"
 )
 
 // crashingPod is a pod of the metal3 Deployment whose container restarted restarts times, its last
@@ -24,7 +26,8 @@ func crashingPod(now time.Time, restarts int32, stopped, ran time.Duration, wait
 	} else {
 		cs.State.Running = &corev1.ContainerStateRunning{}
 	}
-	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "metal3-7d9f", Namespace: "ns", Labels: map[string]string{"k8s-app": "metal3"}},
+	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "metal3-7d9f", Namespace: "ns",
+		Labels: map[string]string{"k8s-app": "metal3", render.ComponentLabel: render.StateService}},
 		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{cs}}}
 }
 

@@ -131,9 +131,10 @@ func (p *plan) planStack(o *observed) (stack *render.Stack, bmoReady bool, err e
 }
 
 // removeAbsent deletes what this configuration does not have any more (the
-// image-customization-controller once the images file no longer names it), if it is ours.
+// image-customization-controller once the images file no longer names it), and what OpenShift's
+// operator ran that this one does not build (render.OpenShiftLeftovers), if it is ours.
 func (p *plan) removeAbsent(o *observed, stack *render.Stack) {
-	for _, obj := range stack.Absent {
+	for _, obj := range append(slices.Clone(stack.Absent), render.OpenShiftLeftovers(o.namespace)...) {
 		if existing := stored(o, obj); existing != nil && ours(existing, o.prov) {
 			p.deletes = append(p.deletes, existing)
 			p.events.NormalAbout(existing, ReasonRemoved, "Delete", "Removed "+describe(existing)+": the configuration no longer has it")

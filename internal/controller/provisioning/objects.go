@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
@@ -45,7 +46,13 @@ func (p *plan) planObject(o *observed, desired client.Object, owned bool) {
 	switch d := desired.(type) {
 	case *appsv1.Deployment:
 		m := merged.(*appsv1.Deployment)
-		if !covers(d.Spec.Selector, m.Spec.Selector) || !covers(m.Spec.Selector, d.Spec.Selector) {
+		if !sameSelector(d.Spec.Selector, m.Spec.Selector) && selectsTemplate(m.Spec.Selector, d.Spec.Template.Labels) {
+			// A selector cannot change; one that selects the new pods serves as well, and is kept
+			// (as OpenShift's operator does): Deployments an earlier operator made (this one's
+			// before it selected by the component label too) go on without a restart.
+			d.Spec.Selector = m.Spec.Selector.DeepCopy()
+		}
+		if !sameSelector(d.Spec.Selector, m.Spec.Selector) {
 			p.writes = append(p.writes, objectWrite{obj: existing, recreate: true})
 			p.events.NormalAbout(existing, ReasonRecreated, "Recreate", "Recreating "+describe(desired)+": its selector differs and cannot be changed")
 			return
@@ -104,6 +111,10 @@ func stored(o *observed, desired client.Object) client.Object {
 	case *corev1.Service:
 		if s := o.services[desired.GetName()]; s != nil {
 			obj = s
+		}
+	case *appsv1.DaemonSet:
+		if d := o.daemonSets[desired.GetName()]; d != nil {
+			obj = d
 		}
 	case *corev1.Secret:
 		if s := o.secrets[desired.GetName()]; s != nil {
@@ -198,4 +209,12 @@ func setOwner(obj client.Object, prov *metal3.Provisioning) {
 		APIVersion: metal3.GroupVersion.String(), Kind: "Provisioning", Name: prov.Name, UID: prov.UID,
 		Controller: &t, BlockOwnerDeletion: &t,
 	}})
+}
+
+func sameSelector(a, b *metav1.LabelSelector) bool { return covers(a, b) && covers(b, a) }
+
+// selectsTemplate: the selector selects pods with the template's labels.
+func selectsTemplate(sel *metav1.LabelSelector, template map[string]string) bool {
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	return err == nil && !s.Empty() && s.Matches(labels.Set(template))
 }

@@ -55,6 +55,8 @@ type observed struct {
 	pods           []corev1.Pod
 	services       map[string]*corev1.Service
 	webhookConfigs map[string]*admissionv1.ValidatingWebhookConfiguration
+	// daemonSets are OpenShift's operator's DaemonSets still there (leftoverDaemonSets).
+	daemonSets map[string]*appsv1.DaemonSet
 
 	// busy says which hosts are in an operation an upgrade would break ("" when none).
 	busy string
@@ -69,7 +71,9 @@ var stackSecrets = []string{secrets.IronicCredentials, secrets.IronicTLS, secret
 // The stack's Deployments and Services, by name (what observe reads and deletion removes).
 var (
 	stackDeployments = []string{render.Metal3Deployment, render.BMODeployment, render.ICCDeployment}
-	stackServices    = []string{render.StateService, render.BMOWebhookService, render.ICCService}
+	stackServices    = []string{render.StateService, render.BMOWebhookService, render.ICCService, render.IronicProxy}
+	// leftoverDaemonSets are OpenShift's operator's DaemonSets this one removes (render.IronicProxy).
+	leftoverDaemonSets = []string{render.IronicProxy, render.ImageCache}
 )
 
 func (r *Reconciler) observe(ctx context.Context, now time.Time) (*observed, error) {
@@ -77,7 +81,8 @@ func (r *Reconciler) observe(ctx context.Context, now time.Time) (*observed, err
 		retry:        r.Config.RetryInvalid,
 		serveWebhook: r.WebhookCerts != nil,
 		secrets:      map[string]*corev1.Secret{}, deployments: map[string]*appsv1.Deployment{},
-		services: map[string]*corev1.Service{}, webhookConfigs: map[string]*admissionv1.ValidatingWebhookConfiguration{}}
+		services: map[string]*corev1.Service{}, webhookConfigs: map[string]*admissionv1.ValidatingWebhookConfiguration{},
+		daemonSets: map[string]*appsv1.DaemonSet{}}
 
 	infra := &configv1.Infrastructure{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: platform.InfrastructureName}, infra); err != nil {
@@ -190,6 +195,16 @@ func (r *Reconciler) observeDeployed(ctx context.Context, o *observed) error {
 			return err
 		} else if s.Name != "" {
 			o.services[name] = s
+		}
+	}
+	for _, name := range leftoverDaemonSets {
+		// Read by name, uncached: no watch on DaemonSets for two names that, once removed, never
+		// come back.
+		d := &appsv1.DaemonSet{}
+		if err := getOptional(ctx, r.APIReader, types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
+			return err
+		} else if d.Name != "" {
+			o.daemonSets[name] = d
 		}
 	}
 	for _, name := range []string{render.BMOWebhookConfig, render.CBOWebhookConfig} {

@@ -3,6 +3,7 @@ package provisioning
 import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/metalforge/metalforge/internal/controller/provisioning/render"
 	"github.com/metalforge/metalforge/internal/controller/provisioning/secrets"
 )
 
@@ -33,6 +34,9 @@ const PrivilegedSCC = "privileged"
 func NamespaceRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		// OpenShift's operator's DaemonSets, removed after a takeover (render.IronicProxy).
+		{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, ResourceNames: []string{render.IronicProxy, render.ImageCache},
+			Verbs: []string{"get", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"services", "secrets"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 		// Where the metal3 pod runs (the image-customization-controller's Ironic URL).

@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"testing"
 	"time"
@@ -11,7 +12,9 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
@@ -121,8 +124,78 @@ func TestTakeOverChanged(t *testing.T) {
 	}
 }
 
-// TestTakeOverSelector: a Deployment whose selector differs cannot be changed: it is deleted and
-// created anew.
+// TestTakeOverKeepsASelectorThatSelectsThePods: a Deployment whose selector differs but selects the
+// pods (this operator's before it selected by the component label too: k8s-app alone) keeps it,
+// and its pods, as OpenShift's operator does.
+func TestTakeOverKeepsASelectorThatSelectsThePods(t *testing.T) {
+	op := setup(t, options{noStart: true})
+	before := runningStack(t, op.ns, disabled, func(d *appsv1.Deployment) {
+		d.Spec.Selector.MatchLabels = map[string]string{"k8s-app": "metal3"}
+	})
+	start := time.Now()
+	op.start(t, "")
+	createProvisioning(t, disabled, nil)
+	waitEvent(t, start, ReasonClaimed, "pods keep running")
+	deployComplete(t, op.ns)
+	after := deployment(t, op.ns, render.Metal3Deployment)
+	// (A claim's annotation bumps a Deployment's generation; its template stays.)
+	if after.UID != before.UID || len(after.Spec.Selector.MatchLabels) != 1 || !reflect.DeepEqual(after.Spec.Template, before.Spec.Template) {
+		t.Fatalf("UID %s → %s, selector %v, template changed %v", before.UID, after.UID, after.Spec.Selector.MatchLabels,
+			!reflect.DeepEqual(after.Spec.Template, before.Spec.Template))
+	}
+}
+
+// TestTakeOverLeftovers: OpenShift's operator's ironic-proxy and metal3-image-cache DaemonSets and
+// the ironic-proxy Service, owned by the Provisioning object, are removed; the metal3-state Service
+// selects the metal3 pod by the component label, not the DaemonSets' pods; a DaemonSet of the same
+// name that is not the stack's (no owner, no component label) stays.
+func TestTakeOverLeftovers(t *testing.T) {
+	op := setup(t, options{noStart: true})
+	runningStack(t, op.ns, disabled, nil)
+	prov := createProvisioning(t, disabled, nil)
+	ctx := context.Background()
+	owner := metav1.OwnerReference{APIVersion: "metal3.io/v1alpha1", Kind: "Provisioning", Name: prov.Name, UID: prov.UID, Controller: ptr.To(true)}
+	ds := func(name string, owned bool) *appsv1.DaemonSet {
+		labels := map[string]string{"app": "someone-elses"}
+		if owned {
+			labels = map[string]string{"k8s-app": "metal3", render.ComponentLabel: name}
+		}
+		d := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: op.ns, Name: name, Labels: labels},
+			Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example.com/x"}}}}}}
+		if owned {
+			d.OwnerReferences = []metav1.OwnerReference{owner}
+		}
+		return d
+	}
+	proxySvc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: op.ns, Name: render.IronicProxy, OwnerReferences: []metav1.OwnerReference{owner}},
+		Spec: corev1.ServiceSpec{ClusterIP: "None", Ports: []corev1.ServicePort{{Port: 6385}}}}
+	for _, obj := range []client.Object{ds(render.IronicProxy, true), ds(render.ImageCache, false), proxySvc} {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	op.start(t, "")
+	waitEvent(t, start, ReasonRemoved, "DaemonSet "+op.ns+"/"+render.IronicProxy)
+	poll.Until(t, "the ironic-proxy DaemonSet and Service gone", func() (bool, string) {
+		errD := env.Client.Get(ctx, client.ObjectKey{Namespace: op.ns, Name: render.IronicProxy}, &appsv1.DaemonSet{})
+		errS := env.Client.Get(ctx, client.ObjectKey{Namespace: op.ns, Name: render.IronicProxy}, &corev1.Service{})
+		return apierrors.IsNotFound(errD) && apierrors.IsNotFound(errS), fmt.Sprint(errD, errS)
+	})
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: op.ns, Name: render.ImageCache}, &appsv1.DaemonSet{}); err != nil {
+		t.Fatalf("a DaemonSet the Provisioning object does not own: %v", err)
+	}
+	svc := &corev1.Service{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: op.ns, Name: render.StateService}, svc); err != nil ||
+		!maps.Equal(svc.Spec.Selector, map[string]string{render.ComponentLabel: render.StateService}) {
+		t.Fatalf("metal3-state selector %v: %v", svc.Spec.Selector, err)
+	}
+}
+
+// TestTakeOverSelector: a Deployment whose selector differs and does not select the pods cannot
+// be changed: it is deleted and created anew.
 func TestTakeOverSelector(t *testing.T) {
 	op := setup(t, options{noStart: true})
 	before := runningStack(t, op.ns, disabled, func(d *appsv1.Deployment) {

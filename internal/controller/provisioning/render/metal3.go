@@ -1,6 +1,7 @@
 package render
 
 import (
+	"maps"
 	"strconv"
 	"strings"
 
@@ -14,7 +15,9 @@ import (
 	"github.com/metalforge/metalforge/internal/controller/provisioning/secrets"
 )
 
-// metal3Labels select the metal3 pod; the metal3-state Service uses them.
+// metal3Labels are the metal3 Deployment's and pod's labels, and its selector (OpenShift's); the
+// metal3-state Service selects by the component label alone. Cloned where used: objects are
+// changed after rendering.
 var metal3Labels = map[string]string{"k8s-app": "metal3", ComponentLabel: StateService}
 
 func init() { register(component{name: "metal3", order: 10, build: buildMetal3}) }
@@ -49,17 +52,17 @@ func buildMetal3(in *Input, s *Stack) {
 		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: Metal3Deployment, Namespace: in.Namespace,
-			Labels:      metal3Labels,
+			Labels:      maps.Clone(metal3Labels),
 			Annotations: map[string]string{OwnedAnnotation: ""},
 		},
 		Spec: appsv1.DeploymentSpec{
 			Replicas:                ptrTo[int32](1),
-			Selector:                &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "metal3"}},
+			Selector:                &metav1.LabelSelector{MatchLabels: maps.Clone(metal3Labels)},
 			Strategy:                appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
 			ProgressDeadlineSeconds: ptrTo(progressDeadline),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
-					Labels: metal3Labels,
+					Labels: maps.Clone(metal3Labels),
 					Annotations: map[string]string{
 						"target.workload.openshift.io/management": `{"effect": "PreferredDuringScheduling"}`,
 						TLSFingerprintAnnotation:                  in.IronicTLSFingerprint,

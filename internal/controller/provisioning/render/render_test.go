@@ -260,7 +260,7 @@ func TestStateServiceAndSANs(t *testing.T) {
 			svc = s
 		}
 	}
-	if svc == nil || len(svc.Spec.Ports) != 3 || svc.Spec.Selector["k8s-app"] != "metal3" {
+	if svc == nil || len(svc.Spec.Ports) != 3 || svc.Spec.Selector[ComponentLabel] != StateService || len(svc.Spec.Selector) != 1 {
 		t.Fatalf("metal3-state %+v", svc)
 	}
 	in.Spec.DisableVirtualMediaTLS = true
