@@ -126,6 +126,10 @@ type PreprovisioningImage struct {
 type Host struct {
 	Namespace string
 	Name      string
+	// UID is the BareMetalHost's metadata.uid: the instance UUID metal3 gives the installed OS
+	// (config drive meta_data.uuid), which Cluster API's Metal3 provider labels the Node with
+	// (metal3.io/uuid) to find the Machine's host.
+	UID string
 	// NodeID is status.provisioning.ID: the engine's identifier, empty before the first registration.
 	NodeID            string
 	State             metal3.ProvisioningState

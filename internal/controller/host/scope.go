@@ -174,6 +174,7 @@ func (s *hostScope) provHost() provisioner.Host {
 	return provisioner.Host{
 		Namespace:                      h.Namespace,
 		Name:                           h.Name,
+		UID:                            string(h.UID),
 		NodeID:                         h.Status.Provisioning.ID,
 		State:                          h.Status.Provisioning.State,
 		OperationalStatus:              h.Status.OperationalStatus,

@@ -11,8 +11,15 @@ import (
 // configDrive builds the JSON config drive (API 1.56+) that Ironic turns into an ISO: the user data
 // as given, network data and meta data parsed from YAML or JSON (provisioner.ParseConfigData, with
 // which the host controller checked them before provisioning). Meta data starts from metal3's
-// defaults (host name, namespace, an instance UUID) and the user's keys win.
-func configDrive(host provisioner.Host, hc provisioner.HostConfig, uuid string) (*nodes.ConfigDrive, error) {
+// defaults (host name, namespace, the host's UID as instance UUID) and the user's keys win. The
+// UUID is the BareMetalHost's, as metal3 writes it, not the node's: CAPM3 clusters label their
+// Nodes metal3.io/uuid={{ ds.meta_data.uuid }} and match them to the host by it (a node's UUID
+// changes when the node is enrolled again, too). nodeUUID serves only a host without one.
+func configDrive(host provisioner.Host, hc provisioner.HostConfig, nodeUUID string) (*nodes.ConfigDrive, error) {
+	uuid := host.UID
+	if uuid == "" {
+		uuid = nodeUUID
+	}
 	cd := &nodes.ConfigDrive{}
 	if hc.UserData != "" {
 		cd.UserData = hc.UserData

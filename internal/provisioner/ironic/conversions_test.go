@@ -137,6 +137,12 @@ func TestConfigDrive(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("config drive %s", body)
 	}
+	// The host's UID, not the node's UUID, as metal3 (CAPM3 matches Nodes to hosts by it).
+	withUID := host
+	withUID.UID = "bmh-uid"
+	if cd, err := configDrive(withUID, provisioner.HostConfig{}, "node-uuid"); err != nil || cd.MetaData["uuid"] != "bmh-uid" {
+		t.Errorf("meta_data.uuid %v (%v), want the host's UID", cd.MetaData["uuid"], err)
+	}
 
 	empty, err := configDrive(host, provisioner.HostConfig{}, "u")
 	if err != nil || empty.UserData != nil || empty.NetworkData != nil || empty.MetaData["name"] != "h1" {
