@@ -235,6 +235,9 @@ type ProvisionData struct {
 	// would write the config drive is not started with what could be read: it fails with this
 	// message, which names the field.
 	HostConfigError string
+	// ImagePullSecret is the registry credentials of an oci:// image (spec.image.ociAuthSecretName),
+	// "user:password" or a token ("" for none): Ironic's instance_info image_pull_secret.
+	ImagePullSecret string
 	// ForceReboot: the user asked a forced reboot (reboot.metal3.io with "force": true). A
 	// deployment waiting for its agent (the server never booted it, or it hangs) is stopped and
 	// started again, which boots the agent afresh; anything else goes on as it is. Adopt ignores it.

@@ -240,13 +240,42 @@ func (r *Reconciler) loadHostConfig(ctx context.Context, s *hostScope) error {
 	}
 	parse(networkField, network, cfg.NetworkData)
 	parse("spec.metaData", h.Spec.MetaData, cfg.MetaData)
+	pull, err := r.imagePullSecret(ctx, h)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	for _, err := range errs {
 		if !isInputError(err) {
 			return err
 		}
 	}
 	s.in.hostConfig, s.in.hostConfigErr = cfg, errors.Join(errs...)
+	s.in.imagePullSecret = pull
 	return nil
+}
+
+// imagePullSecret reads the registry credentials of an oci:// image from
+// spec.image.ociAuthSecretName ("" without one). The Secret is labelled and finalized as the
+// host's other Secrets are; a problem with it is an input error naming the field.
+func (r *Reconciler) imagePullSecret(ctx context.Context, h *metal3.BareMetalHost) (string, error) {
+	img := h.Spec.Image
+	if img == nil || img.OCIAuthSecretName == nil || *img.OCIAuthSecretName == "" || !img.IsOCI() {
+		return "", nil
+	}
+	const field = "spec.image.ociAuthSecretName"
+	name := *img.OCIAuthSecretName
+	secret, err := r.secrets.get(ctx, types.NamespacedName{Namespace: h.Namespace, Name: name}, h.DeletionTimestamp.IsZero())
+	if errors.Is(err, errSecretNotFound) {
+		return "", inputError{fmt.Sprintf("%s: secret %q not found", field, name)}
+	}
+	if err != nil {
+		return "", err
+	}
+	creds, err := registryCredentials(secret, img.URL)
+	if err != nil {
+		return "", inputError{fmt.Sprintf("%s: secret %q %v", field, name, err)}
+	}
+	return creds, nil
 }
 
 // inputError is a Secret problem the user fixes; its message names the field.
@@ -307,6 +336,9 @@ func secretNames(h *metal3.BareMetalHost) []string {
 	}
 	add(h.Spec.BMC.CredentialsName)
 	add(h.Spec.PreprovisioningNetworkDataName)
+	if h.Spec.Image != nil && h.Spec.Image.OCIAuthSecretName != nil {
+		add(*h.Spec.Image.OCIAuthSecretName)
+	}
 	for _, ref := range []*corev1.SecretReference{h.Spec.UserData, h.Spec.NetworkData, h.Spec.MetaData} {
 		if ref != nil && (ref.Namespace == "" || ref.Namespace == h.Namespace) {
 			add(ref.Name)

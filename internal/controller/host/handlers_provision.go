@@ -164,6 +164,7 @@ func (s *hostScope) provisionData() provisioner.ProvisionData {
 		BootMode:        s.host.BootMode(),
 		RootDeviceHints: spec.RootDeviceHints.DeepCopy(),
 		HostConfig:      s.in.hostConfig,
+		ImagePullSecret: s.in.imagePullSecret,
 		ForceReboot:     s.rebootRequests().forcedOneShot,
 	}
 	if s.in.hostConfigErr != nil {

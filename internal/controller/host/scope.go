@@ -59,6 +59,8 @@ type inputs struct {
 	// hostConfig is user/network/meta data; hostConfigErr names the bad field.
 	hostConfig    provisioner.HostConfig
 	hostConfigErr error
+	// imagePullSecret is the registry credentials of an oci:// image (spec.image.ociAuthSecretName).
+	imagePullSecret string
 	// preprovNetworkData is spec.preprovisioningNetworkDataName's content, and
 	// preprovNetworkDataVersion its Secret's resourceVersion ("" when it is missing).
 	preprovNetworkData        string

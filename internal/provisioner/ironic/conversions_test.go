@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -602,5 +603,41 @@ func TestBusyCount(t *testing.T) {
 	}
 	if got := busyCount(list); got != 3 {
 		t.Errorf("busy nodes %d, want 3", got)
+	}
+}
+
+// TestOCIPullSecret: an oci:// image's registry credentials go to instance_info image_pull_secret,
+// outside the plan's fingerprint; a plan without them removes one a node has; an http image never
+// gets them.
+func TestOCIPullSecret(t *testing.T) {
+	oci := &metal3.Image{URL: "oci://registry.example/os:1"}
+	with, err := planDeploy(Config{}, provisioner.ProvisionData{Image: oci, ImagePullSecret: "robot:pw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := planDeploy(Config{}, provisioner.ProvisionData{Image: oci})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if with.fingerprint() != without.fingerprint() {
+		t.Error("the credentials changed the plan's fingerprint")
+	}
+	var pt patch
+	with.apply(&pt, &nodes.Node{InstanceInfo: map[string]any{}})
+	if !slices.ContainsFunc(pt, func(op nodes.UpdateOperation) bool {
+		return op.Path == "/instance_info/image_pull_secret" && op.Op == nodes.AddOp && op.Value == "robot:pw"
+	}) {
+		t.Errorf("patch %+v has no image_pull_secret", pt)
+	}
+	pt = nil
+	without.apply(&pt, &nodes.Node{InstanceInfo: map[string]any{"image_pull_secret": "******"}})
+	if !slices.ContainsFunc(pt, func(op nodes.UpdateOperation) bool {
+		return op.Path == "/instance_info/image_pull_secret" && op.Op == nodes.RemoveOp
+	}) {
+		t.Errorf("patch %+v does not remove the old image_pull_secret", pt)
+	}
+	http, err := planDeploy(Config{}, provisioner.ProvisionData{Image: &metal3.Image{URL: "http://i/os.img", Checksum: "abc"}, ImagePullSecret: "robot:pw"})
+	if err != nil || http.pullSecret != nil {
+		t.Errorf("an http image got the pull secret %v (%v)", http.pullSecret, err)
 	}
 }

@@ -27,6 +27,10 @@ type deployPlan struct {
 	driverInfo map[string]any
 	steps      []nodes.DeployStep
 	liveISO    bool
+	// pullSecret is instance_info image_pull_secret (nil: none, removed). Outside instanceInfo,
+	// so outside the fingerprint: it is read at the deployment's start, a credential's rotation is
+	// no other plan, and plans fingerprinted before it existed stay the same.
+	pullSecret any
 }
 
 // imageKeys are the instance_info keys a deploy plan owns.
@@ -72,6 +76,10 @@ func planDeploy(cfg Config, data provisioner.ProvisionData) (deployPlan, error) 
 			return plan, errors.New("spec.image.checksum: a disk image needs a checksum (or the URL of a checksum file)")
 		}
 		setImage(plan.instanceInfo, img)
+		if img.IsOCI() && data.ImagePullSecret != "" {
+			// Ironic pulls from the registry with it (its API shows it masked).
+			plan.pullSecret = data.ImagePullSecret
+		}
 		plan.driverInfo["force_persistent_boot_device"] = "Default"
 	default:
 		return plan, errors.New("spec.image or spec.customDeploy: nothing to provision")
@@ -102,6 +110,7 @@ func setImage(info map[string]any, img *metal3.Image) {
 // applies writes the plan into a patch for the node.
 func (plan deployPlan) apply(pt *patch, n *nodes.Node) {
 	pt.setKeys("instance_info", n.InstanceInfo, plan.instanceInfo)
+	pt.setKeys("instance_info", n.InstanceInfo, map[string]any{"image_pull_secret": plan.pullSecret})
 	pt.setKeys("driver_info", n.DriverInfo, plan.driverInfo)
 	if plan.deployInterface == nil {
 		// Back to Ironic's default only when the node has one of ours set.
