@@ -71,7 +71,9 @@ func (s *hostScope) checkProvisioning() (outcome, bool) {
 			"%s: provisioning failed %d times (limit --max-provisioning-retries=%d); change or remove %s to try again",
 			field, st.ProvisioningFailCount, limit, what)), true
 	}
-	if s.in.hostConfigErr != nil {
+	// A live ISO gets no config drive (the provisioner never reads the user, network or meta
+	// data for it): a broken Secret of those does not hold it back, as in metal3.
+	if s.in.hostConfigErr != nil && !(spec.Image.IsLiveISO() && spec.CustomDeploy == nil) {
 		return s.inputFailure(metal3.ProvisioningError, s.in.hostConfigErr), true
 	}
 	st.LastAttemptedImage, st.LastAttemptedCustomDeploy = spec.Image.DeepCopy(), spec.CustomDeploy.DeepCopy()
