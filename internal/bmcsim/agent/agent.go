@@ -204,12 +204,18 @@ func jittered(d time.Duration) time.Duration {
 }
 
 // shouldInspect: Ironic asks for inspection with ipa-inspection-callback-url when it builds the boot
-// ISO. With a prebuilt deploy ISO it cannot pass parameters; then the agent recognises an
-// inspection in progress by the fields Ironic's inspect interface sets on the node for its duration
-// (inspector_manage_boot, lookup_bmc_addresses), which the lookup answer carries.
+// ISO; an image configured for it (a customized live image's ironic-python-agent.conf) names it
+// in inspection_callback_url. ironic-python-agent inspects only with one: a customized image
+// without it does not inspect here either. The project's own prebuilt deploy ISO stands for
+// metal3's agent images, whose configuration carries the callback; the agent recognises an
+// inspection in progress by the fields Ironic's inspect interface sets on the node for its
+// duration (inspector_manage_boot, lookup_bmc_addresses), which the lookup answer carries.
 func (a *agentInstance) shouldInspect(lk *lookupResponse) bool {
 	if a.boot.InspectionCallbackURL != "" {
 		return true
+	}
+	if a.boot.Ignition {
+		return false
 	}
 	dii := lk.Node.DriverInternalInfo
 	_, managed := dii["inspector_manage_boot"]

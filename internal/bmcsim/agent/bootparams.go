@@ -130,6 +130,9 @@ func applyIgnition(bi *BootInfo, archives []byte) error {
 	if lc.APIURL != "" {
 		bi.APIURL = lc.APIURL
 	}
+	if lc.InspectionCallbackURL != "" {
+		bi.InspectionCallbackURL = lc.InspectionCallbackURL
+	}
 	if lc.Insecure {
 		if bi.Params == nil {
 			bi.Params = map[string]string{}

@@ -129,6 +129,8 @@ func archiveFiles(data []byte) (map[string][]byte, error) {
 type liveConfig struct {
 	// APIURL is the first api_url of /etc/ironic-python-agent.conf ("" when the file is absent).
 	APIURL string
+	// InspectionCallbackURL is the file's inspection_callback_url ("" when it has none).
+	InspectionCallbackURL string
 	// Insecure is the file's insecure option: the agent does not verify Ironic's certificate, as
 	// with ipa-insecure=1 on the kernel command line.
 	Insecure bool
@@ -170,6 +172,7 @@ func parseIgnition(config []byte) (liveConfig, error) {
 		case f.Path == agentConfigPath:
 			out.APIURL = iniValue(string(data), "api_url")
 			out.APIURL, _, _ = strings.Cut(out.APIURL, ",")
+			out.InspectionCallbackURL = iniValue(string(data), "inspection_callback_url")
 			// oslo.config's booleans.
 			switch strings.ToLower(iniValue(string(data), "insecure")) {
 			case "true", "1", "yes", "on":

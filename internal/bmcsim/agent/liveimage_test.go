@@ -210,3 +210,32 @@ func TestLiveBoot(t *testing.T) {
 		t.Error("the agent stopped: it keeps looking for its Ironic")
 	}
 }
+
+// TestInspectionNeedsACallback: ironic-python-agent inspects only with an inspection callback (a
+// kernel parameter Ironic adds to an ISO it builds, or inspection_callback_url in the agent's
+// configuration): a customized live image without one does not inspect, even while Ironic waits
+// for an inspection (the project's own deploy ISO, standing for metal3's configured images, does).
+func TestInspectionNeedsACallback(t *testing.T) {
+	conf := "[DEFAULT]\napi_url = https://192.0.2.2:6385\ninspection_callback_url = https://192.0.2.2:6385/v1/continue_inspection\n"
+	ign := `{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/ironic-python-agent.conf","contents":{"source":"data:;base64,` +
+		base64.StdEncoding.EncodeToString([]byte(conf)) + `"}}]}}`
+	lc, err := parseIgnition([]byte(ign))
+	if err != nil || lc.InspectionCallbackURL != "https://192.0.2.2:6385/v1/continue_inspection" {
+		t.Fatalf("callback %q, %v", lc.InspectionCallbackURL, err)
+	}
+	inspecting := &lookupResponse{}
+	inspecting.Node.DriverInternalInfo = map[string]any{"inspector_manage_boot": true}
+	for name, tc := range map[string]struct {
+		boot BootInfo
+		want bool
+	}{
+		"customized image without a callback": {boot: BootInfo{Ignition: true}},
+		"customized image with one":           {boot: BootInfo{Ignition: true, InspectionCallbackURL: lc.InspectionCallbackURL}, want: true},
+		"the project's deploy ISO":            {boot: BootInfo{}, want: true},
+	} {
+		a := &agentInstance{boot: tc.boot}
+		if got := a.shouldInspect(inspecting); got != tc.want {
+			t.Errorf("%s: inspects %v, want %v", name, got, tc.want)
+		}
+	}
+}

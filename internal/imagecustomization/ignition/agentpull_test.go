@@ -101,16 +101,18 @@ func TestBuildWithProxyAndPullSecret(t *testing.T) {
 }
 
 // Without a proxy, a pull secret or registries.conf the config is byte for byte the one built
-// before they were supported (hashes taken then), so a controller upgraded without them keeps
-// every image and its URL; the configuration's JSON, which the builder digests, is unchanged too.
+// before they were supported, so a controller upgraded without them keeps every image and its URL;
+// the configuration's JSON, which the builder digests, is unchanged too. (Hashes taken when the
+// agent configuration gained inspection_callback_url: images built before could not inspect, and
+// are built once more.)
 func TestBuildUnchangedWithoutProxyOrPullSecret(t *testing.T) {
 	hosts := map[string]struct {
 		host Host
 		want string
 	}{
-		"without network data": {Host{Hostname: "h"}, "1cb391d1e6497d0760967306463b7564a7f4c6146513ae1dc07c008cfb69d7e7"},
+		"without network data": {Host{Hostname: "h"}, "5b819d48723eeb2dfe97d33a24cf558b07c076da7abbe7d48cebbc7a12e1a225"},
 		"with a keyfile": {Host{Hostname: "host-0", Keyfiles: []nmstate.Keyfile{{Name: "eno1.nmconnection", Data: []byte("[connection]\nid=eno1\n")}}},
-			"03ce667db7e9d1911770f2bf1fce9757a99a1067abd37954e56967dba4680757"},
+			"cc8e2ec6a6bfe5098a3ba8fab153fe5b1f5153b9864798b3361ad8df6a8a26ec"},
 	}
 	for name, tc := range hosts {
 		t.Run(name, func(t *testing.T) {
@@ -119,7 +121,7 @@ func TestBuildUnchangedWithoutProxyOrPullSecret(t *testing.T) {
 				t.Fatal(err)
 			}
 			if sum := sha256.Sum256(out); hex.EncodeToString(sum[:]) != tc.want {
-				t.Errorf("the config changed:\n%s", out)
+				t.Errorf("the config changed (sha256 %x):\n%s", sum, out)
 			}
 		})
 	}

@@ -228,13 +228,22 @@ func proxyVars(cfg AgentConfig) []envVar {
 }
 
 // agentConf is ironic-python-agent's configuration file. Without network data the agent brings
-// up VLAN interfaces it learns of by LLDP; with it, the network is what the data says.
+// up VLAN interfaces it learns of by LLDP; with it, the network is what the data says. The
+// inspection callback is Ironic's own (Ironic 39 inspects without ironic-inspector): the agent
+// inspects only when it has one, and Ironic cannot pass it on the kernel command line of an image
+// it did not build, so without it a host booted from this image waited in inspect wait until
+// Ironic's timeout (OpenShift's image-customization-controller writes it too).
 func agentConf(cfg AgentConfig, host Host) string {
 	vlans := "all"
 	if len(host.Keyfiles) > 0 {
 		vlans = ""
 	}
-	return fmt.Sprintf("[DEFAULT]\napi_url = %s\ninsecure = True\nenable_vlan_interfaces = %s\n", strings.Join(cfg.IronicURLs, ","), vlans)
+	callback := ""
+	if len(cfg.IronicURLs) > 0 {
+		callback = strings.TrimSuffix(cfg.IronicURLs[0], "/") + "/v1/continue_inspection"
+	}
+	return fmt.Sprintf("[DEFAULT]\napi_url = %s\ninspection_callback_url = %s\ninsecure = True\nenable_vlan_interfaces = %s\n",
+		strings.Join(cfg.IronicURLs, ","), callback, vlans)
 }
 
 // agentUnit runs the agent container on the live system. IPA_COREOS_COPY_NETWORK makes the agent

@@ -66,7 +66,8 @@ func TestBuild(t *testing.T) {
 	}
 	fs := files(t, c)
 	conf := decode(t, fs[AgentConfigPath].Contents.Source)
-	for _, want := range []string{"api_url = https://192.0.2.2:6385\n", "insecure = True\n", "enable_vlan_interfaces = \n"} {
+	for _, want := range []string{"api_url = https://192.0.2.2:6385\n", "inspection_callback_url = https://192.0.2.2:6385/v1/continue_inspection\n",
+		"insecure = True\n", "enable_vlan_interfaces = \n"} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("agent config lacks %q:\n%s", want, conf)
 		}
