@@ -73,7 +73,8 @@ func (s *hostScope) checkProvisioning() (outcome, bool) {
 	}
 	// A live ISO gets no config drive (the provisioner never reads the user, network or meta
 	// data for it): a broken Secret of those does not hold it back, as in metal3.
-	if s.in.hostConfigErr != nil && !(spec.Image.IsLiveISO() && spec.CustomDeploy == nil) {
+	liveISO := spec.Image.IsLiveISO() && spec.CustomDeploy == nil
+	if s.in.hostConfigErr != nil && !liveISO {
 		return s.inputFailure(metal3.ProvisioningError, s.in.hostConfigErr), true
 	}
 	st.LastAttemptedImage, st.LastAttemptedCustomDeploy = spec.Image.DeepCopy(), spec.CustomDeploy.DeepCopy()
