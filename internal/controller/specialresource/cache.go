@@ -81,7 +81,8 @@ func CacheViews(openShiftBuilds bool) []cacheview.View {
 
 // compactPod keeps what the operator reads of a pod it owns: its metadata (the hash and
 // wait-for-logs annotations among them), the node it runs on, its containers' names (logs are
-// read by container), its phase and conditions (Ready). A driver pod's spec and container
+// read by container), its phase and conditions (Ready), and its reason and message (a recipe Pod
+// that failed is reported with them). A driver pod's spec and container
 // statuses are most of its size, and a driver DaemonSet has a pod on every selected node: at 1000
 // nodes and 20 SpecialResources that is 5000 pods (100 MiB of cache whole).
 func compactPod(obj any) (any, error) {
@@ -107,7 +108,7 @@ func compactPod(obj any) (any, error) {
 		TypeMeta:   p.TypeMeta,
 		ObjectMeta: meta,
 		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName, Containers: containers},
-		Status:     corev1.PodStatus{Phase: p.Status.Phase, Conditions: p.Status.Conditions},
+		Status:     corev1.PodStatus{Phase: p.Status.Phase, Conditions: p.Status.Conditions, Reason: p.Status.Reason, Message: p.Status.Message},
 	}, nil
 }
 

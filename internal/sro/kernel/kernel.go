@@ -94,11 +94,14 @@ func OSLabelled(full string, nodeLabels map[string]string) bool {
 	return ok
 }
 
-// osFromLabelsFor reads the labels unless NFD wrote them for another kernel than full (without
-// its kernel label, as NFD configured without the kernel source labels, they are taken as they
-// are).
+// osFromLabelsFor reads the labels unless NFD wrote them for another kernel than full and full
+// names its own release (el9_4): then the kernel's release says it better than labels of the
+// release the node left. A kernel naming none (Ubuntu, Debian) keeps the labels, stale or not:
+// an upgrade within a release is the usual case, and without them the OS variables render empty
+// (the preflight of such a kernel reads the labels of nodes still on the old one). Without NFD's
+// kernel label (NFD configured without its kernel source) the labels are taken as they are.
 func osFromLabelsFor(full string, nodeLabels map[string]string) (OS, bool) {
-	if k := nodeLabels[nfdKernelFull]; k != "" && k != full {
+	if k := nodeLabels[nfdKernelFull]; k != "" && k != full && elRelease.MatchString(full) {
 		return OS{}, false
 	}
 	return osFromLabels(nodeLabels)

@@ -72,6 +72,14 @@ func TestOSOf(t *testing.T) {
 			"feature.node.kubernetes.io/system-os_release.RHEL_VERSION": "9.2",
 			"feature.node.kubernetes.io/kernel-version.full":            "5.14.0-284.30.1.el9_2.x86_64",
 		}, want: OS{"rhel9", "rhel9.4", "9.4"}},
+		// A kernel that names no release keeps the labels: they are right for an update within
+		// the release, and the preflight of an upgrade only has the old kernel's.
+		"nfd labels of another kernel, an Ubuntu kernel": {kernel: "6.8.0-50-generic", labels: map[string]string{
+			"feature.node.kubernetes.io/system-os_release.ID":               "ubuntu",
+			"feature.node.kubernetes.io/system-os_release.VERSION_ID.major": "22",
+			"feature.node.kubernetes.io/system-os_release.VERSION_ID.minor": "04",
+			"feature.node.kubernetes.io/kernel-version.full":                "6.8.0-45-generic",
+		}, want: OS{"ubuntu22", "ubuntu22.04", "22.04"}},
 		"unknown":                           {kernel: "6.8.0-45-generic"},
 		"el inside a word is not a release": {kernel: "6.1.0-shell9.x86_64"},
 	}
