@@ -3,7 +3,6 @@ package host
 import (
 	"fmt"
 	"maps"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,23 +32,6 @@ const reasonWaitingForImage = "WaitingForPreprovisioningImage"
 // cannot fix it, so registration leaves it alone (imageErrorShown).
 const imageErrorPrefix = "PreprovisioningImage "
 
-// controllerArchitecture is the operator's own CPU in metal3's names (uname -m): the image
-// architecture of a host whose spec and inspection do not say.
-var controllerArchitecture = metal3Architecture(runtime.GOARCH)
-
-// metal3Architecture maps a Go architecture to the name Ironic's inventories and metal3 use.
-func metal3Architecture(goarch string) string {
-	switch goarch {
-	case "amd64":
-		return "x86_64"
-	case "arm64":
-		return "aarch64"
-	case "386":
-		return "i686"
-	}
-	return goarch // ppc64le, s390x, riscv64 are spelt the same
-}
-
 // imageArchitecture: spec.architecture, else the inspected CPU, else the operator's own (metal3).
 func imageArchitecture(h *metal3.BareMetalHost) string {
 	switch {
@@ -58,7 +40,7 @@ func imageArchitecture(h *metal3.BareMetalHost) string {
 	case h.Status.HardwareDetails != nil && h.Status.HardwareDetails.CPU.Arch != "":
 		return h.Status.HardwareDetails.CPU.Arch
 	}
-	return controllerArchitecture
+	return provisioner.ControllerArchitecture
 }
 
 // imageSpec is the spec the host's image must have.

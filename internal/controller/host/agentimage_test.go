@@ -378,8 +378,8 @@ func TestImageUseOfStates(t *testing.T) {
 
 func TestImageArchitecture(t *testing.T) {
 	h := imageHost()
-	if got := imageArchitecture(h); got != controllerArchitecture {
-		t.Errorf("no spec, no inspection: %q, want the operator's %q", got, controllerArchitecture)
+	if got := imageArchitecture(h); got != provisioner.ControllerArchitecture {
+		t.Errorf("no spec, no inspection: %q, want the operator's %q", got, provisioner.ControllerArchitecture)
 	}
 	h.Status.HardwareDetails = &metal3.HardwareDetails{CPU: metal3.CPU{Arch: "aarch64"}}
 	if got := imageArchitecture(h); got != "aarch64" {
@@ -390,7 +390,7 @@ func TestImageArchitecture(t *testing.T) {
 		t.Errorf("spec ppc64le: %q", got)
 	}
 	for goarch, want := range map[string]string{"amd64": "x86_64", "arm64": "aarch64", "ppc64le": "ppc64le", "s390x": "s390x"} {
-		if got := metal3Architecture(goarch); got != want {
+		if got := provisioner.Architecture(goarch); got != want {
 			t.Errorf("GOARCH %s: %q, want %q", goarch, got, want)
 		}
 	}

@@ -25,7 +25,11 @@ func (s *hostScope) checkDeletion() (outcome, bool) {
 	// the host is deprovisioned as any other (metal3 looks at operationalStatus detached only);
 	// deleting its node would cut the provisioner's operation short.
 	args, annotated := s.detachedArgs()
-	if s.detached() && !annotated && s.in.bmcErr == nil {
+	// Attaching again is tried only in a state where a host is registered (not deleting or
+	// registering, which it could never leave otherwise) and with usable BMC input. A failed
+	// attempt shows its error (the host is no longer detached) and deletion goes on as for any
+	// host, whose failures past maxDeleteErrors let it go.
+	if s.detached() && !annotated && s.in.bmcErr == nil && stateOf(st).registered.is() {
 		// Detached, and the annotation removed: the host is attached again first, then deleted as
 		// any other (metal3's delayDeleteForDetachedHost). This is how assisted-service's
 		// deleteAction: delay ends: it removes the annotation once it cleaned up, for the host to

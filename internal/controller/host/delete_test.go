@@ -201,6 +201,31 @@ func TestDelayedDeletionEndsWithDeprovisioning(t *testing.T) {
 	}
 }
 
+// TestDelayedDeletionOfAHostThatCannotAttach: the same, but the host's BMC refuses it (a dead
+// BMC, a wrong password: hardware being retired): it is not held forever. Its failed attach shows
+// an error (the host is no longer detached) and it goes the way of any host being deleted, whose
+// failures past the limit let it go.
+func TestDelayedDeletionOfAHostThatCannotAttach(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	createHost(t, newHost(ns, "y").Build())
+	waitState(t, ns, "y", metal3.StateProvisioned)
+	annotate(t, ns, "y", metal3.DetachedAnnotation, `{"deleteAction":"delay"}`)
+	waitHost(t, ns, "y", "detached", func(h *metal3.BareMetalHost) bool {
+		return h.Status.OperationalStatus == metal3.OperationalStatusDetached
+	})
+	deleteHost(t, ns, "y")
+	waitHost(t, ns, "y", "deletion delayed", func(h *metal3.BareMetalHost) bool {
+		c := condition(h, metal3.ProgressingCondition)
+		return c != nil && strings.Contains(c.Message, "deleteAction: delay")
+	})
+	fix.FailNextFor(ns, "y", fixture.OpRegister, 100)
+	unannotate(t, ns, "y", metal3.DetachedAnnotation)
+	waitGone(t, ns, "y")
+}
+
 // TestSharedSecretReleasedByLastHost: the secret finalizer stays while another host uses it.
 func TestSharedSecretReleasedByLastHost(t *testing.T) {
 	t.Parallel()

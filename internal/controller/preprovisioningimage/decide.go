@@ -8,6 +8,7 @@ import (
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/imagebuilder"
+	"github.com/metalforge/metalforge/internal/provisioner"
 )
 
 // networkData is what the controller read of the image's network data Secret.
@@ -44,13 +45,17 @@ func decide(ppi *metal3.PreprovisioningImage, images Images, net networkData, no
 			archVar(EnvKernelURL, spec.Architecture), "_BY_ARCH"), now)
 	}
 	i := slices.IndexFunc(spec.AcceptFormats, func(f metal3.ImageFormat) bool { return slices.Contains(configured, f) })
-	// A format set for the architecture alone wins over one only the plain variable serves: with
-	// DEPLOY_ISO_URL (the x86_64 ISO) and DEPLOY_RAMDISK_URL_AARCH64, an aarch64 host accepting
-	// an ISO first was handed the x86_64 ISO, shown Ready, and failed to boot it.
-	if j := slices.IndexFunc(spec.AcceptFormats, func(f metal3.ImageFormat) bool {
-		return slices.Contains(configured, f) && images.ForArch(f, spec.Architecture)
-	}); j >= 0 {
-		i = j
+	// For another architecture than the operator's, a format set for it alone wins over one only
+	// the plain variable serves, most likely built for the operator's own: with DEPLOY_ISO_URL
+	// (the x86_64 ISO) and DEPLOY_RAMDISK_URL_AARCH64, an aarch64 host accepting an ISO first was
+	// handed the x86_64 ISO, shown Ready, and failed to boot it. Hosts of the operator's own
+	// architecture keep their order.
+	if spec.Architecture != "" && spec.Architecture != provisioner.ControllerArchitecture {
+		if j := slices.IndexFunc(spec.AcceptFormats, func(f metal3.ImageFormat) bool {
+			return slices.Contains(configured, f) && images.ForArch(f, spec.Architecture)
+		}); j >= 0 {
+			i = j
+		}
 	}
 	if i < 0 {
 		msg := "spec.acceptFormats: empty, so no format can be built"

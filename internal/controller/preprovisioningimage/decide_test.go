@@ -9,6 +9,7 @@ import (
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/conditions"
+	"github.com/metalforge/metalforge/internal/provisioner"
 )
 
 var (
@@ -97,23 +98,30 @@ func TestUnsupportedArchitecture(t *testing.T) {
 	}
 }
 
-// TestFormatSetForTheArchitectureWins: a format whose image is set for the architecture alone is
-// taken over an earlier accepted one only the plain variable (another architecture's image)
-// serves; with none set for it, the host's order decides.
+// TestFormatSetForTheArchitectureWins: for another architecture than the operator's, a format
+// whose image is set for that architecture alone is taken over an earlier accepted one only the
+// plain variable (most likely the operator's own architecture's image) serves; hosts of the
+// operator's architecture, or with none set for theirs, keep their order.
 func TestFormatSetForTheArchitectureWins(t *testing.T) {
-	im := ImagesFromEnv([]string{"DEPLOY_ISO_URL=http://i/x.iso", "DEPLOY_KERNEL_URL=http://i/x.kernel",
-		"DEPLOY_RAMDISK_URL_AARCH64=http://i/a.initrd", "DEPLOY_KERNEL_URL_AARCH64=http://i/a.kernel"})
+	own := provisioner.ControllerArchitecture
+	other := "aarch64"
+	if own == other {
+		other = "x86_64"
+	}
+	up := strings.ToUpper
+	im := ImagesFromEnv([]string{"DEPLOY_ISO_URL=http://i/plain.iso", "DEPLOY_KERNEL_URL=http://i/plain.kernel",
+		"DEPLOY_RAMDISK_URL_" + up(other) + "=http://i/other.initrd", "DEPLOY_KERNEL_URL_" + up(other) + "=http://i/other.kernel",
+		"DEPLOY_RAMDISK_URL_" + up(own) + "=http://i/own.initrd"})
+	both := []metal3.ImageFormat{metal3.ImageFormatISO, metal3.ImageFormatInitRD}
 	for name, tc := range map[string]struct {
 		arch        string
 		url, format string
 		accepts     []metal3.ImageFormat
 	}{
-		"aarch64: its initrd, not the plain ISO": {arch: "aarch64", accepts: []metal3.ImageFormat{metal3.ImageFormatISO, metal3.ImageFormatInitRD},
-			url: "http://i/a.initrd", format: "initrd"},
-		"aarch64 accepting ISOs only: the plain one": {arch: "aarch64", accepts: []metal3.ImageFormat{metal3.ImageFormatISO},
-			url: "http://i/x.iso", format: "iso"},
-		"x86_64: the host's order": {arch: "x86_64", accepts: []metal3.ImageFormat{metal3.ImageFormatISO, metal3.ImageFormatInitRD},
-			url: "http://i/x.iso", format: "iso"},
+		"another architecture: its initrd, not the plain ISO": {arch: other, accepts: both, url: "http://i/other.initrd", format: "initrd"},
+		"another architecture accepting ISOs only: the plain one": {arch: other, accepts: []metal3.ImageFormat{metal3.ImageFormatISO},
+			url: "http://i/plain.iso", format: "iso"},
+		"the operator's architecture: the host's order": {arch: own, accepts: both, url: "http://i/plain.iso", format: "iso"},
 	} {
 		d := decide(image(tc.arch, "", tc.accepts...), im, networkData{}, t0, retry)
 		if d.status.ImageURL != tc.url || string(d.status.Format) != tc.format {
