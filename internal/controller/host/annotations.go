@@ -34,9 +34,9 @@ func (s *hostScope) detachedArgs() (metal3.DetachedAnnotationArguments, bool) {
 	}
 	if strings.TrimSpace(v) != "" {
 		if err := json.Unmarshal([]byte(v), &args); err != nil {
-			// Unmarshal keeps the fields it decoded before the one it could not: a value
-			// with a mistyped field ({"deleteAction":"delay","force":"true"}) counts as the
-			// defaults as a whole, not half (metal3 does not delay then either).
+			// Unmarshal keeps the fields it could decode around the one it could not: a
+			// value with a mistyped field ({"deleteAction":"delay","force":"true"}) counts as
+			// the defaults as a whole, not half (metal3 does not delay then either).
 			args = metal3.DetachedAnnotationArguments{}
 		}
 	}
