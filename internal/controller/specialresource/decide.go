@@ -7,6 +7,7 @@ import (
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/message"
+	"github.com/metalforge/metalforge/internal/sro/recipe"
 )
 
 // planPhase runs the pure plan over what the earlier phases read, and decides the outcome.
@@ -96,19 +97,11 @@ func decide(sr *sro.SpecialResource, in inputs, p *planResult, cfg *Config) outc
 		// Every state before the object is ready and still the cluster does not serve its kind,
 		// which no CRD of the recipe up to its state defines: a typo, or a CRD someone else must
 		// install. Looked at again every RetryDelay (the cluster's kinds are not watched).
-		source := ""
-		if in.recipe != nil {
-			source = in.recipe.Source + ": "
-		}
-		return errored(sro.ReasonRecipeFailure, message.Sanitize(source+p.unservedKind), min(erroredAfter, cfg.RetryDelay))
+		return errored(sro.ReasonRecipeFailure, message.Sanitize(recipeSource(in.recipe)+p.unservedKind), min(erroredAfter, cfg.RetryDelay))
 	case p.failedObject != "":
 		// Waiting cannot make it ready; the object is watched or polled, so its deletion (or
 		// success) is seen.
-		source := ""
-		if in.recipe != nil {
-			source = in.recipe.Source + ": "
-		}
-		return errored(sro.ReasonRecipeFailure, message.Sanitize(source+p.failedObject), erroredAfter)
+		return errored(sro.ReasonRecipeFailure, message.Sanitize(recipeSource(in.recipe)+p.failedObject), erroredAfter)
 	case in.imageProblem != "":
 		// The user's to fix; looked at again every RetryDelay (Secrets are not watched: an invalid
 		// image reference, which only a watched change mends, is looked at as often, cheaply), or
@@ -141,4 +134,13 @@ func decide(sr *sro.SpecialResource, in inputs, p *planResult, cfg *Config) outc
 		out.message += fmt.Sprintf(" (%d selected nodes report no kernel)", in.nodesNoKernel)
 	}
 	return out
+}
+
+// recipeSource prefixes a recipe's problem with where the recipe came from ("ConfigMap ns/r: "),
+// "" for the built-in one.
+func recipeSource(r *recipe.Recipe) string {
+	if r == nil {
+		return ""
+	}
+	return r.Source + ": "
 }
