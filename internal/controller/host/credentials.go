@@ -264,10 +264,7 @@ func (r *Reconciler) imagePullSecret(ctx context.Context, h *metal3.BareMetalHos
 	}
 	const field = "spec.image.ociAuthSecretName"
 	name := *img.OCIAuthSecretName
-	secret, err := r.secrets.get(ctx, types.NamespacedName{Namespace: h.Namespace, Name: name}, h.DeletionTimestamp.IsZero())
-	if errors.Is(err, errSecretNotFound) {
-		return "", inputError{fmt.Sprintf("%s: secret %q not found", field, name)}
-	}
+	secret, err := r.hostSecret(ctx, h, field, &corev1.SecretReference{Name: name})
 	if err != nil {
 		return "", err
 	}
@@ -292,19 +289,26 @@ func isInputError(err error) bool {
 	return errors.As(err, &ie) || errors.As(err, &mk)
 }
 
-// secretValue reads key (falling back to "value") from a Secret in the host's namespace.
-func (r *Reconciler) secretValue(ctx context.Context, h *metal3.BareMetalHost, field string, ref *corev1.SecretReference, key string) (string, error) {
+// hostSecret reads a Secret the host names in field (labelled and finalized while the host is
+// not being deleted); it must be in the host's namespace, and its absence is an input error.
+func (r *Reconciler) hostSecret(ctx context.Context, h *metal3.BareMetalHost, field string, ref *corev1.SecretReference) (*corev1.Secret, error) {
 	ns := ref.Namespace
 	if ns == "" {
 		ns = h.Namespace
 	}
 	if ns != h.Namespace {
-		return "", inputError{fmt.Sprintf("%s: secret %q must be in the host's namespace", field, ref.Name)}
+		return nil, inputError{fmt.Sprintf("%s: secret %q must be in the host's namespace", field, ref.Name)}
 	}
 	secret, err := r.secrets.get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, h.DeletionTimestamp.IsZero())
 	if errors.Is(err, errSecretNotFound) {
-		return "", inputError{fmt.Sprintf("%s: secret %q not found", field, ref.Name)}
+		return nil, inputError{fmt.Sprintf("%s: secret %q not found", field, ref.Name)}
 	}
+	return secret, err
+}
+
+// secretValue reads key (falling back to "value") from a Secret in the host's namespace.
+func (r *Reconciler) secretValue(ctx context.Context, h *metal3.BareMetalHost, field string, ref *corev1.SecretReference, key string) (string, error) {
+	secret, err := r.hostSecret(ctx, h, field, ref)
 	if err != nil {
 		return "", err
 	}
