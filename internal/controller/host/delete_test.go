@@ -182,23 +182,30 @@ func TestDelayedDeletionEndsWithDeprovisioning(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
 	fix := fixture.New(fixture.Config{})
-	startOperator(t, ns, fix)
-	createHost(t, newHost(ns, "z").Build())
-	waitState(t, ns, "z", metal3.StateProvisioned)
-	annotate(t, ns, "z", metal3.DetachedAnnotation, `{"deleteAction":"delay"}`)
-	waitHost(t, ns, "z", "detached", func(h *metal3.BareMetalHost) bool {
-		return h.Status.OperationalStatus == metal3.OperationalStatusDetached
-	})
-	deleteHost(t, ns, "z")
-	waitHost(t, ns, "z", "deletion delayed", func(h *metal3.BareMetalHost) bool {
-		c := condition(h, metal3.ProgressingCondition)
-		return c != nil && strings.Contains(c.Message, "deleteAction: delay")
-	})
+	deletionDelayed(t, ns, fix, "z")
 	unannotate(t, ns, "z", metal3.DetachedAnnotation)
 	waitGone(t, ns, "z")
 	if n := fix.Count(ns, "z", fixture.OpDeprovision); n != 1 {
 		t.Fatalf("deprovisioned %d times after the annotation went, want 1", n)
 	}
+}
+
+// deletionDelayed starts an operator, provisions host name, detaches it with deleteAction delay
+// and deletes it: its deletion waits for the annotation to go.
+func deletionDelayed(t *testing.T, ns string, fix *fixture.Fixture, name string) {
+	t.Helper()
+	startOperator(t, ns, fix)
+	createHost(t, newHost(ns, name).Build())
+	waitState(t, ns, name, metal3.StateProvisioned)
+	annotate(t, ns, name, metal3.DetachedAnnotation, `{"deleteAction":"delay"}`)
+	waitHost(t, ns, name, "detached", func(h *metal3.BareMetalHost) bool {
+		return h.Status.OperationalStatus == metal3.OperationalStatusDetached
+	})
+	deleteHost(t, ns, name)
+	waitHost(t, ns, name, "deletion delayed", func(h *metal3.BareMetalHost) bool {
+		c := condition(h, metal3.ProgressingCondition)
+		return c != nil && strings.Contains(c.Message, "deleteAction: delay")
+	})
 }
 
 // TestDelayedDeletionOfAHostThatCannotAttach: the same, but the host's BMC refuses it (a dead
@@ -209,18 +216,7 @@ func TestDelayedDeletionOfAHostThatCannotAttach(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
 	fix := fixture.New(fixture.Config{})
-	startOperator(t, ns, fix)
-	createHost(t, newHost(ns, "y").Build())
-	waitState(t, ns, "y", metal3.StateProvisioned)
-	annotate(t, ns, "y", metal3.DetachedAnnotation, `{"deleteAction":"delay"}`)
-	waitHost(t, ns, "y", "detached", func(h *metal3.BareMetalHost) bool {
-		return h.Status.OperationalStatus == metal3.OperationalStatusDetached
-	})
-	deleteHost(t, ns, "y")
-	waitHost(t, ns, "y", "deletion delayed", func(h *metal3.BareMetalHost) bool {
-		c := condition(h, metal3.ProgressingCondition)
-		return c != nil && strings.Contains(c.Message, "deleteAction: delay")
-	})
+	deletionDelayed(t, ns, fix, "y")
 	fix.FailNextFor(ns, "y", fixture.OpRegister, 100)
 	unannotate(t, ns, "y", metal3.DetachedAnnotation)
 	waitGone(t, ns, "y")
