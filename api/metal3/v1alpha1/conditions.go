@@ -173,3 +173,19 @@ const (
 	// ServicingUnsupportedReason: the provisioner cannot service provisioned hosts.
 	ServicingUnsupportedReason = "ServicingUnsupported"
 )
+
+// A change of a BareMetalHost's registration that the provisioner keeps for later. metal3 has no
+// condition for this; the type is Metalforge's and only appears while such a change waits.
+const (
+	// RegistrationPendingCondition is True while a change of an enrolled host's registration
+	// (BMC access, disablePowerOff, preprovisioning network data...) has not reached the
+	// provisioner, or waits there to be taken (Ironic refuses node updates while the node waits
+	// for its agent). It is the record that makes the host register again until the change is
+	// taken, after an operator restart too.
+	RegistrationPendingCondition = "RegistrationPending"
+	// RegistrationDeferredReason: the provisioner deferred the change.
+	RegistrationDeferredReason = "Deferred"
+	// RegistrationNotSentReason: the registration that sends the change did not finish (the
+	// provisioner unavailable or busy, an internal error); it is sent again.
+	RegistrationNotSentReason = "NotSent"
+)

@@ -77,7 +77,15 @@ func (s *hostScope) registrationNeeded() bool {
 	// registering turns it into the input error naming the field, without calling the provisioner.
 	return s.needsRegistration || st.Provisioning.ID == "" || failed || s.in.bmcErr != nil ||
 		st.OperationalStatus == metal3.OperationalStatusDetached ||
+		conditions.Get(st.Conditions, metal3.RegistrationPendingCondition) != nil ||
 		s.credentialsChanged() || s.registrationInputsChanged()
+}
+
+// setRegistrationPending records in the status that a registration change waits for the
+// provisioner (RegistrationPendingCondition), until a registration is recorded as sent.
+func (s *hostScope) setRegistrationPending(reason, message string) {
+	conditions.Set(&s.host.Status.Conditions, conditions.True(metal3.RegistrationPendingCondition, reason, message),
+		s.host.Generation, s.now.Time)
 }
 
 // registrationInputsChanged: what the spec and the preprovisioning network data decide of the
@@ -86,13 +94,14 @@ func (s *hostScope) registrationNeeded() bool {
 // finish (busy, the provisioner unavailable, an internal error) was forgotten once the status
 // recorded the new generation, and an edited network data Secret changes no generation at all;
 // either never reached the provisioner. Without the memory (a new operator) only a spec change
-// since the last status write registers again: registering every host after a restart would
-// flood the provisioner.
+// since the last status write, or a Secret edited since the process started (secretEdited),
+// registers again: registering every host after a restart would flood the provisioner. A change
+// a registration did not finish is in the status (RegistrationPendingCondition).
 func (s *hostScope) registrationInputsChanged() bool {
 	if changed, known := s.regs.differs(s.host.UID, s.provHost()); known {
 		return changed
 	}
-	return s.specChanged()
+	return s.specChanged() || s.regs.wasEdited(s.host.UID)
 }
 
 // specChanged: the spec changed since the last status write (every condition carries the
@@ -150,6 +159,13 @@ func (s *hostScope) registerOnce() (outcome, bool) {
 		CredentialsChanged: changed,
 		RestartOnFailure:   s.restartOnFailure(errType) || s.registrationFailedBesideServicing(),
 	}
+	if st.Provisioning.ID != "" {
+		// Until the registration is recorded below, the status says a change waits: a reconcile
+		// that cannot finish it (the provisioner unavailable or busy, an internal error) writes
+		// that, and a new operator process, which has no memory of the change, registers again.
+		s.setRegistrationPending(metal3.RegistrationNotSentReason, "A change of the host's registration (BMC access, boot MAC, boot mode, "+
+			"disablePowerOff or preprovisioning network data) has not reached the provisioner yet; it is sent again")
+	}
 	res, id, err := s.prov.Register(s.ctx, s.provHost(), opts)
 	if err != nil {
 		return s.provError(err, "registering"), false
@@ -158,6 +174,10 @@ func (s *hostScope) registerOnce() (outcome, bool) {
 		st.Provisioning.ID = id
 	}
 	if out, done := s.follow(res, errType, "the provisioner to register the host and check its BMC"); !done {
+		if res.Failed() {
+			// The registration error says it, and makes the host register again until fixed.
+			conditions.Remove(&st.Conditions, metal3.RegistrationPendingCondition)
+		}
 		if res.Busy {
 			// Followed until it ends, whatever else the next reconcile sees: a host registered
 			// anew on a new node (its node lost) has the node's ID and unchanged inputs, and
@@ -174,6 +194,12 @@ func (s *hostScope) registerOnce() (outcome, bool) {
 		// the inputs as registered, an error as fixed), so the next reconcile, or a new operator
 		// process (through the credentials), asks again.
 		s.regs.deferred(s.host.UID)
+		// The memory mark is lost with the operator process, and a new one registers a host
+		// again only for a spec change since the last status write: a disablePowerOff or network
+		// data change deferred before a restart would never be sent. The condition keeps it.
+		s.setRegistrationPending(metal3.RegistrationDeferredReason, "A change of the host's registration (BMC access, disablePowerOff or "+
+			"preprovisioning network data) waits for the provisioner, which applies it once the node takes updates again (Ironic refuses "+
+			"them while the node waits for its agent)")
 		// An error of the BMC input itself (a Secret without a password) is over, though: the
 		// input is valid now, only sending it waits.
 		if bmcInputErrorShown(st, errType) {
@@ -191,6 +217,7 @@ func (s *hostScope) registerOnce() (outcome, bool) {
 		}
 	}
 	s.regs.record(s.host.UID, s.provHost())
+	conditions.Remove(&st.Conditions, metal3.RegistrationPendingCondition)
 	// The image's error stays until the image is fine (awaitImage); an adoption's failure until
 	// an adoption succeeds (setAdoptionFailed).
 	adoptionFailed := errType == metal3.ProvisionedRegistrationError && s.regs.adoptionFailed(s.host.UID)

@@ -49,3 +49,41 @@ func TestDeferredRegistrationIsNotRecorded(t *testing.T) {
 	})
 	waitEvent(t, ns, "h", reasonCredentialsUpdated)
 }
+
+// TestDeferredRegistrationSurvivesRestart: a network data edit (no new generation) that the
+// provisioner deferred is sent by a new operator process too: the status records that it waits
+// (RegistrationPending), where the first process only had memory, and a new one registered a
+// host again only for a spec change.
+func TestDeferredRegistrationSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	op := startOperator(t, ns, fix)
+	create(t, networkDataSecret(ns, "net", netDataV1))
+	h := withImage(ns)
+	h.Spec.PreprovisioningNetworkDataName = "net"
+	createHost(t, h)
+	waitState(t, ns, "h", metal3.StateProvisioned)
+
+	fix.DeferRegistrationFor(ns, "h", true)
+	update(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"}}, func(s *corev1.Secret) {
+		s.Data["networkData"] = []byte(netDataV2)
+	})
+	waitHost(t, ns, "h", "the deferred registration recorded in the status", func(h *metal3.BareMetalHost) bool {
+		c := condition(h, metal3.RegistrationPendingCondition)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == metal3.RegistrationDeferredReason
+	})
+	op.stop()
+
+	fix.DeferRegistrationFor(ns, "h", false)
+	calls := fix.RegisterCalls(ns, "h")
+	startOperator(t, ns, fix)
+	poll.Until(t, "the new operator to register the edited network data", func() (bool, string) {
+		n := fix.RegisterCalls(ns, "h")
+		reg, _ := fix.LastRegistration(ns, "h")
+		return n > calls && reg.PreprovisioningNetworkData == netDataV2, fmt.Sprintf("%d calls since the restart", n-calls)
+	})
+	waitHost(t, ns, "h", "the pending registration cleared", func(h *metal3.BareMetalHost) bool {
+		return condition(h, metal3.RegistrationPendingCondition) == nil && h.Status.OperationalStatus == metal3.OperationalStatusOK
+	})
+}

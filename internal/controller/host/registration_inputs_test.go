@@ -108,3 +108,59 @@ func TestLostNodeOfProvisionedHostKeepsNetworkData(t *testing.T) {
 		t.Fatalf("node enrolled again with network data %q, want %q", reg.PreprovisioningNetworkData, netDataV1)
 	}
 }
+
+// TestNetworkDataSecretEditAfterRestart: a new operator process has no record of the host's last
+// registration, and a Secret edit moves no generation: the edit must still reach the provisioner
+// (it was sent only by a process that had registered the host itself).
+func TestNetworkDataSecretEditAfterRestart(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	first := startOperator(t, ns, fix)
+	create(t, networkDataSecret(ns, "net", netDataV1))
+	h := withImage(ns)
+	h.Spec.PreprovisioningNetworkDataName = "net"
+	createHost(t, h)
+	waitState(t, ns, "h", metal3.StateProvisioned)
+	first.stop()
+
+	calls := fix.RegisterCalls(ns, "h")
+	second := startOperator(t, ns, fix)
+	// The new process has read the host (and with it the Secret's first listing) before the edit.
+	second.waitSeen(t, ns, "h", getHost(t, ns, "h").ResourceVersion, 1)
+	if n := fix.RegisterCalls(ns, "h"); n != calls {
+		t.Fatalf("%d registrations at the restart, with nothing changed", n-calls)
+	}
+	update(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"}}, func(s *corev1.Secret) {
+		s.Data["networkData"] = []byte(netDataV2)
+	})
+	waitRegistered(t, fix, ns, "h", "the edited network data", func(_ bool, data string) bool { return data == netDataV2 })
+}
+
+// TestUnsentSpecChangeSurvivesRestart: a spec change whose registration could not run (the
+// provisioner unavailable) is recorded as not sent (RegistrationPending, NotSent) once the status
+// records the new generation, and a new operator process sends it.
+func TestUnsentSpecChangeSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	first := startOperator(t, ns, fix)
+	createHost(t, noImage(ns))
+	waitState(t, ns, "h", metal3.StateAvailable)
+
+	fix.SetUnavailable(true)
+	update(t, &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h"}}, func(h *metal3.BareMetalHost) {
+		h.Spec.DisablePowerOff = true
+	})
+	waitHost(t, ns, "h", "the unsent change recorded with the new generation", func(h *metal3.BareMetalHost) bool {
+		ready, pending := condition(h, metal3.ReadyCondition), condition(h, metal3.RegistrationPendingCondition)
+		return ready != nil && ready.ObservedGeneration == h.Generation && pending != nil && pending.Reason == metal3.RegistrationNotSentReason
+	})
+	first.stop()
+	fix.SetUnavailable(false)
+	startOperator(t, ns, fix)
+	waitRegistered(t, fix, ns, "h", "power off disabled", func(off bool, _ string) bool { return off })
+	waitHost(t, ns, "h", "the pending registration cleared", func(h *metal3.BareMetalHost) bool {
+		return condition(h, metal3.RegistrationPendingCondition) == nil
+	})
+}
