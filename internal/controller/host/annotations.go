@@ -107,6 +107,11 @@ func (s *hostScope) consumeHardwareDetails() {
 		return
 	}
 	s.removeAnnotation(metal3.HardwareDetailsAnnotation)
+	if strings.TrimSpace(v) == "" {
+		// Nothing given (metal3 takes it as no details, and the webhook lets it through): no
+		// change, and no warning about a decoding error the user did not make.
+		return
+	}
 	if !s.host.InspectionDisabled() && s.host.Status.HardwareDetails != nil {
 		s.event(eventNormal, reasonHardwareDetails, "Annotation",
 			"Ignored the hardwaredetails annotation: the host is inspected")

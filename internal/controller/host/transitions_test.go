@@ -110,18 +110,31 @@ func TestInspectionDisabledUsesHardwareDetailsAnnotation(t *testing.T) {
 	waitEvent(t, ns, "h", reasonHardwareDetails)
 }
 
+// TestEmptyHardwareDetailsAnnotation: an empty hardwaredetails annotation (the webhook admits it;
+// metal3 takes it as no details) is removed without a warning about bad JSON.
+func TestEmptyHardwareDetailsAnnotation(t *testing.T) {
+	t.Parallel()
+	ns, _ := availableWithoutInspection(t)
+	annotate(t, ns, "h", metal3.HardwareDetailsAnnotation, "")
+	waitHost(t, ns, "h", "the empty hardwaredetails annotation removed", func(h *metal3.BareMetalHost) bool {
+		_, ok := h.Annotations[metal3.HardwareDetailsAnnotation]
+		return !ok
+	})
+	// Events leave in order: once a later annotation's event is there, a warning about the
+	// empty one would be too.
+	annotate(t, ns, "h", metal3.HardwareDetailsAnnotation, `{"hostname":"later"}`)
+	waitEvent(t, ns, "h", reasonHardwareDetails)
+	if evs := hostEvents(t, ns, "h", reasonBadAnnotation); len(evs) != 0 {
+		t.Fatalf("a warning for an empty annotation: %s", evs[0].Message)
+	}
+}
+
 // TestInspectAnnotationWithInspectionDisabled: the inspect annotation on an available host whose
 // spec disables inspection is answered by skipping it, once: the annotation is removed, nothing is
 // inspected, and the host provisions (it went round available → inspecting → preparing for ever).
 func TestInspectAnnotationWithInspectionDisabled(t *testing.T) {
 	t.Parallel()
-	ns := env.Namespace(t)
-	fix := fixture.New(fixture.Config{})
-	startOperator(t, ns, fix)
-	h := newHost(ns, "h").WithInspectionMode(metal3.InspectionModeDisabled).Build()
-	h.Spec.Image = nil
-	createHost(t, h)
-	waitState(t, ns, "h", metal3.StateAvailable)
+	ns, fix := availableWithoutInspection(t)
 	annotate(t, ns, "h", metal3.InspectAnnotationPrefix, "")
 	waitHost(t, ns, "h", "the inspect annotation removed", func(h *metal3.BareMetalHost) bool {
 		_, ok := h.Annotations[metal3.InspectAnnotationPrefix]
@@ -262,4 +275,18 @@ func TestImageChangeReprovisions(t *testing.T) {
 		t.Fatalf("provisioned %d times, deprovisioned %d times; want 2 and 1", n, d)
 	}
 	waitTransition(t, ns, "h", metal3.StateDeprovisioning)
+}
+
+// availableWithoutInspection starts an operator for a new namespace and a host "h" whose
+// inspection is disabled, and waits for it to be available.
+func availableWithoutInspection(t *testing.T) (string, *fixture.Fixture) {
+	t.Helper()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	startOperator(t, ns, fix)
+	h := newHost(ns, "h").WithInspectionMode(metal3.InspectionModeDisabled).Build()
+	h.Spec.Image = nil
+	createHost(t, h)
+	waitState(t, ns, "h", metal3.StateAvailable)
+	return ns, fix
 }
