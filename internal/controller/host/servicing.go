@@ -142,9 +142,13 @@ func (s *hostScope) continueServicing() outcome {
 	if unchecked {
 		return waitFor(s.cfg.InputRetryDelay, waitingChecked)
 	}
-	if applied, ok := s.finished.has(s.host.UID, data.Since); ok {
-		// The provisioner finished this live update, and the status write that ended it failed.
-		return s.completeServicing(applied)
+	if run, ok := s.finished.has(s.host.UID, data.Since); ok {
+		// The provisioner finished this live update, and the status write that ended it failed:
+		// ended again, announced as the first time (an abort stays an abort).
+		if run.ended != nil {
+			return s.completeServicing(run.applied, *run.ended)
+		}
+		return s.completeServicing(run.applied)
 	}
 	st := &s.host.Status
 	failed := st.OperationalStatus != metal3.OperationalStatusServicing
@@ -212,12 +216,14 @@ func (s *hostScope) continueServicing() outcome {
 		// A provisioner that keeps no record of its runs: what was asked is what ran.
 		applied = &provisioner.Serviced{Settings: slices.Sorted(maps.Keys(data.FirmwareSettings)), Updates: data.FirmwareUpdates}
 	}
-	s.finished.record(s.host.UID, data.Since, *applied)
 	if data.Empty() {
 		// The changes were taken back and the provisioner aborted, after steps that applied
 		// something: recorded as a finished run, announced as the abort it was.
-		return s.completeServicing(*applied, abortedAfter(*applied, s.abortCause(), res.StagedSettings))
+		ended := abortedAfter(*applied, s.abortCause(), res.StagedSettings)
+		s.finished.record(s.host.UID, data.Since, *applied, &ended)
+		return s.completeServicing(*applied, ended)
 	}
+	s.finished.record(s.host.UID, data.Since, *applied, nil)
 	return s.completeServicing(*applied)
 }
 
@@ -335,6 +341,11 @@ func (s *hostScope) abortCause() string {
 		invalid = append(invalid, "HostFirmwareComponents")
 	}
 	if len(invalid) == 0 {
+		// Pending changes the policy no longer allows (onPreparing, or the policy deleted) are
+		// not removed: they apply when the host is next prepared.
+		if (!policy.settings && len(fw.settings) > 0) || (!policy.updates && len(fw.updates) > 0) {
+			return "its HostUpdatePolicy no longer allows live updates of its changes; they apply the next time the host is prepared"
+		}
 		return "its changes were removed"
 	}
 	return "its changes are no longer valid (see the Valid condition of " + strings.Join(invalid, " and ") +

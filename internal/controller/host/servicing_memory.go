@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/metalforge/metalforge/internal/controller/events"
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
 
@@ -21,25 +22,28 @@ type finishedServicings struct {
 type finishedServicing struct {
 	since   time.Time
 	applied provisioner.Serviced
+	// ended is the event that announces the end when it is not a completion (an abort after
+	// steps that applied something): the reconcile that ends it after a failed status write
+	// announces the same end.
+	ended *events.Event
 }
 
-func (f *finishedServicings) record(uid types.UID, since time.Time, applied provisioner.Serviced) {
+func (f *finishedServicings) record(uid types.UID, since time.Time, applied provisioner.Serviced, ended *events.Event) {
 	if f != nil && !since.IsZero() {
-		f.m.Store(uid, finishedServicing{since: since, applied: applied})
+		f.m.Store(uid, finishedServicing{since: since, applied: applied, ended: ended})
 	}
 }
 
-// has returns what the live update that started at since applied, if it is the one recorded
-// finished.
-func (f *finishedServicings) has(uid types.UID, since time.Time) (provisioner.Serviced, bool) {
+// has returns the live update that started at since, if it is the one recorded finished.
+func (f *finishedServicings) has(uid types.UID, since time.Time) (finishedServicing, bool) {
 	if f == nil || since.IsZero() {
-		return provisioner.Serviced{}, false
+		return finishedServicing{}, false
 	}
 	v, ok := f.m.Load(uid)
 	if !ok || !v.(finishedServicing).since.Equal(since) {
-		return provisioner.Serviced{}, false
+		return finishedServicing{}, false
 	}
-	return v.(finishedServicing).applied, true
+	return v.(finishedServicing), true
 }
 
 func (f *finishedServicings) forget(uid types.UID) {

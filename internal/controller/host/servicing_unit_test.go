@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
 	"github.com/metalforge/metalforge/internal/controller/conditions"
@@ -52,7 +53,8 @@ func (a abortReporter) Service(context.Context, provisioner.Host, provisioner.Se
 // TestTakeBackAbortThatAppliedSomething: changes taken back while the provisioner ran them; it
 // aborts after steps that applied something and reports them. The host records what was applied
 // and says the live update was aborted after applying it, not complete, with the BIOS settings
-// left staged on the BMC, if any.
+// left staged on the BMC, if any; so does the reconcile that ends it again after the status write
+// that ended it failed.
 func TestTakeBackAbortThatAppliedSomething(t *testing.T) {
 	applied := &provisioner.Serviced{Updates: []metal3.FirmwareUpdate{{Component: "bmc", URL: "http://fw/bmc-2.bin"}}}
 	for name, tc := range map[string]struct {
@@ -70,23 +72,32 @@ func TestTakeBackAbortThatAppliedSomething(t *testing.T) {
 			s.host.Status.OperationalStatus = metal3.OperationalStatusServicing
 			readySince(s, metal3.ServicingReason, s.now.Add(-time.Minute))
 			s.in.firmware.specUpdates = []metal3.FirmwareUpdate{}
-			s.continueServicing()
-			if st := s.host.Status; st.OperationalStatus != metal3.OperationalStatusOK {
-				t.Fatalf("after the abort: %s", describe(s.host))
-			}
-			if !s.fx.recordUpdates || len(s.fx.appliedUpdates) != 1 || s.fx.appliedUpdates[0].Component != "bmc" {
-				t.Fatalf("applied updates recorded: %v %+v", s.fx.recordUpdates, s.fx.appliedUpdates)
-			}
-			if len(s.fx.events) != 1 {
-				t.Fatalf("events: %+v", s.fx.events)
-			}
-			e := s.fx.events[0]
-			if e.Reason != reasonServicingAborted || e.Type != tc.eventType {
-				t.Fatalf("event %s %s: %q, want %s %s", e.Type, e.Reason, e.Note, tc.eventType, reasonServicingAborted)
-			}
-			for _, want := range tc.note {
-				if !strings.Contains(e.Note, want) {
-					t.Errorf("event note %q does not say %q", e.Note, want)
+			s.finished = &finishedServicings{}
+			before := s.host.DeepCopy()
+			// The second reconcile ends the same run after a failed status write (the host read
+			// servicing again), from the memory of the finished run, without the provisioner.
+			again := unitScope(t, before, nil)
+			again.in.firmware.specUpdates = []metal3.FirmwareUpdate{}
+			again.finished = s.finished
+			for i, s := range []*hostScope{s, again} {
+				s.continueServicing()
+				if st := s.host.Status; st.OperationalStatus != metal3.OperationalStatusOK {
+					t.Fatalf("reconcile %d, after the abort: %s", i, describe(s.host))
+				}
+				if !s.fx.recordUpdates || len(s.fx.appliedUpdates) != 1 || s.fx.appliedUpdates[0].Component != "bmc" {
+					t.Fatalf("reconcile %d, applied updates recorded: %v %+v", i, s.fx.recordUpdates, s.fx.appliedUpdates)
+				}
+				if len(s.fx.events) != 1 {
+					t.Fatalf("reconcile %d, events: %+v", i, s.fx.events)
+				}
+				e := s.fx.events[0]
+				if e.Reason != reasonServicingAborted || e.Type != tc.eventType {
+					t.Fatalf("reconcile %d, event %s %s: %q, want %s %s", i, e.Type, e.Reason, e.Note, tc.eventType, reasonServicingAborted)
+				}
+				for _, want := range tc.note {
+					if !strings.Contains(e.Note, want) {
+						t.Errorf("reconcile %d, event note %q does not say %q", i, e.Note, want)
+					}
 				}
 			}
 		})
@@ -205,6 +216,31 @@ func TestDeletionBackoffIgnoresFailedDeployments(t *testing.T) {
 			s.fail(metal3.ProvisioningError, "cleaning failed")
 			if got != tc.want {
 				t.Errorf("backoff asked for %d failures, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAbortCause: the abort's event says why the live update has no changes left: removed, judged
+// invalid, or still pending but no longer allowed by the HostUpdatePolicy (they wait for the next
+// preparation; "removed" sent the user looking for a change they had not made).
+func TestAbortCause(t *testing.T) {
+	for name, tc := range map[string]struct {
+		policy updatePolicy
+		fw     firmwareInputs
+		want   string
+	}{
+		"removed":          {updatePolicy{settings: true}, firmwareInputs{}, "its changes were removed"},
+		"invalid":          {updatePolicy{settings: true}, firmwareInputs{invalidSettings: true}, "no longer valid (see the Valid condition of HostFirmwareSettings)"},
+		"policy withdrawn": {updatePolicy{}, firmwareInputs{settings: metal3.DesiredSettingsMap{"ProcTurboMode": intstr.FromString("Disabled")}}, "HostUpdatePolicy no longer allows"},
+		"updates withdrawn": {updatePolicy{settings: true}, firmwareInputs{updates: []metal3.FirmwareUpdate{{Component: "bmc", URL: "http://fw/b.bin"}}},
+			"HostUpdatePolicy no longer allows"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := unitScope(t, unitHost(metal3.StateProvisioned), nil)
+			s.in.policy, s.in.firmware = tc.policy, tc.fw
+			if got := s.abortCause(); !strings.Contains(got, tc.want) {
+				t.Fatalf("cause %q, want it to say %q", got, tc.want)
 			}
 		})
 	}
