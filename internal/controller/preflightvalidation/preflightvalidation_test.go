@@ -309,7 +309,8 @@ func TestUpgradeableFalseThenTrue(t *testing.T) {
 
 // TestPreflightClusterVersionTemplate: a driver image that depends on the cluster version is not
 // verified with the current version (the upgrade renders the new kernel with its own): Unknown,
-// naming spec.clusterVersion, even with the current version's image in the registry; with
+// naming spec.clusterVersion, even with the current version's image in the registry, and when
+// only the upgrade's version renders another image; with
 // spec.clusterVersion, the upgrade's image is checked.
 func TestPreflightClusterVersionTemplate(t *testing.T) {
 	w := startWorld(t)
@@ -321,6 +322,12 @@ func TestPreflightClusterVersionTemplate(t *testing.T) {
 	runArgs := w.specialResource("runargs", false, func(sr *sro.SpecialResource) {
 		sr.Spec.DriverContainer.RunArgs = []sro.RunArg{{Name: "OCP", Value: "{{.ClusterVersion}}"}}
 	})
+	// Keyed on the upgrade's version only: the current version and any made-up one render the
+	// same image, which the registry has; 4.16 would not.
+	keyed := w.specialResource("keyed", false, func(sr *sro.SpecialResource) {
+		sr.Spec.DriverContainer.Image = w.registry + `/vendor/keyed:{{ if eq .ClusterVersionMajorMinor "4.16" }}416-{{ end }}{{.KernelFullVersion}}`
+	})
+	w.push("vendor/keyed:" + kernelZ)
 	w.push("vendor/runargs:" + kernelZ)
 	w.push("vendor/cv:4.15-" + kernelZ) // the current version's: not what the upgrade will run
 	w.push("vendor/cv:4.16-" + kernelZ)
@@ -340,6 +347,9 @@ func TestPreflightClusterVersionTemplate(t *testing.T) {
 	}
 	if r.VerificationStatus != sro.VerificationTrue {
 		t.Fatalf("the cluster version in run arguments only: %+v; want True", r)
+	}
+	if k := verification(getPV(t, pv.Name), keyed.Name); k.VerificationStatus != sro.VerificationUnknown || !strings.HasPrefix(k.StatusReason, "spec.clusterVersion: ") {
+		t.Fatalf("an image keyed on the upgrade's version, without spec.clusterVersion: %+v; want Unknown naming spec.clusterVersion", k)
 	}
 
 	got := getPV(t, pv.Name)

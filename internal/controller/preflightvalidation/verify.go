@@ -29,6 +29,15 @@ func upgradeView(first *sro.SpecialResource, ns, k string) (img, build string, e
 	return img, pullorbuild.BuildName(pullorbuild.Input{SR: first, Namespace: ns, Kernel: k, Image: img}), nil
 }
 
+// decidesImageOrBuild says whether a spec field takes part in upgradeView: the driver container's
+// image, kernel mappings and build inputs, and the version (a build argument); not what the driver
+// runs with (runArgs) or loads (modules).
+func decidesImageOrBuild(path string) bool {
+	const dc = "spec.driverContainer."
+	return path == "spec.version" || strings.HasPrefix(path, dc) &&
+		!strings.HasPrefix(path, dc+"runArgs[") && !strings.HasPrefix(path, dc+"modules[")
+}
+
 // verifier checks every SpecialResource for one kernel, each after the dependencies whose image
 // it uses: as the SpecialResource controller renders a SpecialResource only once its
 // dependencies are Ready, and then gives its templates their images for the kernel, the check
@@ -155,12 +164,19 @@ func (v *verifier) verify(sr *sro.SpecialResource) (check, error) {
 	if !pinned && v.pv.Spec.ClusterVersion == "" {
 		// Rendered with the current version, which is not the upgrade's: only a spec whose image
 		// and build do not depend on it can be checked.
-		other, err := recipe.FirstPass(sr, values(sentinelClusterVersion))
+		// A template of the driver container naming the version depends on it even when the
+		// current version and the sentinel render alike (`eq .ClusterVersionMajorMinor "4.16"`);
+		// the sentinel catches what the driver container takes from elsewhere (its values).
+		named, err := recipe.FieldsReferencing(sr, decidesImageOrBuild, "ClusterVersion", "ClusterVersionMajorMinor")
+		var other *sro.SpecialResource
+		if err == nil {
+			other, err = recipe.FirstPass(sr, values(sentinelClusterVersion))
+		}
 		var otherImg, otherBuild string
 		if err == nil {
 			otherImg, otherBuild, err = upgradeView(other, ns, k)
 		}
-		if err != nil || otherImg != img || otherBuild != build {
+		if err != nil || len(named) > 0 || otherImg != img || otherBuild != build {
 			c.final = true
 			return fail(sro.VerificationUnknown, "spec.clusterVersion: the driver image or build of kernel "+k+
 				" depends on the cluster version; set spec.clusterVersion to the version the cluster upgrades to")

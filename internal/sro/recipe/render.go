@@ -42,13 +42,9 @@ func FirstPass(sr *sro.SpecialResource, vals Values) (*sro.SpecialResource, erro
 	if vals.SpecialResource == nil {
 		vals.SpecialResource = sr
 	}
-	raw, err := json.Marshal(sr.Spec)
+	tree, err := specTree(sr)
 	if err != nil {
-		return nil, fmt.Errorf("encoding spec of %s: %w", sr.Name, err)
-	}
-	var tree any
-	if err := json.Unmarshal(raw, &tree); err != nil {
-		return nil, fmt.Errorf("decoding spec of %s: %w", sr.Name, err)
+		return nil, err
 	}
 	var errs []error
 	tree = walkStrings(tree, "spec", func(path, s string) string {
@@ -66,7 +62,7 @@ func FirstPass(sr *sro.SpecialResource, vals Values) (*sro.SpecialResource, erro
 		return nil, errors.Join(errs...)
 	}
 	out := sr.DeepCopy()
-	raw, err = json.Marshal(tree)
+	raw, err := json.Marshal(tree)
 	if err == nil {
 		out.Spec = sro.SpecialResourceSpec{}
 		err = json.Unmarshal(raw, &out.Spec)
@@ -92,6 +88,19 @@ func renderString(name, s string, vals Values) (string, error) {
 		return "", fmt.Errorf("rendering template: %w", err)
 	}
 	return b.String(), nil
+}
+
+// specTree is sr's spec as a decoded JSON tree, for walkStrings.
+func specTree(sr *sro.SpecialResource) (any, error) {
+	raw, err := json.Marshal(sr.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("encoding spec of %s: %w", sr.Name, err)
+	}
+	var tree any
+	if err := json.Unmarshal(raw, &tree); err != nil {
+		return nil, fmt.Errorf("decoding spec of %s: %w", sr.Name, err)
+	}
+	return tree, nil
 }
 
 // walkStrings replaces every string leaf of a decoded JSON tree by fn(path, leaf).
