@@ -67,9 +67,16 @@ type Reconciler struct {
 	Namespace string
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Resync is the longest the ClusterOperator goes unchecked (DefaultResync when zero): it is
+	// not watched (nor cached), so one deleted or overwritten by hand (its Upgradeable=False gone,
+	// the cluster-version operator no longer held back) is written again at the latest then.
+	Resync time.Duration
 	// SkipNameValidation lets tests run several managers in one process.
 	SkipNameValidation bool
 }
+
+// DefaultResync is Reconciler.Resync's default.
+const DefaultResync = 5 * time.Minute
 
 // SetupWithManager reconciles the one ClusterOperator when PreflightValidations or the
 // SpecialResources' conditions change, and once at start.
@@ -162,7 +169,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (ctrl.R
 		alert = 1
 	}
 	metricUpgradeAlert.Set(alert)
-	// Nothing wakes the controller when a SpecialResource has been Errored for DegradedAfter.
+	// Nothing wakes the controller when a SpecialResource has been Errored for DegradedAfter, nor
+	// when the ClusterOperator is changed by someone else.
+	resync := r.Resync
+	if resync == 0 {
+		resync = DefaultResync
+	}
+	if recheck == 0 || recheck > resync {
+		recheck = resync
+	}
 	res := ctrl.Result{RequeueAfter: recheck}
 	if equality.Semantic.DeepEqual(before.Status, co.Status) {
 		return res, nil

@@ -124,24 +124,8 @@ func TestDegradedAndProgressing(t *testing.T) {
 // only when its status changes; conditions of other types stay; Progressing follows the
 // SpecialResources.
 func TestClusterOperatorWritten(t *testing.T) {
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	r := &Reconciler{Version: "1.2.3", Namespace: "sro", SkipNameValidation: true, Now: func() time.Time { return clock }}
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
+	run(t, &Reconciler{Version: "1.2.3", Namespace: "sro", SkipNameValidation: true, Now: func() time.Time { return clock }})
 
 	co := &configv1.ClusterOperator{}
 	poll.Until(t, "ClusterOperator created with conditions", func() (bool, string) {
@@ -189,4 +173,47 @@ func TestClusterOperatorWritten(t *testing.T) {
 	if find(co.Status.Conditions, "EvaluationConditionsDetected") == nil {
 		t.Errorf("another writer's condition was dropped")
 	}
+}
+
+// TestClusterOperatorDeletedIsWrittenAgain: a ClusterOperator deleted by hand (which is neither
+// watched nor cached) is created again with its conditions at the next resync.
+func TestClusterOperatorDeletedIsWrittenAgain(t *testing.T) {
+	r := &Reconciler{Name: "sro-resync", Version: "1.2.3", Resync: 200 * time.Millisecond, SkipNameValidation: true}
+	run(t, r)
+	co := &configv1.ClusterOperator{}
+	written := func() (bool, string) {
+		co = &configv1.ClusterOperator{}
+		err := env.Client.Get(context.Background(), client.ObjectKey{Name: r.Name}, co)
+		return err == nil && len(co.Status.Conditions) == 4, fmt.Sprint(err, co.Status.Conditions)
+	}
+	poll.Until(t, "ClusterOperator created with conditions", written)
+	first := co.UID
+	if err := env.Client.Delete(context.Background(), co); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "ClusterOperator written again after its deletion", func() (bool, string) {
+		ok, msg := written()
+		return ok && co.UID != first, msg
+	})
+}
+
+// run starts r in a manager of its own, stopped when the test ends.
+func run(t *testing.T, r *Reconciler) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
 }
