@@ -118,7 +118,9 @@ func dataImageChanges() predicate.Funcs {
 
 // hostChanges passes the host events that change what this controller decides: the host
 // appearing or going, being paused, detached or deleted, registered on a node, moving between
-// states, or its power changing.
+// states, its power changing, or starting or ending a step that applies firmware (preparing,
+// servicing: a live update ends with the host provisioned and powered on as before, and a
+// DataImage deleted meanwhile waited for it).
 func hostChanges() predicate.Funcs {
 	return predicate.Funcs{
 		GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
@@ -130,7 +132,8 @@ func hostChanges() predicate.Funcs {
 			}
 			return companion.Registered(o) != companion.Registered(n) || o.Status.Provisioning.ID != n.Status.Provisioning.ID ||
 				o.Status.Provisioning.State != n.Status.Provisioning.State || o.Status.PoweredOn != n.Status.PoweredOn ||
-				o.Spec.Online != n.Spec.Online || companion.HasRebootAnnotation(o) != companion.HasRebootAnnotation(n)
+				o.Spec.Online != n.Spec.Online || companion.HasRebootAnnotation(o) != companion.HasRebootAnnotation(n) ||
+				companion.Applying(o) != companion.Applying(n)
 		},
 	}
 }
