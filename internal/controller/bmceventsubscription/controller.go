@@ -338,7 +338,8 @@ func noHostMessage(hostName string) string {
 }
 
 // delete removes the subscription from the BMC and lets the object go. Without a recorded id, a
-// subscription a create whose answer was lost left is looked for first and removed like ours.
+// subscription a create whose answer was lost left is looked for first and removed like ours
+// (only after a create that may have been sent: mayHaveCreated).
 func (s *scope) delete(host provisioner.Host) (ctrl.Result, error) {
 	if recorded := s.sub.Status.SubscriptionID; recorded != "" {
 		// Checked first: after a BMC reset the id may name another client's subscription,
@@ -354,6 +355,11 @@ func (s *scope) delete(host provisioner.Host) (ctrl.Result, error) {
 				" with this destination and context (a reset lost it): nothing deleted")
 			return ctrl.Result{}, nil
 		}
+	} else if !mayHaveCreated(s.sub.Status.Error) {
+		// No create was sent (none yet, or a problem of its spec stopped them): a subscription
+		// with this destination and context on the BMC is another client's.
+		s.release = true
+		return ctrl.Result{}, nil
 	} else {
 		id, err := s.takeOver(host, provisioner.EventSubscription{Destination: s.sub.Spec.Destination, Context: s.sub.Spec.Context})
 		if listRefused(err) {

@@ -456,13 +456,34 @@ func TestSubscriptionDeletedAfterALostCreate(t *testing.T) {
 	fix := fixture.New(fixture.Config{})
 	start(t, ns, fix)
 	companiontest.NewHost(t, env.Client, fix, ns, "h")
-	create(t, newSubscription(ns, "s", "h", true)) // its headers Secret is missing: no create
-	waitSub(t, ns, "s", "waiting for its Secret", func(s *metal3.BMCEventSubscription) bool { return s.Status.Error != "" })
+	fix.FailNextFor(ns, "h", fixture.OpCreateSubscription, 1000)
+	create(t, newSubscription(ns, "s", "h", false))
+	waitSub(t, ns, "s", "its create failed", func(s *metal3.BMCEventSubscription) bool {
+		return strings.Contains(s.Status.Error, "creating the subscription on the BMC")
+	})
+	// What the failed create left on the BMC after all (its answer was lost).
 	fix.AddSubscription(ns, "h", provisioner.EventSubscription{Destination: destination, Context: "rack-7"})
 	deleteSub(t, ns, "s")
 	waitSubGone(t, ns, "s")
 	if subs := fix.Subscriptions(ns, "h"); len(subs) != 0 {
 		t.Errorf("BMC still has %v", subs)
+	}
+}
+
+// Deleting a subscription no create was sent for (its headers Secret missing) leaves the BMC's
+// subscriptions alone, one with the same destination and context included: another client's.
+func TestSubscriptionNeverCreatedLeavesOthers(t *testing.T) {
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	start(t, ns, fix)
+	companiontest.NewHost(t, env.Client, fix, ns, "h")
+	create(t, newSubscription(ns, "s", "h", true)) // its headers Secret is missing: no create
+	waitSub(t, ns, "s", "waiting for its Secret", func(s *metal3.BMCEventSubscription) bool { return s.Status.Error != "" })
+	other := fix.AddSubscription(ns, "h", provisioner.EventSubscription{Destination: destination, Context: "rack-7"})
+	deleteSub(t, ns, "s")
+	waitSubGone(t, ns, "s")
+	if _, ok := fix.Subscriptions(ns, "h")[other]; !ok {
+		t.Errorf("another client's subscription %s was deleted from the BMC: %v", other, fix.Subscriptions(ns, "h"))
 	}
 }
 
