@@ -1,5 +1,5 @@
 // Package webhooks holds the admission webhooks of the metal3.io API: validation of BareMetalHost,
-// BMCEventSubscription and HostFirmwareComponents, served by the baremetal-operator binary, and of
+// BMCEventSubscription, HostFirmwareComponents and DataImage, served by the baremetal-operator binary, and of
 // the cluster-scoped Provisioning, which the cluster-baremetal-operator serves with its platform's
 // rules (the baremetal-operator registers a Provisioning handler too, without those rules; the
 // webhook configuration the cluster-baremetal-operator renders points at its own).

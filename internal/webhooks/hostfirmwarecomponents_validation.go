@@ -21,11 +21,11 @@ const nicComponentPrefix = "nic:"
 var firmwareURLSchemes = []string{"http", "https", "file"}
 
 // ValidateHostFirmwareComponents returns what is wrong with the requested firmware updates:
-// component names, URLs, and a component listed twice.
+// component names and URLs. A component may be listed more than once, as metal3 admits: Ironic
+// flashes the images one after the other (a BMC that needs an intermediate version on the way).
 func ValidateHostFirmwareComponents(hfc *metal3.HostFirmwareComponents) field.ErrorList {
 	path := field.NewPath("spec", "updates")
 	var errs field.ErrorList
-	seen := map[string]bool{}
 	for i, u := range hfc.Spec.Updates {
 		p := path.Index(i)
 		switch {
@@ -34,10 +34,6 @@ func ValidateHostFirmwareComponents(hfc *metal3.HostFirmwareComponents) field.Er
 		default:
 			errs = append(errs, field.Invalid(p.Child("component"), u.Component, `must be "bmc", "bios" or "nic:<id>" (the NIC's id as status.components lists it: its serial number, or its Redfish id when it has none)`))
 		}
-		if seen[u.Component] {
-			errs = append(errs, field.Duplicate(p.Child("component"), u.Component))
-		}
-		seen[u.Component] = true
 
 		if u.URL == "" {
 			errs = append(errs, field.Required(p.Child("url"), "the firmware image to flash: an "+quoteSchemes(firmwareURLSchemes)+" URL"))

@@ -38,9 +38,9 @@ func TestValidateHostFirmwareComponents(t *testing.T) {
 			updates: []metal3.FirmwareUpdate{{Component: "nic:NIC 1", URL: bios}},
 			want:    []string{"spec.updates[0].component: Invalid value"},
 		},
-		"component listed twice": {
-			updates: []metal3.FirmwareUpdate{{Component: "bios", URL: bios}, {Component: "bmc", URL: bios}, {Component: "bios", URL: bios}},
-			want:    []string{"spec.updates[2].component: Duplicate value"},
+		"component listed twice (stepped upgrade, as metal3 admits)": {
+			updates: []metal3.FirmwareUpdate{{Component: "bmc", URL: "https://firmware.example.com/idrac-6.10.exe"}, {Component: "bios", URL: bios},
+				{Component: "bmc", URL: "https://firmware.example.com/idrac-7.00.exe"}},
 		},
 		"missing URL": {
 			updates: []metal3.FirmwareUpdate{{Component: "bios"}},

@@ -28,6 +28,10 @@ func SetupWithManager(mgr ctrl.Manager) error {
 		WithValidator(&HostFirmwareComponentsValidator{}).Complete(); err != nil {
 		return fmt.Errorf("registering the HostFirmwareComponents webhook: %w", err)
 	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &metal3.DataImage{}).
+		WithValidator(&DataImageValidator{}).Complete(); err != nil {
+		return fmt.Errorf("registering the DataImage webhook: %w", err)
+	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &metal3.Provisioning{}).
 		WithValidator(&ProvisioningValidator{}).Complete(); err != nil {
 		return fmt.Errorf("registering the Provisioning webhook: %w", err)

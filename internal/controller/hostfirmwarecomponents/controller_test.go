@@ -99,8 +99,6 @@ func TestUpdateValidation(t *testing.T) {
 			`spec.updates[0].component: "cpld" is not a firmware component; use bios, bmc or nic:<id>`},
 		{"unknown NIC", []metal3.FirmwareUpdate{update("nic:NIC.Slot.9", img)},
 			`spec.updates[0].component: "nic:NIC.Slot.9" is not among the host's components (bios, bmc, nic:NIC.Slot.1)`},
-		{"twice", []metal3.FirmwareUpdate{update("bios", img), update("bios", img)},
-			`spec.updates[1].component: "bios" is updated twice (also spec.updates[0])`},
 		{"no URL", []metal3.FirmwareUpdate{update("bmc", "")}, "spec.updates[0].url: missing: the URL of the firmware image"},
 		{"URL scheme", []metal3.FirmwareUpdate{update("bmc", "ftp://fw.example/bmc.bin")},
 			`spec.updates[0].url: "ftp://fw.example/bmc.bin" is not an http, https or file URL`},

@@ -21,18 +21,14 @@ const (
 )
 
 // validateUpdates checks spec.updates against the components the host reports (see
-// validateComponent). Each error names the field and the rule it breaks.
+// validateComponent). Each error names the field and the rule it breaks. A component listed twice
+// is flashed twice, in order (Ironic's firmware.update takes the list as it is; metal3 admits it).
 func validateUpdates(updates []metal3.FirmwareUpdate, reported []metal3.FirmwareComponentStatus) []error {
 	var errs []error
-	first := map[string]int{}
 	for i, u := range updates {
 		field := fmt.Sprintf("spec.updates[%d]", i)
 		if err := validateComponent(u.Component, reported); err != nil {
 			errs = append(errs, fmt.Errorf("%s.component: %w", field, err))
-		} else if j, dup := first[u.Component]; dup {
-			errs = append(errs, fmt.Errorf("%s.component: %q is updated twice (also spec.updates[%d])", field, u.Component, j))
-		} else {
-			first[u.Component] = i
 		}
 		if err := validateURL(u.URL); err != nil {
 			errs = append(errs, fmt.Errorf("%s.url: %w", field, err))

@@ -140,6 +140,7 @@ var bmoWebhooks = []bmoWebhook{
 	{"baremetalhost.metal3.io", "baremetalhosts", "/validate-metal3-io-v1alpha1-baremetalhost"},
 	{"bmceventsubscription.metal3.io", "bmceventsubscriptions", "/validate-metal3-io-v1alpha1-bmceventsubscription"},
 	{"hostfirmwarecomponents.metal3.io", "hostfirmwarecomponents", "/validate-metal3-io-v1alpha1-hostfirmwarecomponents"},
+	{"dataimage.metal3.io", "dataimages", "/validate-metal3-io-v1alpha1-dataimage"},
 }
 
 func bmoWebhookConfig(in *Input) *admissionv1.ValidatingWebhookConfiguration {
