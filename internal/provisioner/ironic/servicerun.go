@@ -189,6 +189,12 @@ func (p *Provisioner) serviceFactsOf(n *nodes.Node, data provisioner.ServiceData
 		// Ironic's power sync may have erased the abort's last_error already.
 		_, f.aborted = p.memory.abortRequested(n.UUID, n.ProvisionUpdatedAt, p.now().Add(-failureEventWindow))
 	}
+	if state(n) == nodes.Active && !f.aborted && hasRun && f.current && run.AbortedAfter != "" {
+		// The record kept the step an abort let end, in service failed, before the abort on to
+		// active: this run was aborted, whatever a restarted operator's memory lost and the power
+		// sync erased (reported whole, the updates the abort skipped were recorded as applied).
+		f.aborted = true
+	}
 	if f.current && f.aborted && hasRun {
 		if f.partial = run.completedBeforeAbort(n.LastError); f.partial != nil && len(f.partial.Updates) == len(run.Updates) {
 			f.aborted = false // aborted after its last step ended: finished

@@ -396,3 +396,25 @@ func TestServiceAbortedAfterItsStepWithTheChangesBack(t *testing.T) {
 		t.Errorf("requests %q, want the run aborted on to active, not started again", got)
 	}
 }
+
+// TestServiceAbortKeptByTheRecord: a live update taken back while its BIOS step ran is aborted
+// after that step (the firmware update never runs); the abort is in the run's record
+// (abortedAfter) before the node goes on to active. An operator that restarts then, with
+// last_error erased by Ironic's power sync, must still report the BIOS settings alone: reported
+// whole, the update that never ran was recorded as applied and never asked again.
+func TestServiceAbortKeptByTheRecord(t *testing.T) {
+	now := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	since := now.Add(-10 * time.Minute)
+	run := serviceRun{Since: attemptToken(since), StateSince: ironicStamp(now.Add(-9 * time.Minute)),
+		Settings: []string{"ProcTurboMode"}, Updates: updates("bmc"), AbortedAfter: stepBIOSApply}
+	n := &nodes.Node{UUID: serviceFakeUUID, ProvisionState: string(nodes.Active), ProvisionUpdatedAt: now.Add(-time.Minute),
+		Extra: map[string]any{extraServiceRun: run.value()}}
+	p := &Provisioner{now: func() time.Time { return now }} // a new process: nothing in memory
+	f, _, hasRun := p.serviceFactsOf(n, provisioner.ServiceData{Since: since}, fingerprint(nil), false)
+	if !hasRun || !f.current || !f.aborted {
+		t.Fatalf("facts %+v (record read: %t): want this attempt's run, aborted", f, hasRun)
+	}
+	if f.partial == nil || len(f.partial.Settings) != 1 || len(f.partial.Updates) != 0 {
+		t.Fatalf("applied before the abort: %+v, want the BIOS settings alone", f.partial)
+	}
+}
