@@ -159,10 +159,12 @@ func (s *hostScope) registerOnce() (outcome, bool) {
 		CredentialsChanged: changed,
 		RestartOnFailure:   s.restartOnFailure(errType) || s.registrationFailedBesideServicing(),
 	}
-	if st.Provisioning.ID != "" {
+	if st.Provisioning.ID != "" && st.Provisioning.State != metal3.StateRegistering {
 		// Until the registration is recorded below, the status says a change waits: a reconcile
 		// that cannot finish it (the provisioner unavailable or busy, an internal error) writes
 		// that, and a new operator process, which has no memory of the change, registers again.
+		// Not while registering: that state registers until done by itself, and its busy
+		// answers (a new node checking its BMC) would each cost a status write.
 		s.setRegistrationPending(metal3.RegistrationNotSentReason, "A change of the host's registration (BMC access, boot MAC, boot mode, "+
 			"disablePowerOff or preprovisioning network data) has not reached the provisioner yet; it is sent again")
 	}
