@@ -132,6 +132,7 @@ func startImageServer(t *testing.T) *imageServer {
 	srv := ironicenv.NewImageServer()
 	srv.Add("/disk.img", disk)
 	srv.Add("/firmware/bios-2.1.0.bin", bytes.Repeat([]byte("METALFORGE-FIRMWARE"), 1000))
+	srv.Add("/firmware/nic-21.0.0.bin", bytes.Repeat([]byte("METALFORGE-NIC-FIRMWARE"), 1000))
 	t.Cleanup(srv.Close)
 	return &imageServer{ImageServer: srv, diskSHA256: srv.SHA256("/disk.img")}
 }

@@ -229,12 +229,17 @@ func fullLifecycle(t *testing.T, client *gophercloud.ServiceClient, sim *bmcsim.
 		t.Errorf("deployed server power %v, want On", ps)
 	}
 
-	// Servicing on the active node: a BIOS setting and a BIOS firmware update.
+	// Servicing on the active node: a BIOS setting, a BIOS and a NIC firmware update. A NIC
+	// update staged for the next boot reports Starting, which Ironic waits on for 30 s and then
+	// reboots the node (reported Running, it was waited on to complete for ever).
 	provision(t, client, id, nodes.ProvisionStateOpts{Target: nodes.TargetService, ServiceSteps: []nodes.ServiceStep{
 		{Interface: nodes.InterfaceBIOS, Step: "apply_configuration", Args: map[string]any{
 			"settings": []map[string]any{{"name": "ProcVirtualization", "value": "Disabled"}}}},
 		{Interface: nodes.InterfaceFirmware, Step: "update", Args: map[string]any{
-			"settings": []map[string]any{{"component": "bios", "url": images.URL + "/firmware/bios-2.1.0.bin"}}}},
+			"settings": []map[string]any{
+				{"component": "bios", "url": images.URL + "/firmware/bios-2.1.0.bin"},
+				{"component": "nic:NIC.Slot.1", "url": images.URL + "/firmware/nic-21.0.0.bin"},
+			}}},
 	}})
 	waitState(t, client, id, "active", 8*time.Minute)
 	if got := rf.get(t, h.SystemPath+"/Bios")["Attributes"].(map[string]any)["ProcVirtualization"]; got != "Disabled" {
@@ -247,17 +252,17 @@ func fullLifecycle(t *testing.T, client *gophercloud.ServiceClient, sim *bmcsim.
 	if err != nil {
 		t.Fatalf("listing firmware: %v", err)
 	}
-	found := false
-	for _, c := range fw {
-		if c.Component == "bios" {
-			found = true
-			if c.CurrentVersion != "2.1.0" {
-				t.Errorf("Ironic's bios firmware current_version = %q, want 2.1.0", c.CurrentVersion)
-			}
+	// Ironic 39 lists the NIC by its serial number (nic:<serial>); its update step takes the
+	// adapter's Redfish id all the same.
+	for component, want := range map[string]string{"bios": "2.1.0", "nic:": "21.0.0"} {
+		i := slices.IndexFunc(fw, func(c nodes.FirmwareComponent) bool {
+			return c.Component == component || component == "nic:" && strings.HasPrefix(c.Component, component)
+		})
+		if i < 0 {
+			t.Errorf("Ironic lists no %s firmware component: %+v", component, fw)
+		} else if got := fw[i].CurrentVersion; got != want {
+			t.Errorf("Ironic's %s firmware current_version = %q, want %s", component, got, want)
 		}
-	}
-	if !found {
-		t.Errorf("Ironic lists no bios firmware component: %+v", fw)
 	}
 
 	// Undeploy (automated cleaning again), then delete the node.

@@ -104,6 +104,7 @@ func (s *Server) download(taskID, image string) {
 					return true
 				}
 				if t != nil {
+					t.State = TaskStarting
 					t.Messages = append(t.Messages, TaskMessage{ID: "Update.1.0.AwaitToActivate", Severity: StatusOK,
 						Args: []string{image, "ForceRestart"}, Message: "Awaiting a reset to activate image '" + image + "'."})
 				}

@@ -8,8 +8,13 @@ import (
 
 // Task states and statuses (Redfish TaskState / TaskStatus values).
 const (
-	TaskNew       = "New"
-	TaskRunning   = "Running"
+	TaskNew     = "New"
+	TaskRunning = "Running"
+	// TaskStarting: the image is staged and the update waits for a reset to start, as BMCs
+	// report it (iDRAC's scheduled jobs). Ironic 39 tells the two apart for NICs: Running is
+	// waited on to complete, Starting for 30 s, then the node is rebooted (redfish/firmware.py
+	// _handle_nic_task_starting); a NIC update reported Running waited for ever.
+	TaskStarting  = "Starting"
 	TaskCompleted = "Completed"
 	TaskException = "Exception"
 
