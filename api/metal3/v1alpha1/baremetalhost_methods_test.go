@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -217,5 +218,18 @@ func TestPendingFirmwareChanges(t *testing.T) {
 	hfc.Status.Updates = []FirmwareUpdate{next}
 	if got := hfc.PendingUpdates(); got != nil {
 		t.Errorf("pending updates %v, want none", got)
+	}
+	// A stepped upgrade (the same component twice) over a host that had the last step alone
+	// recorded: both steps, in order (the first alone was a downgrade the run then recorded as
+	// the whole spec applied).
+	bmc1, bmc2, bios := FirmwareUpdate{Component: "bmc", URL: "http://x/6.10"}, FirmwareUpdate{Component: "bmc", URL: "http://x/7.00"}, FirmwareUpdate{Component: "bios", URL: "http://x/b"}
+	hfc = &HostFirmwareComponents{Spec: HostFirmwareComponentsSpec{Updates: []FirmwareUpdate{bmc1, bios, bmc2}},
+		Status: HostFirmwareComponentsStatus{Updates: []FirmwareUpdate{bmc2, bios}}}
+	if got := hfc.PendingUpdates(); !slices.Equal(got, []FirmwareUpdate{bmc1, bmc2}) {
+		t.Errorf("pending updates %v, want both bmc steps in order", got)
+	}
+	hfc.Status.Updates = []FirmwareUpdate{bmc1, bios, bmc2}
+	if got := hfc.PendingUpdates(); got != nil {
+		t.Errorf("pending updates %v after the whole sequence, want none", got)
 	}
 }

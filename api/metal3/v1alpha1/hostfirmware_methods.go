@@ -49,11 +49,21 @@ func SameSetting(got string, want intstr.IntOrString, attributeType string) bool
 }
 
 // PendingUpdates are the spec updates not yet applied (not in status.updates), in spec order. Nil
-// when there are none.
+// when there are none. A component listed more than once is a sequence (a BMC through an
+// intermediate version): from its first entry not applied, every later entry of it is pending
+// too, applied or not before, so that the versions are flashed in the order listed and the last
+// one is the one left (status.updates holding the last alone must not make the first a downgrade
+// that ends the run).
 func (h *HostFirmwareComponents) PendingUpdates() []FirmwareUpdate {
+	from := map[string]int{} // component → index of its first entry not applied
+	for i, u := range h.Spec.Updates {
+		if _, seen := from[u.Component]; !seen && !slices.Contains(h.Status.Updates, u) {
+			from[u.Component] = i
+		}
+	}
 	var out []FirmwareUpdate
-	for _, u := range h.Spec.Updates {
-		if !slices.Contains(h.Status.Updates, u) {
+	for i, u := range h.Spec.Updates {
+		if j, ok := from[u.Component]; ok && i >= j {
 			out = append(out, u)
 		}
 	}

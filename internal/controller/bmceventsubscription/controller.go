@@ -248,15 +248,19 @@ type scope struct {
 	// headersVersion is the version (func headersVersion) of the headers the subscription on the
 	// BMC now carries, recorded in HTTPHeadersVersionAnnotation after the status.
 	headersVersion string
+	// createMaybeSent is mayHaveCreated of the status.error the reconcile started from (run
+	// clears the no-host message, which does not rule a create out, before delete reads it).
+	createMaybeSent bool
 }
 
 func (s *scope) run() (ctrl.Result, error) {
 	deleting := !s.sub.DeletionTimestamp.IsZero()
+	s.createMaybeSent = mayHaveCreated(s.sub.Status.Error)
 	if deleting && s.sub.Status.SubscriptionID == "" && (s.host == nil || !companion.Registered(s.host)) {
 		// Nothing known on the BMC and no way to look (a host never registered, paused, gone):
 		// nothing to wait for. A create whose answer was lost may have left one.
 		s.release = true
-		if mayHaveCreated(s.sub.Status.Error) {
+		if s.createMaybeSent {
 			s.events.Warning(ReasonLeft, "Delete", "A create of this subscription failed or was not answered: one may remain on the BMC")
 		}
 		return ctrl.Result{}, nil
@@ -355,7 +359,7 @@ func (s *scope) delete(host provisioner.Host) (ctrl.Result, error) {
 				" with this destination and context (a reset lost it): nothing deleted")
 			return ctrl.Result{}, nil
 		}
-	} else if !mayHaveCreated(s.sub.Status.Error) {
+	} else if !s.createMaybeSent {
 		// No create was sent (none yet, or a problem of its spec stopped them): a subscription
 		// with this destination and context on the BMC is another client's.
 		s.release = true

@@ -81,6 +81,22 @@ func (s *hostScope) registrationNeeded() bool {
 		s.credentialsChanged() || s.registrationInputsChanged()
 }
 
+// registrationNotSent records that the registration did not finish (the provisioner unavailable
+// or busy, an internal error): a new operator process, which has no memory of the change,
+// registers again. Not while registering: that state registers until done by itself, and its
+// busy answers (a new node checking its BMC) would each cost a status write. A change already
+// marked pending keeps its reason (and time): a deferred change polled while Ironic waits for the
+// agent wrote the status at every poll when the reason went back and forth.
+func (s *hostScope) registrationNotSent() {
+	st := &s.host.Status
+	if st.Provisioning.ID == "" || st.Provisioning.State == metal3.StateRegistering ||
+		conditions.Get(st.Conditions, metal3.RegistrationPendingCondition) != nil {
+		return
+	}
+	s.setRegistrationPending(metal3.RegistrationNotSentReason, "A change of the host's registration (BMC access, boot MAC, boot mode, "+
+		"disablePowerOff or preprovisioning network data) has not reached the provisioner yet; it is sent again")
+}
+
 // setRegistrationPending records in the status that a registration change waits for the
 // provisioner (RegistrationPendingCondition), until a registration is recorded as sent.
 func (s *hostScope) setRegistrationPending(reason, message string) {
@@ -159,17 +175,9 @@ func (s *hostScope) registerOnce() (outcome, bool) {
 		CredentialsChanged: changed,
 		RestartOnFailure:   s.restartOnFailure(errType) || s.registrationFailedBesideServicing(),
 	}
-	if st.Provisioning.ID != "" && st.Provisioning.State != metal3.StateRegistering {
-		// Until the registration is recorded below, the status says a change waits: a reconcile
-		// that cannot finish it (the provisioner unavailable or busy, an internal error) writes
-		// that, and a new operator process, which has no memory of the change, registers again.
-		// Not while registering: that state registers until done by itself, and its busy
-		// answers (a new node checking its BMC) would each cost a status write.
-		s.setRegistrationPending(metal3.RegistrationNotSentReason, "A change of the host's registration (BMC access, boot MAC, boot mode, "+
-			"disablePowerOff or preprovisioning network data) has not reached the provisioner yet; it is sent again")
-	}
 	res, id, err := s.prov.Register(s.ctx, s.provHost(), opts)
 	if err != nil {
+		s.registrationNotSent()
 		return s.provError(err, "registering"), false
 	}
 	if id != "" {
@@ -179,6 +187,8 @@ func (s *hostScope) registerOnce() (outcome, bool) {
 		if res.Failed() {
 			// The registration error says it, and makes the host register again until fixed.
 			conditions.Remove(&st.Conditions, metal3.RegistrationPendingCondition)
+		} else {
+			s.registrationNotSent()
 		}
 		if res.Busy {
 			// Followed until it ends, whatever else the next reconcile sees: a host registered

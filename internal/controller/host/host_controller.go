@@ -206,7 +206,7 @@ func (r *Reconciler) hostsUsingSecret(ctx context.Context, o client.Object, edit
 	}
 	reqs := make([]reconcile.Request, 0, len(hosts.Items))
 	for i := range hosts.Items {
-		if edited {
+		if edited && hosts.Items[i].Spec.PreprovisioningNetworkDataName == o.GetName() {
 			r.regs.secretEdited(hosts.Items[i].UID)
 		}
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&hosts.Items[i])})
@@ -214,9 +214,11 @@ func (r *Reconciler) hostsUsingSecret(ctx context.Context, o client.Object, edit
 	return reqs
 }
 
-// secretHandler wakes the hosts that use a Secret, and marks them when its data was edited
-// (an update, not the informer's first list): a network data Secret edited in a process that has
-// not registered the host yet would otherwise not be sent (registrationInputsChanged).
+// secretHandler wakes the hosts that use a Secret, and marks those whose preprovisioning network
+// data it holds when it was edited (an update, not the informer's first list): an edit in a
+// process that has not registered the host yet would otherwise not be sent
+// (registrationInputsChanged). The credentials Secret needs no mark (credentialsChanged follows
+// its version), and the others (user data, network data...) are no registration input.
 func (r *Reconciler) secretHandler() handler.EventHandler {
 	enqueue := func(ctx context.Context, o client.Object, edited bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		for _, req := range r.hostsUsingSecret(ctx, o, edited) {

@@ -21,14 +21,14 @@ type registrations struct {
 	m sync.Map // types.UID → string
 	// adoptions are the hosts whose last adoption failed (see adoptionFailed).
 	adoptions sync.Map // types.UID → struct{}
-	// edited are the hosts one of whose Secrets was edited since their last registration in
-	// this process (secretEdited).
+	// edited are the hosts whose network data Secret was edited since their last registration
+	// in this process (secretEdited).
 	edited sync.Map // types.UID → struct{}
 }
 
-// secretEdited marks a host one of whose Secrets (its preprovisioning network data, its BMC
-// credentials) was edited: without a fingerprint of its last registration, which a new process
-// lacks, registrationInputsChanged would see no change (the spec's generation did not move).
+// secretEdited marks a host whose preprovisioning network data Secret was edited: without a
+// fingerprint of its last registration, which a new process lacks, registrationInputsChanged
+// would see no change (the spec's generation did not move).
 func (r *registrations) secretEdited(uid types.UID) {
 	if r != nil {
 		r.edited.Store(uid, struct{}{})

@@ -341,10 +341,13 @@ func (s *hostScope) abortCause() string {
 		invalid = append(invalid, "HostFirmwareComponents")
 	}
 	if len(invalid) == 0 {
-		// Pending changes the policy no longer allows (onPreparing, or the policy deleted) are
-		// not removed: they apply when the host is next prepared.
+		// Pending changes the policy does not allow (onPreparing, or the policy deleted) are not
+		// removed: they apply when the host is next prepared. Whether the policy changed or the
+		// allowed changes were removed, the host cannot tell (it does not know what the run
+		// carried): both are said.
 		if (!policy.settings && len(fw.settings) > 0) || (!policy.updates && len(fw.updates) > 0) {
-			return "its HostUpdatePolicy no longer allows live updates of its changes; they apply the next time the host is prepared"
+			return "its changes were removed, or its HostUpdatePolicy no longer allows live updates of them " +
+				"(changes the policy does not allow apply the next time the host is prepared)"
 		}
 		return "its changes were removed"
 	}

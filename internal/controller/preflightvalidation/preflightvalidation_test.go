@@ -328,6 +328,12 @@ func TestPreflightClusterVersionTemplate(t *testing.T) {
 		sr.Spec.DriverContainer.Image = w.registry + `/vendor/keyed:{{ if eq .ClusterVersionMajorMinor "4.16" }}416-{{ end }}{{.KernelFullVersion}}`
 	})
 	w.push("vendor/keyed:" + kernelZ)
+	// The cluster version only in the image of another kernel's mapping: not the upgrade's.
+	otherMapping := w.specialResource("othermapping", false, func(sr *sro.SpecialResource) {
+		sr.Spec.DriverContainer.Image = w.registry + "/vendor/othermapping:{{.KernelFullVersion}}"
+		sr.Spec.DriverContainer.KernelMappings = []sro.KernelMapping{{Literal: "4.18.0-305.el8.x86_64", Image: w.registry + "/vendor/legacy:{{.ClusterVersion}}"}}
+	})
+	w.push("vendor/othermapping:" + kernelZ)
 	w.push("vendor/runargs:" + kernelZ)
 	w.push("vendor/cv:4.15-" + kernelZ) // the current version's: not what the upgrade will run
 	w.push("vendor/cv:4.16-" + kernelZ)
@@ -351,6 +357,10 @@ func TestPreflightClusterVersionTemplate(t *testing.T) {
 	if k := verification(getPV(t, pv.Name), keyed.Name); k.VerificationStatus != sro.VerificationUnknown || !strings.HasPrefix(k.StatusReason, "spec.clusterVersion: ") {
 		t.Fatalf("an image keyed on the upgrade's version, without spec.clusterVersion: %+v; want Unknown naming spec.clusterVersion", k)
 	}
+	poll.Until(t, "othermapping judged", func() (bool, string) {
+		o := verification(getPV(t, pv.Name), otherMapping.Name)
+		return o.VerificationStatus == sro.VerificationTrue, fmt.Sprintf("%+v", o)
+	})
 
 	got := getPV(t, pv.Name)
 	got.Spec.ClusterVersion = "4.16.1"

@@ -29,13 +29,21 @@ func upgradeView(first *sro.SpecialResource, ns, k string) (img, build string, e
 	return img, pullorbuild.BuildName(pullorbuild.Input{SR: first, Namespace: ns, Kernel: k, Image: img}), nil
 }
 
-// decidesImageOrBuild says whether a spec field takes part in upgradeView: the driver container's
-// image, kernel mappings and build inputs, and the version (a build argument); not what the driver
-// runs with (runArgs) or loads (modules).
-func decidesImageOrBuild(path string) bool {
+// decidesImageOrBuild says whether a spec field takes part in upgradeView for the kernel whose
+// image template is imageField (image.Pick): that template (not the other kernel mappings' nor
+// the default image, when a mapping serves the kernel), the build inputs, and the version (a build
+// argument); not what the driver runs with (runArgs) or loads (modules).
+func decidesImageOrBuild(imageField string) func(path string) bool {
 	const dc = "spec.driverContainer."
-	return path == "spec.version" || strings.HasPrefix(path, dc) &&
-		!strings.HasPrefix(path, dc+"runArgs[") && !strings.HasPrefix(path, dc+"modules[")
+	return func(path string) bool {
+		switch {
+		case path == "spec.version", path == imageField:
+			return true
+		case path == dc+"image", strings.HasPrefix(path, dc+"kernelMappings["):
+			return false // another kernel's image
+		}
+		return strings.HasPrefix(path, dc) && !strings.HasPrefix(path, dc+"runArgs[") && !strings.HasPrefix(path, dc+"modules[")
+	}
 }
 
 // verifier checks every SpecialResource for one kernel, each after the dependencies whose image
@@ -167,7 +175,11 @@ func (v *verifier) verify(sr *sro.SpecialResource) (check, error) {
 		// A template of the driver container naming the version depends on it even when the
 		// current version and the sentinel render alike (`eq .ClusterVersionMajorMinor "4.16"`);
 		// the sentinel catches what the driver container takes from elsewhere (its values).
-		named, err := recipe.FieldsReferencing(sr, decidesImageOrBuild, "ClusterVersion", "ClusterVersionMajorMinor")
+		_, imageField, err := image.Pick(sr.Spec.DriverContainer, k)
+		var named []string
+		if err == nil {
+			named, err = recipe.FieldsReferencing(sr, decidesImageOrBuild(imageField), "ClusterVersion", "ClusterVersionMajorMinor")
+		}
 		var other *sro.SpecialResource
 		if err == nil {
 			other, err = recipe.FirstPass(sr, values(sentinelClusterVersion))
