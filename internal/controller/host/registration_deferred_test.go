@@ -59,16 +59,10 @@ func TestDeferredRegistrationSurvivesRestart(t *testing.T) {
 	ns := env.Namespace(t)
 	fix := fixture.New(fixture.Config{})
 	op := startOperator(t, ns, fix)
-	create(t, networkDataSecret(ns, "net", netDataV1))
-	h := withImage(ns)
-	h.Spec.PreprovisioningNetworkDataName = "net"
-	createHost(t, h)
-	waitState(t, ns, "h", metal3.StateProvisioned)
+	provisionedWithNetworkData(t, ns)
 
 	fix.DeferRegistrationFor(ns, "h", true)
-	update(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"}}, func(s *corev1.Secret) {
-		s.Data["networkData"] = []byte(netDataV2)
-	})
+	editNetworkData(t, ns)
 	waitHost(t, ns, "h", "the deferred registration recorded in the status", func(h *metal3.BareMetalHost) bool {
 		c := condition(h, metal3.RegistrationPendingCondition)
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == metal3.RegistrationDeferredReason

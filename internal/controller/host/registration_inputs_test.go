@@ -78,9 +78,7 @@ func TestNetworkDataSecretEditRegistered(t *testing.T) {
 	waitState(t, ns, "h", metal3.StateAvailable)
 	waitRegistered(t, fix, ns, "h", "the first network data", func(_ bool, data string) bool { return data == netDataV1 })
 
-	update(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"}}, func(s *corev1.Secret) {
-		s.Data["networkData"] = []byte(netDataV2)
-	})
+	editNetworkData(t, ns)
 	waitRegistered(t, fix, ns, "h", "the edited network data", func(_ bool, data string) bool { return data == netDataV2 })
 }
 
@@ -92,11 +90,7 @@ func TestLostNodeOfProvisionedHostKeepsNetworkData(t *testing.T) {
 	ns := env.Namespace(t)
 	fix := fixture.New(fixture.Config{})
 	startOperator(t, ns, fix)
-	create(t, networkDataSecret(ns, "net", netDataV1))
-	h := withImage(ns)
-	h.Spec.PreprovisioningNetworkDataName = "net"
-	createHost(t, h)
-	waitState(t, ns, "h", metal3.StateProvisioned)
+	provisionedWithNetworkData(t, ns)
 	first, _ := fix.Node(ns, "h")
 
 	fix.Forget(ns, "h")
@@ -117,11 +111,7 @@ func TestNetworkDataSecretEditAfterRestart(t *testing.T) {
 	ns := env.Namespace(t)
 	fix := fixture.New(fixture.Config{})
 	first := startOperator(t, ns, fix)
-	create(t, networkDataSecret(ns, "net", netDataV1))
-	h := withImage(ns)
-	h.Spec.PreprovisioningNetworkDataName = "net"
-	createHost(t, h)
-	waitState(t, ns, "h", metal3.StateProvisioned)
+	provisionedWithNetworkData(t, ns)
 	first.stop()
 
 	calls := fix.RegisterCalls(ns, "h")
@@ -131,9 +121,7 @@ func TestNetworkDataSecretEditAfterRestart(t *testing.T) {
 	if n := fix.RegisterCalls(ns, "h"); n != calls {
 		t.Fatalf("%d registrations at the restart, with nothing changed", n-calls)
 	}
-	update(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"}}, func(s *corev1.Secret) {
-		s.Data["networkData"] = []byte(netDataV2)
-	})
+	editNetworkData(t, ns)
 	waitRegistered(t, fix, ns, "h", "the edited network data", func(_ bool, data string) bool { return data == netDataV2 })
 }
 
@@ -162,5 +150,24 @@ func TestUnsentSpecChangeSurvivesRestart(t *testing.T) {
 	waitRegistered(t, fix, ns, "h", "power off disabled", func(off bool, _ string) bool { return off })
 	waitHost(t, ns, "h", "the pending registration cleared", func(h *metal3.BareMetalHost) bool {
 		return condition(h, metal3.RegistrationPendingCondition) == nil
+	})
+}
+
+// provisionedWithNetworkData creates host "h" with an image and its preprovisioning network data
+// in Secret "net" (netDataV1), and waits for it to be provisioned.
+func provisionedWithNetworkData(t *testing.T, ns string) {
+	t.Helper()
+	create(t, networkDataSecret(ns, "net", netDataV1))
+	h := withImage(ns)
+	h.Spec.PreprovisioningNetworkDataName = "net"
+	createHost(t, h)
+	waitState(t, ns, "h", metal3.StateProvisioned)
+}
+
+// editNetworkData changes Secret "net" to netDataV2 (no change of the host's generation).
+func editNetworkData(t *testing.T, ns string) {
+	t.Helper()
+	update(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"}}, func(s *corev1.Secret) {
+		s.Data["networkData"] = []byte(netDataV2)
 	})
 }
