@@ -199,7 +199,7 @@ func statusClearedPredicate() predicate.Funcs {
 
 func (r *Reconciler) hostsUsingSecret(ctx context.Context, o client.Object, edited bool) []reconcile.Request {
 	var hosts metal3.BareMetalHostList
-	// Only their names and UIDs are read: the cache's objects, uncopied.
+	// Only read (names, UIDs, the network data Secret's name): the cache's objects, uncopied.
 	if err := r.Client.List(ctx, &hosts, client.InNamespace(o.GetNamespace()), client.MatchingFields{secretNamesField: o.GetName()}, cacheview.ReadOnly); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing hosts using a secret", "secret", klog.KObj(o))
 		return nil
