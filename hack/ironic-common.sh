@@ -414,11 +414,12 @@ start_http() {
 # several per node per operation and per power sync): with many nodes on few cores that, not the
 # work, bounds Ironic (docs/ironic-notes.md). The function is pure, so caching its result changes
 # nothing but the CPU spent; the cache is keyed by a SHA-256 of the password, in memory only.
-# Benchmarks only: a stock Ironic does not do this.
+# Benchmarks, the fault campaign and the operator test suites (internal/provisioner/ironic, test/e2e,
+# test/e2e/images) use it; a stock Ironic does not do this, and test/ironic and test/cbo run stock.
 write_pbkdf2_memo() {
 	mkdir -p "$STATE/pymemo"
 	cat >"$STATE/pymemo/sitecustomize.py" <<-'EOF'
-		# Written by hack/ironic-common.sh for IRONIC_PBKDF2_MEMO=1 (benchmarks only).
+		# Written by hack/ironic-common.sh for IRONIC_PBKDF2_MEMO=1 (not stock Ironic).
 		import hashlib
 		import threading
 
@@ -446,7 +447,7 @@ start_ironic() {
 	log "starting Ironic instance $INSTANCE on 127.0.0.1:$IRONIC_PORT (log $STATE/ironic.log)"
 	local cmd="ironic --config-file '$STATE_IN_ROOT/ironic.conf'"
 	if [[ ${IRONIC_PBKDF2_MEMO:-0} == 1 ]]; then
-		log "IRONIC_PBKDF2_MEMO=1: Ironic's PBKDF2 key derivations are memoized (benchmarks only)"
+		log "IRONIC_PBKDF2_MEMO=1: Ironic's PBKDF2 key derivations are memoized (not stock Ironic)"
 		write_pbkdf2_memo
 		cmd="env PYTHONPATH='$STATE_IN_ROOT/pymemo' $cmd"
 	fi

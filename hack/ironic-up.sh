@@ -17,7 +17,7 @@
 #   IRONIC_HTTP_PORT    port of the image HTTP server ([deploy] http_url); default 6388 / free
 #   IRONIC_DEBUG=1      debug logging in Ironic (also adds ipa-debug=1 to the agent's kernel params)
 #   IRONIC_FAST_TRACK   [deploy] fast_track (default true, as metal3's ironic-image; see docs/ironic-notes.md)
-#   IRONIC_PBKDF2_MEMO=1  memoize Ironic's per-call PBKDF2 key derivation (benchmarks only; see
+#   IRONIC_PBKDF2_MEMO=1  memoize Ironic's per-call PBKDF2 key derivation (benchmarks and operator tests; see
 #                       write_pbkdf2_memo in hack/ironic-common.sh)
 #   IRONIC_USE_MARIADB=true  keep the database in a MariaDB server of the instance's own (installed
 #                       into the root on first use) instead of sqlite, whose single writer lock fails

@@ -106,6 +106,7 @@ func startSuite() (s *suite, err error) {
 	s.Bed, err = ironicenv.StartBed(ironicenv.BedOptions{
 		Ironic: ironicenv.Options{
 			Instance: fmt.Sprintf("e2e-%d", os.Getpid()), ExtraConf: ironicConf, WipeDB: true, OwnerPID: os.Getpid(),
+			MemoizeKeyDerivation: true,
 		},
 		Kube:    testenv.Options{Webhooks: true},
 		Servers: lifecycleHosts() + extraHosts,

@@ -77,7 +77,7 @@ func TestMain(m *testing.M) {
 
 // startIronic starts an Ironic instance with a fresh database and the test configuration.
 func startIronic(name string) (*ironicInstance, error) {
-	o := ironicenv.Options{Instance: name, ExtraConf: ironicTestConf, WipeDB: true}
+	o := ironicenv.Options{Instance: name, ExtraConf: ironicTestConf, WipeDB: true, MemoizeKeyDerivation: true}
 	if os.Getenv("IRONIC_TEST_KEEP") == "" {
 		// A test binary killed before its cleanup (timeout) still stops and removes its Ironic.
 		o.OwnerPID = os.Getpid()

@@ -101,6 +101,7 @@ func startSuite() (s *suite, err error) {
 	s.Bed, err = ironicenv.StartBed(ironicenv.BedOptions{
 		Ironic: ironicenv.Options{
 			Instance: fmt.Sprintf("e2e-images-%d", os.Getpid()), ExtraConf: ironicConf, WipeDB: true, OwnerPID: os.Getpid(),
+			MemoizeKeyDerivation: true,
 		},
 		Servers: servers,
 		Build:   func() error { return build(dir, bins) },
