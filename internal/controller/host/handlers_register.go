@@ -110,14 +110,27 @@ func (s *hostScope) setRegistrationPending(reason, message string) {
 // finish (busy, the provisioner unavailable, an internal error) was forgotten once the status
 // recorded the new generation, and an edited network data Secret changes no generation at all;
 // either never reached the provisioner. Without the memory (a new operator) only a spec change
-// since the last status write, or a Secret edited since the process started (secretEdited),
-// registers again: registering every host after a restart would flood the provisioner. A change
-// a registration did not finish is in the status (RegistrationPendingCondition).
+// since the last status write, a Secret edited since the process started (secretEdited), or
+// network data the provisioner keeps (networkDataUnconfirmed) registers again: registering every
+// host after a restart would flood the provisioner. A change a registration did not finish is in
+// the status (RegistrationPendingCondition).
 func (s *hostScope) registrationInputsChanged() bool {
 	if changed, known := s.regs.differs(s.host.UID, s.provHost()); known {
 		return changed
 	}
-	return s.specChanged() || s.regs.wasEdited(s.host.UID)
+	return s.specChanged() || s.regs.wasEdited(s.host.UID) || s.networkDataUnconfirmed()
+}
+
+// networkDataUnconfirmed: the host names preprovisioning network data that the provisioner keeps
+// itself (no image builder puts it into the agent image), and this process has not registered
+// the host yet. A Secret edited while no operator ran moves no generation and sends no event
+// to the new process, whose first listing is not an edit: only a registration compares the
+// provisioner's copy with the Secret. It costs one registration per such host and restart, which
+// writes nothing when the copy is current (Ironic's node is read and left alone); hosts without
+// network data, or whose data goes into their image (the PreprovisioningImage follows the
+// Secret's version), are not registered again.
+func (s *hostScope) networkDataUnconfirmed() bool {
+	return s.host.Spec.PreprovisioningNetworkDataName != "" && !s.imagesUsed()
 }
 
 // specChanged: the spec changed since the last status write (every condition carries the
