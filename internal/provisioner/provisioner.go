@@ -39,6 +39,9 @@ var (
 	// Ironic API older than reading virtual media, a driver without virtual media): nothing waits
 	// for it.
 	ErrDataImageUnsupported = errors.New("the provisioner cannot attach data images to this host")
+	// ErrFirmwareUpdateUnsupported means the host's BMC type has no firmware interface (an IPMI
+	// address): its firmware components can be neither read nor updated (metal3's name).
+	ErrFirmwareUpdateUnsupported = errors.New("the host's BMC type has no firmware interface; firmware updates need a Redfish BMC address")
 	// ErrEventSubscriptionUnsupported means the host's BMC cannot take event subscriptions
 	// through the engine (an IPMI address): nothing waits for it.
 	ErrEventSubscriptionUnsupported = errors.New("the provisioner cannot subscribe to this host's BMC events")

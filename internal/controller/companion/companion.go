@@ -82,7 +82,7 @@ func Applying(h *metal3.BareMetalHost) bool {
 
 // ProvisionerHost is the provisioner's view of the host for reading its firmware: its node.
 func ProvisionerHost(h *metal3.BareMetalHost) provisioner.Host {
-	return provisioner.Host{Namespace: h.Namespace, Name: h.Name, NodeID: h.Status.Provisioning.ID,
+	return provisioner.Host{Namespace: h.Namespace, Name: h.Name, NodeID: h.Status.Provisioning.ID, BMCAddress: h.Spec.BMC.Address,
 		State: h.Status.Provisioning.State, OperationalStatus: h.Status.OperationalStatus}
 }
 

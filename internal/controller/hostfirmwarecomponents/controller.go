@@ -2,6 +2,7 @@ package hostfirmwarecomponents
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -120,13 +121,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	hfc := &metal3.HostFirmwareComponents{}
 	return r.driver.Run(ctx, req.NamespacedName, hfc, func(host *metal3.BareMetalHost, exists bool) (ctrl.Result, error) {
 		components, err := r.Provisioner.FirmwareComponents(ctx, companion.ProvisionerHost(host))
-		if err != nil {
+		unsupported := errors.Is(err, provisioner.ErrFirmwareUpdateUnsupported)
+		if err != nil && (!unsupported || !exists) {
+			if unsupported {
+				// The host's BMC type has no firmware interface (IPMI): metal3 creates no
+				// HostFirmwareComponents then. Its address may change; look again at the resync.
+				return ctrl.Result{RequeueAfter: companion.Jitter(r.Config.Resync)}, nil
+			}
 			return companion.ProvisionerError(ctx, err, "reading the firmware components of host "+req.String())
 		}
 		if !exists {
 			if len(components) == 0 {
-				// Nothing to show or update (the host's driver has no firmware interface): metal3
-				// creates no HostFirmwareComponents then; look again at the resync.
+				// Nothing to show or update (the BMC reports no versions): look again at the resync.
 				return ctrl.Result{RequeueAfter: companion.Jitter(r.Config.Resync)}, nil
 			}
 			hfc.Spec.Updates = []metal3.FirmwareUpdate{}
@@ -137,7 +143,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		}
 		p := patch.NewHelper(r.Client, hfc, &r.written)
 		now := r.now()
-		list := setStatus(hfc, components, now)
+		// One a user created for a host that cannot take updates: each listed update is invalid,
+		// named, instead of Valid and a preparation that fails in the provisioner.
+		var why error
+		if unsupported {
+			why = provisioner.ErrFirmwareUpdateUnsupported
+		}
+		list := setStatus(hfc, components, why, now)
 		first := p.Snapshot().(*metal3.HostFirmwareComponents).Status.LastUpdated == nil
 		if err := companion.WriteStatus(ctx, p, hfc, &hfc.Status.LastUpdated, first, now); err != nil {
 			return ctrl.Result{}, err

@@ -169,3 +169,38 @@ func TestAppliedUpdates(t *testing.T) {
 		t.Errorf("bios after the update: %+v", c)
 	}
 }
+
+// TestUpdatesOfHostWithoutFirmwareInterface: HostFirmwareComponents a user created for a host whose
+// BMC type has no firmware interface (IPMI) are not Valid: each listed update is named, with the
+// reason, instead of a preparation that fails in Ironic. Nothing listed is valid.
+func TestUpdatesOfHostWithoutFirmwareInterface(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	fix.SetFirmwareInterface(false)
+	startOperator(t, env.Config, ns, fix)
+	hfc := &metal3.HostFirmwareComponents{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ipmi"},
+		Spec: metal3.HostFirmwareComponentsSpec{Updates: []metal3.FirmwareUpdate{update("bios", "https://firmware.example/bios-2.20.bin")}}}
+	if err := env.Client.Create(context.Background(), hfc); err != nil {
+		t.Fatal(err)
+	}
+	companiontest.NewHost(t, env.Client, fix, ns, "ipmi")
+	want := `spec.updates[0].component: "bios" cannot be updated: ` + provisioner.ErrFirmwareUpdateUnsupported.Error()
+	got := waitHFC(t, ns, "ipmi", "judged for the host", current)
+	if c := condition(got, metal3.HostFirmwareComponentsValid); c.Status != metav1.ConditionFalse || c.Reason != "InvalidComponent" ||
+		c.Message != "Invalid Firmware Components: "+want {
+		t.Errorf("Valid %s %s %q, want False InvalidComponent %q", c.Status, c.Reason, c.Message, want)
+	}
+	if len(got.Status.Components) != 0 {
+		t.Errorf("components %+v of a host that reports none", got.Status.Components)
+	}
+	companiontest.WaitEvent(t, env.Client, ns, "HostFirmwareComponents", "ipmi", "ValidationFailed: Invalid Firmware Components: "+want)
+
+	gen := setUpdates(t, ns, "ipmi", []metal3.FirmwareUpdate{}...)
+	got = waitHFC(t, ns, "ipmi", "judged with no updates", func(hfc *metal3.HostFirmwareComponents) bool {
+		return current(hfc) && hfc.Generation == gen
+	})
+	if c := condition(got, metal3.HostFirmwareComponentsValid); c.Status != metav1.ConditionTrue {
+		t.Errorf("Valid %+v with nothing listed", c)
+	}
+}

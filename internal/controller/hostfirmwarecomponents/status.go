@@ -20,10 +20,10 @@ const (
 
 // setStatus computes the status from the components the provisioner reports and the spec:
 // status.components, and the ChangeDetected (updates not applied yet) and Valid conditions for
-// the current generation. status.updates is left alone: the host controller records there what
+// the current generation. unsupported, when not nil, says why the host cannot take any update. status.updates is left alone: the host controller records there what
 // preparing or servicing applied. It returns the events: a validation failure when Valid turns
 // false or its message changes, a success when it turns true again.
-func setStatus(hfc *metal3.HostFirmwareComponents, components []metal3.FirmwareComponentStatus, now time.Time) events.List {
+func setStatus(hfc *metal3.HostFirmwareComponents, components []metal3.FirmwareComponentStatus, unsupported error, now time.Time) events.List {
 	st := &hfc.Status
 	st.Components = components
 	gen := hfc.Generation
@@ -45,7 +45,7 @@ func setStatus(hfc *metal3.HostFirmwareComponents, components []metal3.FirmwareC
 		prevMsg = prev.Message
 	}
 	var list events.List
-	if errs := validateUpdates(hfc.Spec.Updates, components); len(errs) > 0 {
+	if errs := validateUpdates(hfc.Spec.Updates, components, unsupported); len(errs) > 0 {
 		parts := make([]string, len(errs))
 		for i, err := range errs {
 			parts[i] = err.Error()

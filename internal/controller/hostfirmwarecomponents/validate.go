@@ -23,11 +23,15 @@ const (
 // validateUpdates checks spec.updates against the components the host reports (see
 // validateComponent). Each error names the field and the rule it breaks. A component listed twice
 // is flashed twice, in order (Ironic's firmware.update takes the list as it is; metal3 admits it).
-func validateUpdates(updates []metal3.FirmwareUpdate, reported []metal3.FirmwareComponentStatus) []error {
+func validateUpdates(updates []metal3.FirmwareUpdate, reported []metal3.FirmwareComponentStatus, unsupported error) []error {
 	var errs []error
 	for i, u := range updates {
 		field := fmt.Sprintf("spec.updates[%d]", i)
-		if err := validateComponent(u.Component, reported); err != nil {
+		err := validateComponent(u.Component, reported)
+		if err == nil && unsupported != nil {
+			err = fmt.Errorf("%q cannot be updated: %w", u.Component, unsupported)
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s.component: %w", field, err))
 		}
 		if err := validateURL(u.URL); err != nil {

@@ -15,9 +15,10 @@ func TestValidateUpdates(t *testing.T) {
 		return metal3.FirmwareUpdate{Component: component, URL: url}
 	}
 	tests := map[string]struct {
-		updates  []metal3.FirmwareUpdate
-		reported []metal3.FirmwareComponentStatus
-		want     string // "" for valid; the errors joined by newlines
+		updates     []metal3.FirmwareUpdate
+		reported    []metal3.FirmwareComponentStatus
+		unsupported error  // the host cannot take updates at all
+		want        string // "" for valid; the errors joined by newlines
 	}{
 		"bios, bmc and a nic": {updates: []metal3.FirmwareUpdate{u("bios", img), u("bmc", "https://fw.example/bmc.bin"), u("nic:NIC.Slot.1", img)}, reported: reported},
 		"nothing":             {reported: reported},
@@ -34,6 +35,12 @@ func TestValidateUpdates(t *testing.T) {
 			reported: []metal3.FirmwareComponentStatus{{Component: "bios"}}},
 		"twice the same component (flashed in order, as metal3 admits)": {updates: []metal3.FirmwareUpdate{u("bmc", img), u("bmc", img+".2")},
 			reported: reported},
+		"a host whose BMC has no firmware interface": {updates: []metal3.FirmwareUpdate{u("bios", img), u("gpu", "ftp://x/y")},
+			unsupported: errors.New("no firmware interface"),
+			want: "spec.updates[0].component: \"bios\" cannot be updated: no firmware interface\n" +
+				"spec.updates[1].component: \"gpu\" is not a firmware component; use bios, bmc or nic:<id>\n" +
+				`spec.updates[1].url: "ftp://x/y" is not an http, https or file URL`},
+		"nothing listed on a host whose BMC has no firmware interface": {unsupported: errors.New("no firmware interface")},
 		"no URL": {updates: []metal3.FirmwareUpdate{u("bmc", "")}, reported: reported,
 			want: `spec.updates[0].url: missing: the URL of the firmware image`},
 		"a file URL (Ironic's side)": {updates: []metal3.FirmwareUpdate{u("bmc", "file:///shared/html/fw/bmc.bin")}, reported: reported},
@@ -61,7 +68,7 @@ func TestValidateUpdates(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			errs := validateUpdates(tc.updates, tc.reported)
+			errs := validateUpdates(tc.updates, tc.reported, tc.unsupported)
 			got := ""
 			if len(errs) > 0 {
 				got = errors.Join(errs...).Error()

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	metal3 "github.com/metalforge/metalforge/api/metal3/v1alpha1"
+	"github.com/metalforge/metalforge/internal/bmc"
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
 
@@ -92,6 +93,12 @@ func (p *Provisioner) FirmwareComponents(ctx context.Context, host provisioner.H
 	}
 	if host.NodeID == "" {
 		return nil, fmt.Errorf("reading the firmware components of host %s/%s: %w", host.Namespace, host.Name, provisioner.ErrNeedsRegistration)
+	}
+	// Told from the address, as registration chose the node's interfaces from it: Ironic lists no
+	// components for a node without a firmware interface, the same answer as a BMC that reports
+	// none, and refuses its updates only when a cleaning or servicing step runs.
+	if a, err := bmc.Parse(host.BMCAddress); err == nil && a.Interfaces.Firmware == "" {
+		return nil, fmt.Errorf("reading the firmware components of host %s/%s (%s): %w", host.Namespace, host.Name, a.Type, provisioner.ErrFirmwareUpdateUnsupported)
 	}
 	list, err := nodes.ListFirmware(ctx, s.sc, host.NodeID).Extract()
 	if notFound(err) {
