@@ -32,6 +32,11 @@ func (p *Provisioner) FirmwareSettings(ctx context.Context, host provisioner.Hos
 	if err != nil {
 		return nil, nil, classifyError(err, "reading the BIOS settings of Ironic node "+host.NodeID)
 	}
+	if len(list) == 0 {
+		if err := p.notVerifiedYet(ctx, s, host, "BIOS settings"); err != nil {
+			return nil, nil, err
+		}
+	}
 	settings := make(metal3.SettingsMap, len(list))
 	var schema map[string]metal3.SettingSchema
 	if includeSchema {
@@ -108,6 +113,11 @@ func (p *Provisioner) FirmwareComponents(ctx context.Context, host provisioner.H
 	if err != nil {
 		return nil, classifyError(err, "reading the firmware components of Ironic node "+host.NodeID)
 	}
+	if len(list) == 0 {
+		if err := p.notVerifiedYet(ctx, s, host, "firmware components"); err != nil {
+			return nil, err
+		}
+	}
 	out := make([]metal3.FirmwareComponentStatus, 0, len(list))
 	for _, c := range list {
 		st := metal3.FirmwareComponentStatus{
@@ -125,4 +135,27 @@ func (p *Provisioner) FirmwareComponents(ctx context.Context, host provisioner.H
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+// notVerifiedYet tells an empty list of a node Ironic has not verified yet (enroll, verifying) from
+// a BMC that reports nothing: Ironic caches the BIOS settings and firmware versions when it
+// verifies a node, so a host registered again on a new node (Ironic lost its database), which
+// stays available or provisioned meanwhile, would have its HostFirmwareSettings and
+// HostFirmwareComponents emptied, its FirmwareSchema swapped for an empty one and its pending
+// changes judged unknown until the next re-read. Such a node is ErrNeedsRegistration: the reader
+// looks again shortly. Only an empty list costs the node's read (from the watch when it has it).
+func (p *Provisioner) notVerifiedYet(ctx context.Context, s *session, host provisioner.Host, what string) error {
+	n, ok := p.watch.Get(host.NodeID)
+	if !ok {
+		var err error
+		if n, err = p.readNode(ctx, s, host); err != nil {
+			return err
+		}
+	}
+	switch state(n) {
+	case nodes.Enroll, nodes.Verifying:
+		return fmt.Errorf("reading the %s of host %s/%s: Ironic node %s is %s, and reads them from the BMC once verified: %w",
+			what, host.Namespace, host.Name, host.NodeID, n.ProvisionState, provisioner.ErrNeedsRegistration)
+	}
+	return nil
 }

@@ -3,7 +3,13 @@ package ironic
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
+
+	"github.com/go-logr/logr"
 
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
@@ -22,5 +28,62 @@ func TestFirmwareComponentsOfIPMIHost(t *testing.T) {
 		if !errors.Is(err, provisioner.ErrFirmwareUpdateUnsupported) || list != nil {
 			t.Errorf("%s: components %v, error %v; want ErrFirmwareUpdateUnsupported", address, list, err)
 		}
+	}
+}
+
+// TestFirmwareOfNodeNotVerifiedYet: Ironic caches a node's BIOS settings and firmware versions when
+// it verifies it, so an empty list from a node still in enroll or verifying (a host registered
+// again on a new node) is no reading: ErrNeedsRegistration, and the reader looks again. The same
+// empty lists from a verified node are the BMC's answer.
+func TestFirmwareOfNodeNotVerifiedYet(t *testing.T) {
+	const uuid = "0b1f4f0e-3a53-4d6e-9a5e-2f1f6c1d8e10"
+	var mu sync.Mutex
+	provisionState := "verifying"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/v1/", "/v1":
+			_, _ = fmt.Fprint(w, `{"id": "v1", "version": {"id": "v1", "status": "CURRENT", "min_version": "1.1", "version": "1.115"}}`)
+		case "/v1/nodes/" + uuid:
+			_, _ = fmt.Fprintf(w, `{"uuid": %q, "provision_state": %q, "power_state": "power on"}`, uuid, provisionState)
+		case "/v1/nodes/" + uuid + "/bios":
+			_, _ = fmt.Fprint(w, `{"bios": []}`)
+		case "/v1/nodes/" + uuid + "/firmware":
+			_, _ = fmt.Fprint(w, `{"firmware": []}`)
+		default:
+			t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	cfg := DefaultConfig()
+	cfg.Endpoint = srv.URL + "/v1/"
+	p, err := New(cfg, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := provisioner.Host{Namespace: "ns", Name: "h", NodeID: uuid, BMCAddress: "redfish-virtualmedia://192.0.2.10/redfish/v1/Systems/1"}
+	ctx := context.Background()
+
+	settings, _, err := p.FirmwareSettings(ctx, host, true)
+	if !errors.Is(err, provisioner.ErrNeedsRegistration) {
+		t.Errorf("BIOS settings of a verifying node: %v, error %v; want ErrNeedsRegistration", settings, err)
+	}
+	components, err := p.FirmwareComponents(ctx, host)
+	if !errors.Is(err, provisioner.ErrNeedsRegistration) {
+		t.Errorf("firmware components of a verifying node: %v, error %v; want ErrNeedsRegistration", components, err)
+	}
+
+	mu.Lock()
+	provisionState = "manageable"
+	mu.Unlock()
+	p.watch.Forget(uuid)
+	if settings, _, err := p.FirmwareSettings(ctx, host, true); err != nil || len(settings) != 0 {
+		t.Errorf("BIOS settings of a verified node that reports none: %v, error %v; want none", settings, err)
+	}
+	if components, err := p.FirmwareComponents(ctx, host); err != nil || len(components) != 0 {
+		t.Errorf("firmware components of a verified node that reports none: %v, error %v; want none", components, err)
 	}
 }
