@@ -269,7 +269,14 @@ func (in *Input) staticIPSet() []corev1.Container {
 	return []corev1.Container{in.runnerNetContainer("metal3-static-ip-set", []string{"static-ip", "set"}, nil, "NET_ADMIN")}
 }
 
-func (in *Input) staticIP() bool { return in.provisioningIP() != "" }
+// staticIP: the stack puts the provisioning IP on its interface, named by provisioningInterface or
+// found by provisioningMacAddresses. Without either, the interface is the one that already holds
+// the IP (the admin's, or NetworkManager's): the static-IP containers would turn that address into
+// one with a lifetime, delete it when the pod stops, and the next pod could then find no interface
+// at all (the address was the only way to find it).
+func (in *Input) staticIP() bool {
+	return in.provisioningIP() != "" && (in.Spec.ProvisioningInterface != "" || len(in.Spec.ProvisioningMacAddresses) > 0)
+}
 
 // networkContainers keep the static IP in place, and run dnsmasq on a provisioning network: DHCP
 // and TFTP on a Managed one, TFTP only on an Unmanaged one (its DHCP server is the user's, and

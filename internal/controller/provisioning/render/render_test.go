@@ -117,6 +117,18 @@ func TestMetal3PerMode(t *testing.T) {
 			ironicEnv:  map[string]string{"PROVISIONING_IP": "172.22.0.3/24"},
 			dnsmasqEnv: map[string]string{"DHCP_RANGE": "", "GATEWAY_IP": "", "DNS_IP": ""},
 		},
+		// Neither interface nor MACs: Ironic uses the interface that already holds the IP, which
+		// is someone else's address to keep: no static-IP container gives it a lifetime or
+		// deletes it when the pod stops (after which no pod could find the interface again).
+		"managed, the IP already on an interface": {
+			spec: func() metal3.ProvisioningSpec {
+				s := managed
+				s.ProvisioningInterface = ""
+				return s
+			}(),
+			containers: []string{"init:metal3-machine-os-images", "metal3-ironic", "metal3-httpd", "metal3-dnsmasq"},
+			ironicEnv:  map[string]string{"PROVISIONING_IP": "172.22.0.3/24", "PROVISIONING_INTERFACE": "", "PROVISIONING_MACS": ""},
+		},
 		"disabled, no IP: the host's": {
 			spec:       metal3.ProvisioningSpec{ProvisioningNetwork: "Disabled"},
 			containers: []string{"init:metal3-machine-os-images", "metal3-ironic", "metal3-httpd"},
