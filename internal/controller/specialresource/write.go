@@ -204,7 +204,9 @@ func (r *Reconciler) apply(ctx context.Context, u *unstructured.Unstructured) er
 	obj := u.DeepCopy()
 	err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldOwner), client.ForceOwnership)
 	if err != nil {
-		permanent := apiRefused(err)
+		// NotFound: the object's namespace does not exist (a typo, or a Namespace the recipe
+		// creates in a later manifest): the recipe's to fix, not retried at once as internal.
+		permanent := apiRefused(err) || apierrors.IsNotFound(err)
 		if apierrors.IsForbidden(err) {
 			err = r.withRBAC(u.GroupVersionKind(), err)
 		}

@@ -2,6 +2,7 @@ package recipe
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	sro "github.com/metalforge/metalforge/api/sro/v1beta1"
 	"github.com/metalforge/metalforge/internal/sro/naming"
@@ -54,6 +55,12 @@ func MakeAffine(u *unstructured.Unstructured, k string) {
 			setString(u.Object, value, append(sel, sro.KernelLabel)...)
 			renameApp(u.Object, oldName, newName, sel)
 			renameApp(u.Object, oldName, newName, labels)
+			// The object's own label too when the name is no label value (names go up to 253
+			// characters): the API server refused the object while the selector had the copy's
+			// shortened name. A name that fits stays, as the recipe wrote it.
+			if len(validation.IsValidLabelValue(oldName)) > 0 {
+				renameApp(u.Object, oldName, newName, []string{"metadata", "labels"})
+			}
 		}
 	case kind == "BuildConfig" || kind == "Build":
 		podSpec = []string{"spec"}

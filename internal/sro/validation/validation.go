@@ -33,6 +33,13 @@ func Spec(sr *sro.SpecialResource) field.ErrorList {
 		for _, msg := range validation.IsDNS1123Label(ns) {
 			errs = append(errs, field.Invalid(spec.Child("namespace"), ns, msg))
 		}
+	} else {
+		// The namespace is then the SpecialResource's name (TargetNamespace), which may have dots
+		// or 253 characters: its creation would fail as an internal error, naming no field.
+		for _, msg := range validation.IsDNS1123Label(sr.Name) {
+			errs = append(errs, field.Invalid(spec.Child("namespace"), "",
+				fmt.Sprintf("empty, so the namespace would be the SpecialResource's name %q, which is not a namespace name (%s): set spec.namespace", sr.Name, msg)))
+		}
 	}
 	errs = append(errs, metav1validation.ValidateLabels(sr.Spec.NodeSelector, spec.Child("nodeSelector"))...)
 	errs = append(errs, recipeRef(sr.Spec.Recipe, spec.Child("recipe"))...)
