@@ -39,6 +39,8 @@ func TestRecipeObjectInMissingNamespace(t *testing.T) {
 	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: missing}}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: missing}}) })
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: missing}})
+	})
 	h.waitDaemonSets(sr.Name, kernelX)
 }

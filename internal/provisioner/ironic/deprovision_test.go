@@ -22,6 +22,8 @@ import (
 type fakeOneNodeIronic struct {
 	mu          sync.Mutex
 	state       string
+	target      string // target_provision_state
+	busy        int    // provision state changes answered 409 (node locked) before one is taken
 	maintenance bool
 	fault       string
 	targets     []string
@@ -38,8 +40,8 @@ func (f *fakeOneNodeIronic) serve(t *testing.T, uuid string) *httptest.Server {
 		case r.URL.Path == "/v1/" || r.URL.Path == "/v1":
 			_, _ = fmt.Fprint(w, `{"id": "v1", "version": {"id": "v1", "status": "CURRENT", "min_version": "1.1", "version": "1.115"}}`)
 		case r.URL.Path == "/v1/nodes/"+uuid && r.Method == http.MethodGet:
-			_, _ = fmt.Fprintf(w, `{"uuid": %q, "provision_state": %q, "power_state": "power on", "automated_clean": false, "maintenance": %t, "fault": %q}`,
-				uuid, f.state, f.maintenance, f.fault)
+			_, _ = fmt.Fprintf(w, `{"uuid": %q, "provision_state": %q, "target_provision_state": %q, "power_state": "power on", "automated_clean": false, "maintenance": %t, "fault": %q}`,
+				uuid, f.state, f.target, f.maintenance, f.fault)
 		case r.URL.Path == "/v1/nodes/"+uuid+"/maintenance" && r.Method == http.MethodDelete:
 			f.maintenance, f.fault = false, ""
 			f.unsets++
@@ -49,6 +51,12 @@ func (f *fakeOneNodeIronic) serve(t *testing.T, uuid string) *httptest.Server {
 			b, _ := io.ReadAll(r.Body)
 			_ = json.Unmarshal(b, &body)
 			f.targets = append(f.targets, body.Target)
+			if f.busy > 0 {
+				f.busy--
+				w.WriteHeader(http.StatusConflict)
+				_, _ = fmt.Fprintf(w, `{"error_message": "{\"faultstring\": \"Node %s is locked by host conductor, please retry after the current operation is completed.\", \"debuginfo\": null}"}`, uuid)
+				return
+			}
 			w.WriteHeader(http.StatusAccepted)
 		default:
 			t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)

@@ -47,7 +47,7 @@ func (p *Provisioner) Inspect(ctx context.Context, host provisioner.Host, opts p
 		}
 		// A forced reboot: the abort (inspect failed, by request) leads to a new inspection,
 		// which the host may count as started (metal3 removes the reboot annotation here too).
-		res, err := forcedReboot(p.abort(ctx, s, n, "inspection (forced reboot)"))
+		res, err := forcedReboot(p.startAbort(ctx, s, n, "inspection (forced reboot)"))
 		res.Started = res.ForcedReboot
 		return res, nil, err
 	case actInspect:

@@ -169,8 +169,8 @@ func (p *Provisioner) abortLostAgent(ctx context.Context, s *session, n *nodes.N
 	p.logger(ctx).Info("The agent cannot heartbeat (it lost its token, or Ironic wiped the token of an agent still running): aborting the wait so that the server boots it again",
 		"node", n.UUID, "provisionState", full.ProvisionState, "quietSince", full.ProvisionUpdatedAt.UTC().Format(time.RFC3339),
 		"lastHeartbeat", full.DriverInternalInfo["agent_last_heartbeat"], "after", p.cfg.AgentLostAfter)
-	res, err = p.abort(ctx, s, full, op+" (agent lost)")
-	if err == nil {
+	res, accepted, err := p.startAbort(ctx, s, full, op+" (agent lost)")
+	if accepted {
 		p.memory.setLostAgentAbort(n.UUID, now)
 		lostAgentAborts.WithLabelValues(full.ProvisionState).Inc()
 	}

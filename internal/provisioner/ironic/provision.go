@@ -44,7 +44,7 @@ func (p *Provisioner) Provision(ctx context.Context, host provisioner.Host, data
 			// A forced reboot before API 1.110: Ironic takes no patch while it waits for the
 			// agent, and the cleaning settings are those written when the node was provided.
 			p.logger(ctx).Info("Forced reboot: undeploying a deployment that waits for its agent", "node", n.UUID)
-			return forcedReboot(p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetDeleted}, p.long()))
+			return forcedReboot(p.startState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetDeleted}, p.long()))
 		}
 		// The request needs another deploy interface, which Ironic does not change in deploy
 		// failed: undeploy (cleaning as the host's mode says), then deploy from available.
@@ -63,7 +63,7 @@ func (p *Provisioner) Provision(ctx context.Context, host provisioner.Host, data
 		if !data.ForceReboot {
 			return p.abort(ctx, s, n, "deployment")
 		}
-		return forcedReboot(p.abort(ctx, s, n, "deployment (forced reboot)"))
+		return forcedReboot(p.startAbort(ctx, s, n, "deployment (forced reboot)"))
 	case actPowerOff:
 		return p.powerOffAbortedDeploy(ctx, s, n)
 	case actUnexpected:
@@ -167,8 +167,9 @@ func (p *Provisioner) powerOffAbortedDeploy(ctx context.Context, s *session, n *
 }
 
 // forcedReboot marks the result of the request a forced reboot made (an abort, an undeploy) as
-// one, when the request was taken.
-func forcedReboot(res provisioner.Result, err error) (provisioner.Result, error) {
-	res.ForcedReboot = err == nil && !res.Failed()
+// one, when Ironic took the request: one it answered busy is asked again, and until then the host
+// keeps its reboot annotation (and tells no one the operation restarts).
+func forcedReboot(res provisioner.Result, accepted bool, err error) (provisioner.Result, error) {
+	res.ForcedReboot = accepted && err == nil && !res.Failed()
 	return res, err
 }

@@ -213,12 +213,22 @@ func (p *Provisioner) startServiceSteps(ctx context.Context, s *session, n *node
 // abort stops what the node waits for (clean wait, service wait, inspect wait, and with API 1.110
 // deploy wait).
 func (p *Provisioner) abort(ctx context.Context, s *session, n *nodes.Node, what string) (provisioner.Result, error) {
+	res, _, err := p.startAbort(ctx, s, n, what)
+	return res, err
+}
+
+// startAbort is abort that also says whether Ironic took the request. Only a taken abort is
+// remembered: one Ironic answered busy (409, the node locked by a vendor passthru or a virtual
+// media call talking to a slow BMC), or left waiting (maintenance, a stale read), was recorded as
+// asked, and abortAskedIn then kept it from being asked again until the node moved, which a node
+// waiting for a silent agent never does: the wait ran to Ironic's 30-minute timeout.
+func (p *Provisioner) startAbort(ctx context.Context, s *session, n *nodes.Node, what string) (provisioner.Result, bool, error) {
 	p.logger(ctx).Info("Aborting", "node", n.UUID, "operation", what, "provisionState", n.ProvisionState)
-	res, err := p.changeState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetAbort}, p.short())
-	if err == nil && !res.Failed() {
+	res, accepted, err := p.startState(ctx, s, n, nodes.ProvisionStateOpts{Target: nodes.TargetAbort}, p.short())
+	if accepted {
 		// Remembered so that the failed state it leads to is known for the abort even once
 		// Ironic has erased its last_error (history.go).
 		p.memory.setAbortRequested(n.UUID, p.now(), n.ProvisionUpdatedAt)
 	}
-	return res, err
+	return res, accepted, err
 }
