@@ -89,7 +89,10 @@ func (s *hostScope) registrationNeeded() bool {
 // agent wrote the status at every poll when the reason went back and forth.
 func (s *hostScope) registrationNotSent() {
 	st := &s.host.Status
-	if st.Provisioning.ID == "" || st.Provisioning.State == metal3.StateRegistering ||
+	// A confirmation of the network data after a restart carries no change known to be owed: it
+	// is asked again anyway (the memory stays empty), and marking it would cost every such host
+	// two status writes and a false condition while the provisioner is down.
+	if s.confirmingNetworkData || st.Provisioning.ID == "" || st.Provisioning.State == metal3.StateRegistering ||
 		conditions.Get(st.Conditions, metal3.RegistrationPendingCondition) != nil {
 		return
 	}
@@ -110,15 +113,20 @@ func (s *hostScope) setRegistrationPending(reason, message string) {
 // finish (busy, the provisioner unavailable, an internal error) was forgotten once the status
 // recorded the new generation, and an edited network data Secret changes no generation at all;
 // either never reached the provisioner. Without the memory (a new operator) only a spec change
-// since the last status write, a Secret edited since the process started (secretEdited), or
-// network data the provisioner keeps (networkDataUnconfirmed) registers again: registering every
-// host after a restart would flood the provisioner. A change a registration did not finish is in
-// the status (RegistrationPendingCondition).
+// since the last status write, or network data the provisioner keeps (networkDataUnconfirmed),
+// registers again: registering every host after a restart would flood the provisioner. A change
+// a registration did not finish is in the status (RegistrationPendingCondition). Called last in
+// registrationNeeded, so confirmingNetworkData is set only when nothing else asks for the
+// registration.
 func (s *hostScope) registrationInputsChanged() bool {
 	if changed, known := s.regs.differs(s.host.UID, s.provHost()); known {
 		return changed
 	}
-	return s.specChanged() || s.regs.wasEdited(s.host.UID) || s.networkDataUnconfirmed()
+	if s.specChanged() {
+		return true
+	}
+	s.confirmingNetworkData = s.networkDataUnconfirmed()
+	return s.confirmingNetworkData
 }
 
 // networkDataUnconfirmed: the host names preprovisioning network data that the provisioner keeps

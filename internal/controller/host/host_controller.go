@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -177,7 +176,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		For(&metal3.BareMetalHost{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
 			predicate.LabelChangedPredicate{}, predicates.DeletionMarked(), statusClearedPredicate()))).
-		Watches(&corev1.Secret{}, r.secretHandler(), builder.WithPredicates(predicates.SecretDataChanged())).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.hostsUsingSecret), builder.WithPredicates(predicates.SecretDataChanged())).
 		Watches(&metal3.HostFirmwareSettings{}, handler.EnqueueRequestsFromMapFunc(r.hostWaitingOnFirmware), builder.WithPredicates(firmwareVerdictChanged())).
 		Watches(&metal3.HostFirmwareComponents{}, handler.EnqueueRequestsFromMapFunc(r.hostWaitingOnFirmware), builder.WithPredicates(firmwareVerdictChanged())).
 		Watches(&metal3.HostUpdatePolicy{}, handler.EnqueueRequestsFromMapFunc(hostOfPolicy), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -197,48 +196,21 @@ func statusClearedPredicate() predicate.Funcs {
 	}}
 }
 
-func (r *Reconciler) hostsUsingSecret(ctx context.Context, o client.Object, edited bool) []reconcile.Request {
+// hostsUsingSecret wakes the hosts that use a Secret. An edit of a host's preprovisioning network
+// data is then registered when the registration memory has the host (registrationInputsChanged);
+// a process without that memory registers such a host once anyway (networkDataUnconfirmed).
+func (r *Reconciler) hostsUsingSecret(ctx context.Context, o client.Object) []reconcile.Request {
 	var hosts metal3.BareMetalHostList
-	// Only read (names, UIDs, the network data Secret's name): the cache's objects, uncopied.
+	// Only their names are read: the cache's objects, uncopied.
 	if err := r.Client.List(ctx, &hosts, client.InNamespace(o.GetNamespace()), client.MatchingFields{secretNamesField: o.GetName()}, cacheview.ReadOnly); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing hosts using a secret", "secret", klog.KObj(o))
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(hosts.Items))
 	for i := range hosts.Items {
-		if edited && hosts.Items[i].Spec.PreprovisioningNetworkDataName == o.GetName() {
-			r.regs.secretEdited(hosts.Items[i].UID)
-		}
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&hosts.Items[i])})
 	}
 	return reqs
-}
-
-// secretHandler wakes the hosts that use a Secret, and marks those whose preprovisioning network
-// data it holds when it was edited (an update, not the informer's first list): an edit in a
-// process that has not registered the host yet would otherwise not be sent
-// (registrationInputsChanged). The credentials Secret needs no mark (credentialsChanged follows
-// its version), and the others (user data, network data...) are no registration input.
-func (r *Reconciler) secretHandler() handler.EventHandler {
-	enqueue := func(ctx context.Context, o client.Object, edited bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		for _, req := range r.hostsUsingSecret(ctx, o, edited) {
-			q.Add(req)
-		}
-	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e ctrlevent.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.Object, false, q)
-		},
-		UpdateFunc: func(ctx context.Context, e ctrlevent.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.ObjectNew, true, q)
-		},
-		DeleteFunc: func(ctx context.Context, e ctrlevent.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.Object, false, q)
-		},
-		GenericFunc: func(ctx context.Context, e ctrlevent.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.Object, false, q)
-		},
-	}
 }
 
 // Reconcile is the driver: fetch, finalizer, inputs, state machine, then the writes.

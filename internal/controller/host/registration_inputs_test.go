@@ -1,6 +1,7 @@
 package host
 
 import (
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -105,14 +106,11 @@ func TestLostNodeOfProvisionedHostKeepsNetworkData(t *testing.T) {
 
 // TestNetworkDataSecretEditAfterRestart: a new operator process has no record of the host's last
 // registration, and a Secret edit moves no generation: the edit must still reach the provisioner
-// (it was sent only by a process that had registered the host itself).
+// (it was sent only by a process that had registered the host itself; now the new process
+// confirms the network data first, and the edit differs from what it confirmed).
 func TestNetworkDataSecretEditAfterRestart(t *testing.T) {
 	t.Parallel()
-	ns := env.Namespace(t)
-	fix := fixture.New(fixture.Config{})
-	first := startOperator(t, ns, fix)
-	provisionedWithNetworkData(t, ns)
-	first.stop()
+	ns, fix := provisionedWithNetworkDataThenStopped(t)
 
 	second := startOperator(t, ns, fix)
 	// The new process has read the host (and with it the Secret's first listing) before the edit.
@@ -142,11 +140,40 @@ func TestNetworkDataSecretEditedWhileStopped(t *testing.T) {
 	if n := fix.RegisterCalls(ns, "plain"); n != plainCalls {
 		t.Fatalf("the host without network data registered %d times at the restart, with nothing changed", n-plainCalls)
 	}
+	// Once confirmed, later reconciles (woken here by an annotation) do not register it again.
 	calls := fix.RegisterCalls(ns, "h")
+	update(t, &metal3.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h"}}, func(h *metal3.BareMetalHost) {
+		metav1.SetMetaDataAnnotation(&h.ObjectMeta, "example.com/touched", "1")
+	})
 	second.waitSeen(t, ns, "h", getHost(t, ns, "h").ResourceVersion, 1)
 	if n := fix.RegisterCalls(ns, "h"); n != calls {
-		t.Fatalf("%d more registrations of the host with network data once it was registered", n-calls)
+		t.Fatalf("%d more registrations of the host with network data once it was confirmed", n-calls)
 	}
+}
+
+// TestNetworkDataConfirmationWhileProvisionerDown: the confirmation a new process asks of a host's
+// network data carries no change known to be owed: while the provisioner cannot answer, the host
+// gets no RegistrationPending (which would cost every such host two status writes and say a
+// change waits), and the confirmation is asked once the provisioner answers.
+func TestNetworkDataConfirmationWhileProvisionerDown(t *testing.T) {
+	t.Parallel()
+	ns, fix := provisionedWithNetworkDataThenStopped(t)
+
+	fix.SetUnavailable(true)
+	calls := fix.RegisterCalls(ns, "h")
+	startOperator(t, ns, fix)
+	h := waitHost(t, ns, "h", "the provisioner shown unavailable", func(h *metal3.BareMetalHost) bool {
+		c := condition(h, metal3.ProgressingCondition)
+		return c != nil && c.Reason == reasonProvisionerUnavailable
+	})
+	if c := condition(h, metal3.RegistrationPendingCondition); c != nil {
+		t.Fatalf("RegistrationPending %s %q for a confirmation with nothing changed", c.Reason, c.Message)
+	}
+	fix.SetUnavailable(false)
+	poll.Until(t, "the network data confirmed once the provisioner answers", func() (bool, string) {
+		n := fix.RegisterCalls(ns, "h")
+		return n > calls, fmt.Sprint(n - calls)
+	})
 }
 
 // TestUnsentSpecChangeSurvivesRestart: a spec change whose registration could not run (the
@@ -186,6 +213,18 @@ func provisionedWithNetworkData(t *testing.T, ns string) {
 	h.Spec.PreprovisioningNetworkDataName = "net"
 	createHost(t, h)
 	waitState(t, ns, "h", metal3.StateProvisioned)
+}
+
+// provisionedWithNetworkDataThenStopped is provisionedWithNetworkData by an operator process that
+// then stops: the next process starts without the registration memory.
+func provisionedWithNetworkDataThenStopped(t *testing.T) (string, *fixture.Fixture) {
+	t.Helper()
+	ns := env.Namespace(t)
+	fix := fixture.New(fixture.Config{})
+	first := startOperator(t, ns, fix)
+	provisionedWithNetworkData(t, ns)
+	first.stop()
+	return ns, fix
 }
 
 // editNetworkData changes Secret "net" to netDataV2 (no change of the host's generation).

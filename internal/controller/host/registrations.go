@@ -21,27 +21,6 @@ type registrations struct {
 	m sync.Map // types.UID → string
 	// adoptions are the hosts whose last adoption failed (see adoptionFailed).
 	adoptions sync.Map // types.UID → struct{}
-	// edited are the hosts whose network data Secret was edited since their last registration
-	// in this process (secretEdited).
-	edited sync.Map // types.UID → struct{}
-}
-
-// secretEdited marks a host whose preprovisioning network data Secret was edited: without a
-// fingerprint of its last registration, which a new process lacks, registrationInputsChanged
-// would see no change (the spec's generation did not move).
-func (r *registrations) secretEdited(uid types.UID) {
-	if r != nil {
-		r.edited.Store(uid, struct{}{})
-	}
-}
-
-// wasEdited: secretEdited marked the host since its last registration.
-func (r *registrations) wasEdited(uid types.UID) bool {
-	if r == nil {
-		return false
-	}
-	_, ok := r.edited.Load(uid)
-	return ok
 }
 
 // registrationInputs fingerprints what Register brings in line on an enrolled host and the spec
@@ -71,7 +50,6 @@ func (r *registrations) differs(uid types.UID, h provisioner.Host) (changed, kno
 func (r *registrations) record(uid types.UID, h provisioner.Host) {
 	if r != nil {
 		r.m.Store(uid, registrationInputs(h))
-		r.edited.Delete(uid)
 	}
 }
 
@@ -88,7 +66,6 @@ func (r *registrations) forget(uid types.UID) {
 	if r != nil {
 		r.m.Delete(uid)
 		r.adoptions.Delete(uid)
-		r.edited.Delete(uid)
 	}
 }
 

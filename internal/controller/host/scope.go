@@ -43,6 +43,9 @@ type hostScope struct {
 	registered bool
 	// needsRegistration: the provisioner said it does not know the host.
 	needsRegistration bool
+	// confirmingNetworkData: the registration asked is only a new process's confirmation of the
+	// network data the provisioner keeps (networkDataUnconfirmed), no known change.
+	confirmingNetworkData bool
 	// capacityAsked: this reconcile asked the provisioner for capacity (settleDelayed).
 	capacityAsked bool
 	// servicedNow: a live update ended in this reconcile.

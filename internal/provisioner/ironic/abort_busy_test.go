@@ -5,6 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/go-logr/logr"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
 
@@ -64,4 +67,34 @@ func forcedRebootOf(t *testing.T, f *fakeOneNodeIronic, uuid string) (provisione
 	res, accepted, err := p.startAbort(ctx, s, n, "inspection (forced reboot)")
 	res, err = forcedReboot(res, accepted, err)
 	return res, accepted, err
+}
+
+// TestLostAgentWaitsOutAFault: a quiet node Ironic keeps in maintenance for a fault it clears
+// itself (a power failure) cannot be aborted until then: it is neither read in full nor logged
+// at every poll for as long as the fault lasts (each poll was a GET and three log lines once a
+// busy abort stopped using up the hour's one). The fake Ironic fails the test on any node request.
+func TestLostAgentWaitsOutAFault(t *testing.T) {
+	const uuid = "d1e2f3a4-b5c6-4d7e-8f90-a1b2c3d4e5f6"
+	f := &fakeOneNodeIronic{state: "clean wait", target: "available", maintenance: true, fault: "power failure"}
+	srv := f.serve(t, uuid)
+	cfg := DefaultConfig()
+	cfg.Endpoint = srv.URL + "/v1/"
+	p, err := New(cfg, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := p.session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := f.reads()
+	n := &nodes.Node{UUID: uuid, ProvisionState: "clean wait", TargetProvisionState: "available", Maintenance: true,
+		Fault: "power failure", ProvisionUpdatedAt: p.now().Add(-2 * p.cfg.AgentLostAfter)}
+	if _, handled, err := p.abortLostAgent(ctx, s, n, "cleaning"); handled || err != nil {
+		t.Fatalf("handled %t, error %v; want the normal wait", handled, err)
+	}
+	if got := f.reads() - reads; got != 0 {
+		t.Fatalf("%d reads of the node while its fault lasts, want none", got)
+	}
 }

@@ -24,6 +24,7 @@ type fakeOneNodeIronic struct {
 	state       string
 	target      string // target_provision_state
 	busy        int    // provision state changes answered 409 (node locked) before one is taken
+	gets        int    // GETs of the node
 	maintenance bool
 	fault       string
 	targets     []string
@@ -40,6 +41,7 @@ func (f *fakeOneNodeIronic) serve(t *testing.T, uuid string) *httptest.Server {
 		case r.URL.Path == "/v1/" || r.URL.Path == "/v1":
 			_, _ = fmt.Fprint(w, `{"id": "v1", "version": {"id": "v1", "status": "CURRENT", "min_version": "1.1", "version": "1.115"}}`)
 		case r.URL.Path == "/v1/nodes/"+uuid && r.Method == http.MethodGet:
+			f.gets++
 			_, _ = fmt.Fprintf(w, `{"uuid": %q, "provision_state": %q, "target_provision_state": %q, "power_state": "power on", "automated_clean": false, "maintenance": %t, "fault": %q}`,
 				uuid, f.state, f.target, f.maintenance, f.fault)
 		case r.URL.Path == "/v1/nodes/"+uuid+"/maintenance" && r.Method == http.MethodDelete:
@@ -167,4 +169,10 @@ func TestStepFailureFaultCleared(t *testing.T) {
 			}
 		})
 	}
+}
+
+func (f *fakeOneNodeIronic) reads() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gets
 }

@@ -14,7 +14,8 @@ import (
 )
 
 // FirmwareSettings reads the BIOS settings Ironic cached from the BMC (GET /v1/nodes/{id}/bios),
-// with their schema when asked. One request: the node ID is enough, the node is not read.
+// with their schema when asked. One request: the node ID is enough; the node is read only when the
+// list is empty (notVerifiedYet), from the watcher's copy when it has one.
 func (p *Provisioner) FirmwareSettings(ctx context.Context, host provisioner.Host, includeSchema bool) (metal3.SettingsMap, map[string]metal3.SettingSchema, error) {
 	ctx = withOp(ctx, "firmware")
 	s, err := p.session(ctx)
@@ -147,8 +148,12 @@ func (p *Provisioner) FirmwareComponents(ctx context.Context, host provisioner.H
 func (p *Provisioner) notVerifiedYet(ctx context.Context, s *session, host provisioner.Host, what string) error {
 	n, ok := p.watch.Get(host.NodeID)
 	if !ok {
+		// Not put into the watcher's cache (readNode would): a companion's read must not take
+		// the place of the node change the watcher tells the host controller about.
 		var err error
-		if n, err = p.readNode(ctx, s, host); err != nil {
+		if n, err = p.fetchNode(ctx, s, host.NodeID); notFound(err) {
+			return fmt.Errorf("reading the %s of host %s/%s: Ironic node %s is gone: %w", what, host.Namespace, host.Name, host.NodeID, provisioner.ErrNeedsRegistration)
+		} else if err != nil {
 			return err
 		}
 	}

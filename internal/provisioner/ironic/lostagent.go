@@ -159,6 +159,11 @@ func (p *Provisioner) abortLostAgent(ctx context.Context, s *session, n *nodes.N
 	if !agentQuiet(n, now, p.cfg.AgentLostAfter) || p.memory.lostAgentAbortedSince(n.UUID, now.Add(-lostAgentRetryWindow)) {
 		return res, false, nil
 	}
+	if faultClearsItself(n) {
+		// No state change until Ironic clears the fault (startState would wait): not read in
+		// full and logged at every poll for as long as the fault lasts; looked at once it is gone.
+		return res, false, nil
+	}
 	full, err := p.fetchNode(ctx, s, n.UUID)
 	if err != nil {
 		return res, true, err

@@ -127,7 +127,7 @@ func (p *Provisioner) startState(ctx context.Context, s *session, n *nodes.Node,
 		return provisioner.Result{}, false, err
 	}
 	if n.Maintenance {
-		if n.Fault != "" && n.Fault != faultServiceFailure && n.Fault != faultCleanFailure {
+		if faultClearsItself(n) {
 			log.Info("Waiting for Ironic to clear a fault before changing the provision state", "node", n.UUID, "fault", n.Fault)
 			// Say which fault: without it the host shows only the step it waits on, not why.
 			res := p.short()
@@ -159,6 +159,13 @@ func (p *Provisioner) startState(ctx context.Context, s *session, n *nodes.Node,
 		return provisioner.Failed(fmt.Sprintf("Ironic refused to %s the node: %s", opts.Target, faultOf(err))), false, nil
 	}
 	return provisioner.Result{}, false, classifyError(err, fmt.Sprintf("asking Ironic to %s node %s", opts.Target, n.UUID))
+}
+
+// faultClearsItself: n is in maintenance for a fault Ironic set and clears by itself (a power
+// failure, at the next successful power sync), not the failure of a service or clean step, which
+// the next state change clears: no state change can be asked until then.
+func faultClearsItself(n *nodes.Node) bool {
+	return n.Maintenance && n.Fault != "" && n.Fault != faultServiceFailure && n.Fault != faultCleanFailure
 }
 
 // faultWait is what a host waits for while Ironic keeps its node in maintenance for a fault that
