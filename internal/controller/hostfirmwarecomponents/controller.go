@@ -121,13 +121,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	hfc := &metal3.HostFirmwareComponents{}
 	return r.driver.Run(ctx, req.NamespacedName, hfc, func(host *metal3.BareMetalHost, exists bool) (ctrl.Result, error) {
 		components, err := r.Provisioner.FirmwareComponents(ctx, companion.ProvisionerHost(host))
-		unsupported := errors.Is(err, provisioner.ErrFirmwareUpdateUnsupported)
-		if err != nil && (!unsupported || !exists) {
-			if unsupported {
-				// The host's BMC type has no firmware interface (IPMI): metal3 creates no
-				// HostFirmwareComponents then. Its address may change; look again at the resync.
+		// unsupported: the host's BMC type has no firmware interface (IPMI). metal3 creates no
+		// HostFirmwareComponents then (its address may change: looked at again at the resync);
+		// in one a user created, each listed update is invalid, named, instead of Valid and a
+		// preparation that fails in the provisioner.
+		var unsupported error
+		if errors.Is(err, provisioner.ErrFirmwareUpdateUnsupported) {
+			if !exists {
 				return ctrl.Result{RequeueAfter: companion.Jitter(r.Config.Resync)}, nil
 			}
+			unsupported, err = provisioner.ErrFirmwareUpdateUnsupported, nil
+		}
+		if err != nil {
 			return companion.ProvisionerError(ctx, err, "reading the firmware components of host "+req.String())
 		}
 		if !exists {
@@ -143,13 +148,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		}
 		p := patch.NewHelper(r.Client, hfc, &r.written)
 		now := r.now()
-		// One a user created for a host that cannot take updates: each listed update is invalid,
-		// named, instead of Valid and a preparation that fails in the provisioner.
-		var why error
-		if unsupported {
-			why = provisioner.ErrFirmwareUpdateUnsupported
-		}
-		list := setStatus(hfc, components, why, now)
+		list := setStatus(hfc, components, unsupported, now)
 		first := p.Snapshot().(*metal3.HostFirmwareComponents).Status.LastUpdated == nil
 		if err := companion.WriteStatus(ctx, p, hfc, &hfc.Status.LastUpdated, first, now); err != nil {
 			return ctrl.Result{}, err

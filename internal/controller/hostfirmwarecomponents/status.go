@@ -20,8 +20,9 @@ const (
 
 // setStatus computes the status from the components the provisioner reports and the spec:
 // status.components, and the ChangeDetected (updates not applied yet) and Valid conditions for
-// the current generation. unsupported, when not nil, says why the host cannot take any update. status.updates is left alone: the host controller records there what
-// preparing or servicing applied. It returns the events: a validation failure when Valid turns
+// the current generation; unsupported, when not nil, says why the host cannot take any update.
+// status.updates is left alone: the host controller records there what preparing or servicing
+// applied. It returns the events: a validation failure when Valid turns
 // false or its message changes, a success when it turns true again.
 func setStatus(hfc *metal3.HostFirmwareComponents, components []metal3.FirmwareComponentStatus, unsupported error, now time.Time) events.List {
 	st := &hfc.Status

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
 	"github.com/metalforge/metalforge/internal/provisioner"
@@ -76,13 +75,7 @@ func forcedRebootOf(t *testing.T, f *fakeOneNodeIronic, uuid string) (provisione
 func TestLostAgentWaitsOutAFault(t *testing.T) {
 	const uuid = "d1e2f3a4-b5c6-4d7e-8f90-a1b2c3d4e5f6"
 	f := &fakeOneNodeIronic{state: "clean wait", target: "available", maintenance: true, fault: "power failure"}
-	srv := f.serve(t, uuid)
-	cfg := DefaultConfig()
-	cfg.Endpoint = srv.URL + "/v1/"
-	p, err := New(cfg, logr.Discard())
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := f.provisioner(t, uuid)
 	ctx := context.Background()
 	s, err := p.session(ctx)
 	if err != nil {

@@ -25,6 +25,7 @@ type fakeOneNodeIronic struct {
 	target      string // target_provision_state
 	busy        int    // provision state changes answered 409 (node locked) before one is taken
 	gets        int    // GETs of the node
+	lists       bool   // answers the node's BIOS and firmware lists (empty); else they fail the test
 	maintenance bool
 	fault       string
 	targets     []string
@@ -44,6 +45,10 @@ func (f *fakeOneNodeIronic) serve(t *testing.T, uuid string) *httptest.Server {
 			f.gets++
 			_, _ = fmt.Fprintf(w, `{"uuid": %q, "provision_state": %q, "target_provision_state": %q, "power_state": "power on", "automated_clean": false, "maintenance": %t, "fault": %q}`,
 				uuid, f.state, f.target, f.maintenance, f.fault)
+		case f.lists && r.URL.Path == "/v1/nodes/"+uuid+"/bios":
+			_, _ = fmt.Fprint(w, `{"bios": []}`)
+		case f.lists && r.URL.Path == "/v1/nodes/"+uuid+"/firmware":
+			_, _ = fmt.Fprint(w, `{"firmware": []}`)
 		case r.URL.Path == "/v1/nodes/"+uuid+"/maintenance" && r.Method == http.MethodDelete:
 			f.maintenance, f.fault = false, ""
 			f.unsets++

@@ -3,13 +3,7 @@ package ironic
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
-
-	"github.com/go-logr/logr"
 
 	"github.com/metalforge/metalforge/internal/provisioner"
 )
@@ -37,33 +31,8 @@ func TestFirmwareComponentsOfIPMIHost(t *testing.T) {
 // empty lists from a verified node are the BMC's answer.
 func TestFirmwareOfNodeNotVerifiedYet(t *testing.T) {
 	const uuid = "0b1f4f0e-3a53-4d6e-9a5e-2f1f6c1d8e10"
-	var mu sync.Mutex
-	provisionState := "verifying"
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		mu.Lock()
-		defer mu.Unlock()
-		switch r.URL.Path {
-		case "/v1/", "/v1":
-			_, _ = fmt.Fprint(w, `{"id": "v1", "version": {"id": "v1", "status": "CURRENT", "min_version": "1.1", "version": "1.115"}}`)
-		case "/v1/nodes/" + uuid:
-			_, _ = fmt.Fprintf(w, `{"uuid": %q, "provision_state": %q, "power_state": "power on"}`, uuid, provisionState)
-		case "/v1/nodes/" + uuid + "/bios":
-			_, _ = fmt.Fprint(w, `{"bios": []}`)
-		case "/v1/nodes/" + uuid + "/firmware":
-			_, _ = fmt.Fprint(w, `{"firmware": []}`)
-		default:
-			t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
-			http.NotFound(w, r)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	cfg := DefaultConfig()
-	cfg.Endpoint = srv.URL + "/v1/"
-	p, err := New(cfg, logr.Discard())
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := &fakeOneNodeIronic{state: "verifying", lists: true}
+	p := f.provisioner(t, uuid)
 	host := provisioner.Host{Namespace: "ns", Name: "h", NodeID: uuid, BMCAddress: "redfish-virtualmedia://192.0.2.10/redfish/v1/Systems/1"}
 	ctx := context.Background()
 
@@ -76,9 +45,7 @@ func TestFirmwareOfNodeNotVerifiedYet(t *testing.T) {
 		t.Errorf("firmware components of a verifying node: %v, error %v; want ErrNeedsRegistration", components, err)
 	}
 
-	mu.Lock()
-	provisionState = "manageable"
-	mu.Unlock()
+	f.set("manageable")
 	p.watch.Forget(uuid)
 	if settings, _, err := p.FirmwareSettings(ctx, host, true); err != nil || len(settings) != 0 {
 		t.Errorf("BIOS settings of a verified node that reports none: %v, error %v; want none", settings, err)

@@ -170,6 +170,6 @@ func (p *Provisioner) powerOffAbortedDeploy(ctx context.Context, s *session, n *
 // one, when Ironic took the request: one it answered busy is asked again, and until then the host
 // keeps its reboot annotation (and tells no one the operation restarts).
 func forcedReboot(res provisioner.Result, accepted bool, err error) (provisioner.Result, error) {
-	res.ForcedReboot = accepted && err == nil && !res.Failed()
+	res.ForcedReboot = accepted // taken: no error, and the result is the wait after it
 	return res, err
 }
